@@ -1,0 +1,334 @@
+package symbolize
+
+import (
+	"bytes"
+	"debug/dwarf"
+	"debug/elf"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+
+	"github.com/ulikunitz/xz"
+)
+
+// Sentinel errors callers branch on.
+var (
+	// ErrBuildIDMismatch: the file at the recorded path is not the one that
+	// was profiled, and no copy with the recorded build-id was found.
+	ErrBuildIDMismatch = errors.New("build-id mismatch")
+	// ErrMalformed: the file is not a well-formed ELF image.
+	ErrMalformed = errors.New("malformed ELF")
+	// ErrNoDebugInfo: the image has no DWARF, so no source lines or inlined frames.
+	ErrNoDebugInfo = errors.New("no DWARF debug info")
+	// ErrKptrRestrict: kallsyms shows every address as zero.
+	ErrKptrRestrict = errors.New("kernel addresses hidden (kptr_restrict)")
+)
+
+// maxDebugData bounds the decompressed size of .gnu_debugdata, which is a
+// few hundred KB in practice: a crafted file must not exhaust memory.
+const maxDebugData = 64 << 20
+
+// Image is one loaded executable image: its symbols, its segments for
+// address translation and, on demand, its DWARF. It is safe for concurrent use.
+type Image struct {
+	path      string
+	debugPath string
+	buildID   string
+	loads     []segment
+	syms      *table
+
+	openDWARF func() (*dwarf.Data, error) // nil when no file has DWARF
+	dwOnce    sync.Once
+	dw        *dwarfIndex
+	dwErr     error
+}
+
+type segment struct{ off, filesz, vaddr uint64 }
+
+// Path is the file the image was loaded from (which may be a build-id cache
+// copy rather than the recorded path).
+func (im *Image) Path() string { return im.path }
+
+// DebugPath is the separate debug file merged into the image, or "".
+func (im *Image) DebugPath() string { return im.debugPath }
+
+// BuildID is the image's GNU build-id in lower-case hex, or "".
+func (im *Image) BuildID() string { return im.buildID }
+
+// NumSymbols is the number of distinct function addresses known.
+func (im *Image) NumSymbols() int { return len(im.syms.entries) }
+
+// LookupAddr returns the function containing the ELF virtual address addr.
+func (im *Image) LookupAddr(addr uint64) (Symbol, bool) { return im.syms.lookup(addr) }
+
+// LookupFileOffset returns the function containing the byte at file offset
+// off. For a sample at ip in a mapping (start, pgoff), off = ip-start+pgoff.
+func (im *Image) LookupFileOffset(off uint64) (Symbol, bool) {
+	addr, ok := im.FileOffsetToAddr(off)
+	if !ok {
+		return Symbol{}, false
+	}
+	return im.syms.lookup(addr)
+}
+
+// FileOffsetToAddr translates a file offset into an ELF virtual address
+// through the PT_LOAD segment that maps it.
+func (im *Image) FileOffsetToAddr(off uint64) (uint64, bool) {
+	for _, s := range im.loads {
+		if off >= s.off && off-s.off < s.filesz {
+			return off - s.off + s.vaddr, true
+		}
+	}
+	return 0, false
+}
+
+// elfFile is an open ELF file and what closes it.
+type elfFile struct {
+	*elf.File
+	name   string
+	closer io.Closer
+}
+
+func (f *elfFile) Close() error {
+	if f.closer != nil {
+		return f.closer.Close()
+	}
+	return nil
+}
+
+// catch turns a panic from debug/elf or debug/dwarf on crafted input into
+// an error naming the file.
+func catch(name string, err *error) {
+	if r := recover(); r != nil {
+		*err = fmt.Errorf("%s: %w: %v", name, ErrMalformed, r)
+	}
+}
+
+func openELF(path string) (f *elfFile, err error) {
+	file, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			file.Close()
+		}
+	}()
+	defer catch(path, &err)
+	ef, err := elf.NewFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w: %w", path, ErrMalformed, err)
+	}
+	return &elfFile{File: ef, name: path, closer: file}, nil
+}
+
+func newELF(name string, r io.ReaderAt) (f *elfFile, err error) {
+	defer catch(name, &err)
+	ef, err := elf.NewFile(r)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w: %w", name, ErrMalformed, err)
+	}
+	return &elfFile{File: ef, name: name}, nil
+}
+
+// LoadOptions control how an image is read.
+type LoadOptions struct {
+	// RawNames keeps symbol names mangled.
+	RawNames bool
+}
+
+// LoadReader loads an image from memory or any ReaderAt (the vDSO, tests);
+// no separate debug files are looked for. name is used in errors.
+func LoadReader(name string, r io.ReaderAt, opts LoadOptions) (*Image, error) {
+	f, err := newELF(name, r)
+	if err != nil {
+		return nil, err
+	}
+	return buildImage(f, nil, opts.RawNames, func() (*elfFile, error) { return newELF(name, r) })
+}
+
+// Load loads the image at path, merging a separate debug file found next to
+// it through .gnu_debuglink. Use a [Symbolizer] to find files by build-id.
+func Load(path string, opts LoadOptions) (*Image, error) {
+	return New(Options{RawNames: opts.RawNames, DebugDirs: []string{}, BuildIDCaches: []string{}}).load(path, path, "")
+}
+
+// buildImage reads symbols and segments from main and the optional debug
+// file; reopen reopens the file holding DWARF later. The files are closed.
+func buildImage(main, debug *elfFile, raw bool, reopen func() (*elfFile, error)) (im *Image, err error) {
+	defer main.Close()
+	if debug != nil {
+		defer debug.Close()
+	}
+	defer catch(main.name, &err)
+	im = &Image{path: main.name, buildID: buildID(main.File)}
+	for _, p := range main.Progs {
+		if p.Type == elf.PT_LOAD {
+			im.loads = append(im.loads, segment{off: p.Off, filesz: p.Filesz, vaddr: p.Vaddr})
+		}
+	}
+	cands, err := funcSymbols(main, true)
+	if err != nil {
+		return nil, err
+	}
+	cands = append(cands, pltSymbols(main.File)...)
+	mini, err := miniDebugInfo(main)
+	if err != nil {
+		return nil, err
+	}
+	if mini != nil {
+		more, err := funcSymbols(mini, false)
+		if err != nil {
+			return nil, err
+		}
+		cands = append(cands, more...)
+	}
+	if debug != nil {
+		im.debugPath = debug.name
+		more, err := funcSymbols(debug, false)
+		if err != nil {
+			return nil, err
+		}
+		cands = append(cands, more...)
+	}
+	im.syms = newTable(cands, raw)
+	switch {
+	case debug != nil && hasDWARF(debug.File):
+		name := debug.name
+		im.openDWARF = func() (*dwarf.Data, error) { return dwarfOf(func() (*elfFile, error) { return openELF(name) }) }
+	case hasDWARF(main.File):
+		im.openDWARF = func() (*dwarf.Data, error) { return dwarfOf(reopen) }
+	}
+	return im, nil
+}
+
+func hasDWARF(f *elf.File) bool {
+	s := f.Section(".debug_info")
+	return s != nil && s.Type != elf.SHT_NOBITS
+}
+
+func dwarfOf(open func() (*elfFile, error)) (d *dwarf.Data, err error) {
+	f, err := open()
+	if err != nil {
+		return nil, err
+	}
+	// debug/dwarf reads its sections into memory up front.
+	defer f.Close()
+	defer catch(f.name, &err)
+	d, err = f.DWARF()
+	if err != nil {
+		return nil, fmt.Errorf("%s: dwarf: %w", f.name, err)
+	}
+	return d, nil
+}
+
+// funcSymbols returns the function symbols of f's .symtab and, with dyn,
+// its .dynsym: STT_FUNC, STT_GNU_IFUNC and sized objects in executable
+// sections.
+func funcSymbols(f *elfFile, dyn bool) ([]candidate, error) {
+	var out []candidate
+	add := func(syms []elf.Symbol, err error) error {
+		if err != nil && !errors.Is(err, elf.ErrNoSymbols) {
+			return fmt.Errorf("%s: symbols: %w", f.name, err)
+		}
+		for _, s := range syms {
+			typ := elf.ST_TYPE(s.Info)
+			if s.Value == 0 || s.Name == "" || int(s.Section) >= len(f.Sections) || s.Section == elf.SHN_UNDEF {
+				continue
+			}
+			sec := f.Sections[s.Section]
+			if sec.Flags&elf.SHF_EXECINSTR == 0 {
+				continue
+			}
+			if typ != elf.STT_FUNC && typ != elf.STT_GNU_IFUNC && (typ != elf.STT_OBJECT || s.Size == 0) {
+				continue
+			}
+			out = append(out, candidate{name: s.Name, start: s.Value, size: s.Size, bind: elf.ST_BIND(s.Info), limit: sec.Addr + sec.Size})
+		}
+		return nil
+	}
+	if err := add(f.Symbols()); err != nil {
+		return nil, err
+	}
+	if dyn {
+		if err := add(f.DynamicSymbols()); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// miniDebugInfo opens the xz-compressed ELF in .gnu_debugdata, or returns nil.
+func miniDebugInfo(f *elfFile) (*elfFile, error) {
+	sec := f.Section(".gnu_debugdata")
+	if sec == nil || sec.Type == elf.SHT_NOBITS {
+		return nil, nil
+	}
+	name := f.name + ":.gnu_debugdata"
+	xr, err := xz.NewReader(sec.Open())
+	if err != nil {
+		return nil, fmt.Errorf("%s: xz: %w", name, err)
+	}
+	data, err := io.ReadAll(io.LimitReader(xr, maxDebugData+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: xz: %w", name, err)
+	}
+	if len(data) > maxDebugData {
+		return nil, fmt.Errorf("%s: %w: decompresses to more than %d bytes", name, ErrMalformed, maxDebugData)
+	}
+	return newELF(name, bytes.NewReader(data))
+}
+
+// buildID reads the NT_GNU_BUILD_ID note, from note sections or, for files
+// without section headers, from PT_NOTE segments.
+func buildID(f *elf.File) string {
+	for _, s := range f.Sections {
+		if s.Type != elf.SHT_NOTE {
+			continue
+		}
+		if data, err := s.Data(); err == nil {
+			if id := noteBuildID(data, f.ByteOrder); id != "" {
+				return id
+			}
+		}
+	}
+	for _, p := range f.Progs {
+		if p.Type != elf.PT_NOTE || p.Filesz > 1<<20 {
+			continue
+		}
+		data := make([]byte, p.Filesz)
+		if _, err := p.ReadAt(data, 0); err == nil {
+			if id := noteBuildID(data, f.ByteOrder); id != "" {
+				return id
+			}
+		}
+	}
+	return ""
+}
+
+func noteBuildID(data []byte, bo binary.ByteOrder) string {
+	const ntGNUBuildID = 3
+	align4 := func(n uint64) uint64 { return (n + 3) &^ 3 }
+	for len(data) >= 12 {
+		namesz, descsz, typ := uint64(bo.Uint32(data)), uint64(bo.Uint32(data[4:])), bo.Uint32(data[8:])
+		data = data[12:]
+		if align4(namesz) > uint64(len(data)) {
+			return ""
+		}
+		name := data[:namesz]
+		data = data[align4(namesz):]
+		if align4(descsz) > uint64(len(data)) && descsz > uint64(len(data)) {
+			return ""
+		}
+		desc := data[:descsz]
+		data = data[min(align4(descsz), uint64(len(data))):]
+		if typ == ntGNUBuildID && string(name) == "GNU\x00" {
+			return hex.EncodeToString(desc)
+		}
+	}
+	return ""
+}

@@ -1,0 +1,102 @@
+package symbolize
+
+import (
+	"path/filepath"
+	"testing"
+)
+
+func TestSymbolsAgreeWithNM(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		flags []string
+		pie   bool
+	}{
+		{"pie", []string{"-fPIE", "-pie"}, true},
+		{"no-pie", []string{"-fno-PIE", "-no-pie"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			bin := gcc(t, dir, "prog", append(tc.flags, "testdata/prog.c")...)
+			img, err := Load(bin, LoadOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			aliases := map[uint64]map[string]bool{}
+			syms := nmFuncs(t, bin)
+			for _, s := range syms {
+				if aliases[s.addr] == nil {
+					aliases[s.addr] = map[string]bool{}
+				}
+				aliases[s.addr][s.name] = true
+			}
+			checked := 0
+			for _, s := range syms {
+				got, ok := img.LookupAddr(s.addr)
+				if !ok || got.Start != s.addr || !aliases[s.addr][got.Name] {
+					t.Errorf("LookupAddr(%#x) = %+v, %v; nm says %s", s.addr, got, ok, s.name)
+					continue
+				}
+				if s.size > 0 {
+					if end, ok := img.LookupAddr(s.addr + s.size - 1); !ok || end.Start != s.addr {
+						t.Errorf("LookupAddr(last byte of %s) = %+v, %v", s.name, end, ok)
+					}
+				}
+				checked++
+			}
+			if checked < 3 {
+				t.Fatalf("only %d nm symbols checked", checked)
+			}
+
+			// The run-time view: IPs in the process's mapping, translated
+			// through (start, pgoff) like samples are.
+			addrs, maps := runMaps(t, bin)
+			for _, fn := range []string{"leaf", "compute", "main"} {
+				ip := addrs[fn]
+				off := fileOffset(t, maps, bin, ip)
+				got, ok := img.LookupFileOffset(off + 1)
+				if !ok || got.Name != fn {
+					t.Errorf("LookupFileOffset(%#x) for %s at ip %#x = %+v, %v", off+1, fn, ip, got, ok)
+				}
+				vaddr, _ := img.FileOffsetToAddr(off)
+				if want := nmAddr(syms, fn); vaddr != want {
+					t.Errorf("FileOffsetToAddr(%#x) = %#x, nm says %s is at %#x", off, vaddr, fn, want)
+				}
+				if tc.pie == (ip == vaddr) {
+					t.Errorf("%s: run-time ip %#x vs vaddr %#x: pie=%v", fn, ip, vaddr, tc.pie)
+				}
+			}
+		})
+	}
+}
+
+func nmAddr(syms []nmSym, name string) uint64 {
+	for _, s := range syms {
+		if s.name == name {
+			return s.addr
+		}
+	}
+	return 0
+}
+
+func TestSharedLibraryAtBias(t *testing.T) {
+	dir := t.TempDir()
+	lib := gcc(t, dir, "libjp.so", "-shared", "-fPIC", "testdata/lib.c")
+	bin := gcc(t, dir, "prog", "-DWITH_LIB", "testdata/prog.c", "-L"+dir, "-ljp", "-Wl,-rpath,"+dir)
+	img, err := Load(lib, LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	syms := nmFuncs(t, lib)
+	addrs, maps := runMaps(t, bin)
+	for _, fn := range []string{"lib_helper", "lib_entry"} {
+		ip := addrs[fn]
+		off := fileOffset(t, maps, filepath.Clean(lib), ip)
+		got, ok := img.LookupFileOffset(off)
+		if !ok || got.Name != fn || got.Start != nmAddr(syms, fn) {
+			t.Errorf("%s at ip %#x, offset %#x: got %+v, %v", fn, ip, off, got, ok)
+		}
+		if ip == got.Start {
+			t.Errorf("%s: library loaded without bias; the test proves nothing", fn)
+		}
+	}
+}

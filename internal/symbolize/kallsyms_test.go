@@ -1,0 +1,112 @@
+package symbolize
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+)
+
+// TestKallsymsGolden looks up addresses at, inside and between symbols; the
+// expected text is in testdata/kallsyms.golden (rewrite with -update).
+func TestKallsymsGolden(t *testing.T) {
+	k, err := LoadKallsyms("testdata/kallsyms.txt", LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	for _, addr := range []uint64{
+		0xffffffff80ffffff, // before the kernel
+		0xffffffff81000000, // three aliases
+		0xffffffff8100003f,
+		0xffffffff81000040,
+		0xffffffff81001010, // weak
+		0xffffffff81002000, // data symbol: ends the text before it
+		0xffffffff81002400,
+		0xffffffffc0000010, // module
+		0xffffffffc0000fff,
+		0xffffffffc0001fff, // last symbol: bounded by its page
+		0xffffffffc0002000,
+	} {
+		s, ok := k.Lookup(addr)
+		if !ok {
+			fmt.Fprintf(&out, "%#x -\n", addr)
+			continue
+		}
+		fmt.Fprintf(&out, "%#x %s+%#x [%s] size %#x\n", addr, s.Name, addr-s.Start, s.Module, s.Size)
+	}
+	golden(t, "testdata/kallsyms.golden", out.Bytes())
+}
+
+func golden(t *testing.T, path string, got []byte) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs (run with -update to accept):\n--- got\n%s--- want\n%s", path, got, want)
+	}
+}
+
+func TestKallsymsErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name, in string
+		want     error
+		substr   string
+	}{
+		{"restricted", mustRead(t, "testdata/kallsyms-restricted.txt"), ErrKptrRestrict, "kptr_restrict"},
+		{"short line", "ffffffff81000000 T\n", nil, "line 1"},
+		{"bad address", "ffffffff8100000g T x\n", nil, "line 1: address"},
+		{"bad type", "ffffffff81000000 TT x\n", nil, "line 1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseKallsyms(strings.NewReader(tc.in), LoadOptions{})
+			if err == nil || !strings.Contains(err.Error(), tc.substr) || (tc.want != nil && !errors.Is(err, tc.want)) {
+				t.Fatalf("err = %v; want %v containing %q", err, tc.want, tc.substr)
+			}
+		})
+	}
+}
+
+func mustRead(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestLiveKallsyms checks the running kernel's table when it is visible.
+func TestLiveKallsyms(t *testing.T) {
+	k, err := New(Options{}).Kernel()
+	if errors.Is(err, ErrKptrRestrict) || errors.Is(err, os.ErrNotExist) {
+		t.Skipf("kernel symbols not visible here: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k.NumSymbols() < 1000 {
+		t.Fatalf("only %d kernel symbols", k.NumSymbols())
+	}
+	var addr uint64
+	for line := range strings.Lines(mustRead(t, "/proc/kallsyms")) {
+		if f := strings.Fields(line); len(f) == 3 && f[2] == "schedule" {
+			fmt.Sscanf(f[0], "%x", &addr)
+		}
+	}
+	if addr == 0 {
+		t.Skip("no schedule symbol in /proc/kallsyms")
+	}
+	if s, ok := k.Lookup(addr + 1); !ok || s.Name != "schedule" || s.Start != addr {
+		t.Errorf("Lookup(schedule+1) = %+v, %v", s, ok)
+	}
+}

@@ -1,0 +1,289 @@
+package symbolize
+
+import (
+	"debug/elf"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+)
+
+// Options configure a [Symbolizer].
+type Options struct {
+	// Root is prepended to every recorded path and to DebugDirs, e.g.
+	// /proc/PID/root for a process in another mount namespace.
+	Root string
+	// DebugDirs hold separate debug files (.build-id/xx/yyyy.debug and
+	// .gnu_debuglink targets). nil means /usr/lib/debug; empty means none.
+	DebugDirs []string
+	// BuildIDCaches are perf build-id caches (.build-id/xx/yyyy/elf and
+	// <path>/<build-id>/elf), on the host, not under Root. nil means
+	// $HOME/.debug; empty means none.
+	BuildIDCaches []string
+	// RawNames keeps symbol names mangled.
+	RawNames bool
+	// Kallsyms is the kernel symbol file; "" means /proc/kallsyms.
+	Kallsyms string
+}
+
+// Symbolizer finds and caches images. It is safe for concurrent use.
+type Symbolizer struct {
+	opts Options
+
+	mu     sync.Mutex
+	images map[imageKey]*imageSlot
+	kernel *imageSlot
+}
+
+type imageKey struct{ path, buildID string }
+
+// imageSlot lets concurrent callers wait for one load instead of repeating
+// it; failures are cached too, so a missing file costs one stat per run.
+type imageSlot struct {
+	once sync.Once
+	img  *Image
+	kern *Kernel
+	err  error
+}
+
+// VDSOPath is the name perf records for the vDSO mapping.
+const VDSOPath = "[vdso]"
+
+// New returns a Symbolizer.
+func New(opts Options) *Symbolizer {
+	if opts.DebugDirs == nil {
+		opts.DebugDirs = []string{"/usr/lib/debug"}
+	}
+	if opts.BuildIDCaches == nil {
+		opts.BuildIDCaches = []string{}
+		if home, err := os.UserHomeDir(); err == nil {
+			opts.BuildIDCaches = []string{filepath.Join(home, ".debug")}
+		}
+	}
+	return &Symbolizer{opts: opts, images: map[imageKey]*imageSlot{}}
+}
+
+// Open returns the image mapped from path with the given build-id (hex; ""
+// when the recording has none). "[vdso]" is this boot's vDSO.
+func (s *Symbolizer) Open(path, buildID string) (*Image, error) {
+	key := imageKey{path, buildID}
+	s.mu.Lock()
+	slot := s.images[key]
+	if slot == nil {
+		slot = &imageSlot{}
+		s.images[key] = slot
+	}
+	s.mu.Unlock()
+	slot.once.Do(func() {
+		if path == VDSOPath {
+			slot.img, slot.err = LoadVDSO(LoadOptions{RawNames: s.opts.RawNames})
+			return
+		}
+		slot.img, slot.err = s.load(path, filepath.Join(s.opts.Root, path), buildID)
+	})
+	return slot.img, slot.err
+}
+
+// Kernel returns the kernel symbol table, loaded once.
+func (s *Symbolizer) Kernel() (*Kernel, error) {
+	s.mu.Lock()
+	if s.kernel == nil {
+		s.kernel = &imageSlot{}
+	}
+	slot := s.kernel
+	s.mu.Unlock()
+	slot.once.Do(func() {
+		path := s.opts.Kallsyms
+		if path == "" {
+			path = "/proc/kallsyms"
+		}
+		slot.kern, slot.err = LoadKallsyms(path, LoadOptions{RawNames: s.opts.RawNames})
+	})
+	return slot.kern, slot.err
+}
+
+// load opens host (path as seen from here) and its debug file. A file whose
+// build-id differs from want is replaced by a build-id-addressed copy, or
+// rejected with ErrBuildIDMismatch.
+func (s *Symbolizer) load(path, host, want string) (*Image, error) {
+	main, err := openELF(host)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	var found string
+	if main != nil {
+		found = buildID(main.File)
+		if want != "" && found != want {
+			main.Close()
+			main = nil
+		}
+	}
+	var debug *elfFile
+	if main == nil {
+		main, debug = s.byBuildID(path, want)
+		switch {
+		case main == nil && found != "":
+			return nil, fmt.Errorf("%s: file has build-id %s, recording has %s: %w", host, found, want, ErrBuildIDMismatch)
+		case main == nil && err != nil:
+			return nil, err
+		case main == nil:
+			return nil, fmt.Errorf("%s: file has no build-id, recording has %s: %w", host, want, ErrBuildIDMismatch)
+		}
+		if debug == nil {
+			// A debug-only file: its program headers still describe the
+			// segments, so it serves for translation and symbols alike.
+			return buildImage(main, nil, s.opts.RawNames, reopener(main.name))
+		}
+	} else if needsDebug(main.File) {
+		debug = s.debugFile(main, host)
+	}
+	return buildImage(main, debug, s.opts.RawNames, reopener(main.name))
+}
+
+func reopener(name string) func() (*elfFile, error) {
+	return func() (*elfFile, error) { return openELF(name) }
+}
+
+// needsDebug says whether a separate debug file could add anything.
+func needsDebug(f *elf.File) bool {
+	return f.Section(".symtab") == nil || !hasDWARF(f)
+}
+
+// byBuildID finds the image for want in the build-id caches (full copies
+// of the binary) or, failing that, a debug file with that build-id.
+func (s *Symbolizer) byBuildID(path, want string) (main, debug *elfFile) {
+	if len(want) < 3 {
+		return nil, nil
+	}
+	var full []string
+	for _, c := range s.opts.BuildIDCaches {
+		full = append(full,
+			filepath.Join(c, ".build-id", want[:2], want[2:], "elf"),
+			filepath.Join(c, path, want, "elf"))
+	}
+	for _, p := range full {
+		if f := openWithID(p, want); f != nil {
+			return f, s.debugByID(want)
+		}
+	}
+	return s.debugByID(want), nil
+}
+
+// debugByID finds a separate debug file by build-id.
+func (s *Symbolizer) debugByID(id string) *elfFile {
+	if len(id) < 3 {
+		return nil
+	}
+	var paths []string
+	for _, d := range s.opts.DebugDirs {
+		paths = append(paths, filepath.Join(s.opts.Root, d, ".build-id", id[:2], id[2:]+".debug"))
+	}
+	for _, c := range s.opts.BuildIDCaches {
+		paths = append(paths, filepath.Join(c, ".build-id", id[:2], id[2:], "debug"))
+	}
+	for _, p := range paths {
+		if f := openWithID(p, id); f != nil {
+			return f
+		}
+	}
+	return nil
+}
+
+// openWithID opens path if it is an ELF file with build-id id.
+func openWithID(path, id string) *elfFile {
+	f, err := openELF(path)
+	if err != nil {
+		return nil
+	}
+	if buildID(f.File) != id {
+		f.Close()
+		return nil
+	}
+	return f
+}
+
+// debugFile finds main's separate debug file: by build-id, then by
+// .gnu_debuglink in GDB's order (same directory, .debug/, then each debug
+// directory plus the binary's directory), checking the CRC32.
+func (s *Symbolizer) debugFile(main *elfFile, host string) *elfFile {
+	id := buildID(main.File)
+	if f := s.debugByID(id); f != nil {
+		return f
+	}
+	name, crc, ok := debugLink(main.File)
+	if !ok {
+		return nil
+	}
+	dir := filepath.Dir(host)
+	paths := []string{filepath.Join(dir, name), filepath.Join(dir, ".debug", name)}
+	relDir, err := filepath.Rel(s.opts.Root, dir)
+	if s.opts.Root == "" {
+		relDir, err = dir, nil
+	}
+	if err == nil {
+		for _, d := range s.opts.DebugDirs {
+			paths = append(paths, filepath.Join(s.opts.Root, d, relDir, name))
+		}
+	}
+	for _, p := range paths {
+		if got, ok := fileCRC(p); p == host || !ok || got != crc {
+			continue
+		}
+		f, err := openELF(p)
+		if err != nil {
+			continue
+		}
+		if id != "" {
+			if got := buildID(f.File); got != "" && got != id {
+				f.Close()
+				continue
+			}
+		}
+		return f
+	}
+	return nil
+}
+
+// debugLink parses .gnu_debuglink: a NUL-terminated file name padded to 4
+// bytes, then the CRC32 of the debug file.
+func debugLink(f *elf.File) (string, uint32, bool) {
+	sec := f.Section(".gnu_debuglink")
+	if sec == nil {
+		return "", 0, false
+	}
+	data, err := sec.Data()
+	if err != nil {
+		return "", 0, false
+	}
+	n := 0
+	for n < len(data) && data[n] != 0 {
+		n++
+	}
+	off := (n + 4) &^ 3
+	if n == 0 || off+4 > len(data) {
+		return "", 0, false
+	}
+	name := string(data[:n])
+	if name != filepath.Base(name) {
+		return "", 0, false
+	}
+	return name, f.ByteOrder.Uint32(data[off:]), true
+}
+
+// fileCRC returns the CRC32 (IEEE) of a file's contents.
+func fileCRC(path string) (uint32, bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, false
+	}
+	defer f.Close()
+	h := crc32.NewIEEE()
+	if _, err := io.Copy(h, f); err != nil {
+		return 0, false
+	}
+	return h.Sum32(), true
+}
