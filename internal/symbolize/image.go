@@ -171,6 +171,9 @@ func buildImage(main, debug *elfFile, raw bool, reopen func() (*elfFile, error))
 			im.loads = append(im.loads, segment{off: p.Off, filesz: p.Filesz, vaddr: p.Vaddr})
 		}
 	}
+	if text := main.Section(".text"); text != nil && text.Type == elf.SHT_NOBITS {
+		im.loads = guessOffsets(main.Progs)
+	}
 	cands, err := funcSymbols(main, true)
 	if err != nil {
 		return nil, err
@@ -204,6 +207,33 @@ func buildImage(main, debug *elfFile, raw bool, reopen func() (*elfFile, error))
 		im.openDWARF = func() (*dwarf.Data, error) { return dwarfOf(reopen) }
 	}
 	return im, nil
+}
+
+// guessOffsets rebuilds the file layout of a debug-only file (objcopy
+// --only-keep-debug), whose program headers keep addresses and sizes but not
+// the offsets the binary had. It assumes the layout GNU ld and lld produce:
+// segments packed in order, each at the first offset past the previous one
+// that is congruent to its address modulo its alignment, the first at 0.
+// That holds for the binaries seen here, but it is a guess: a binary laid out
+// otherwise resolves file offsets wrongly from its debug file alone.
+func guessOffsets(progs []*elf.Prog) []segment {
+	var out []segment
+	var next uint64
+	for _, p := range progs {
+		if p.Type != elf.PT_LOAD {
+			continue
+		}
+		off := next
+		if a := p.Align; a > 1 && a&(a-1) == 0 {
+			off = next&^(a-1) | p.Vaddr&(a-1)
+			if off < next {
+				off += a
+			}
+		}
+		out = append(out, segment{off: off, filesz: p.Memsz, vaddr: p.Vaddr})
+		next = off + p.Memsz
+	}
+	return out
 }
 
 func hasDWARF(f *elf.File) bool {
