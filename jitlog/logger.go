@@ -1,0 +1,438 @@
+package jitlog
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// nanotime is the runtime's CLOCK_MONOTONIC clock (vDSO on Linux): the
+// clock the recorder samples with, read without time.Now's extra wall-clock
+// read. The runtime keeps this linkname working on purpose.
+//
+//go:linkname nanotime runtime.nanotime
+func nanotime() int64
+
+const (
+	// DefaultMaxSize bounds a database unless Options.MaxSize says otherwise.
+	DefaultMaxSize = 1 << 30
+	// growStep is the least a writer grows the file by.
+	growStep = 1 << 20
+	// EnvDir names the environment variable that overrides the directory.
+	EnvDir = "JITPROF_JITLOG_DIR"
+)
+
+// Options configure Open. The zero value is usable.
+type Options struct {
+	// Dir is where the database lives: default DefaultDir().
+	Dir string
+	// Name names the JIT in the logger-open record ("v8", "myjit").
+	Name string
+	// MaxSize bounds the database; default DefaultMaxSize. Only the
+	// process's first logger sets it; later ones use the file's.
+	MaxSize int64
+	// Jitdump also writes perf's jitdump, jit-<pid>.dump, from the same
+	// calls, and maps it once so perf record notices it.
+	Jitdump bool
+	// JitdumpDir is where jit-<pid>.dump goes: default Dir.
+	JitdumpDir string
+}
+
+// Load carries the optional parts of a code load.
+type Load struct {
+	// Code is the generated machine code; perf annotate needs it.
+	Code []byte
+	// Files is the file-name table that Lines index.
+	Files []string
+	// Lines maps code offsets to source lines.
+	Lines []LineEntry
+	// Bytecode maps code offsets to bytecode offsets.
+	Bytecode []BytecodeEntry
+}
+
+// A Logger appends to this process's database. It is safe for concurrent
+// use by many goroutines, and several Loggers in one process (and the C
+// agent's, in the same process) share one file and one sequence counter.
+// Close must not run concurrently with other methods: it unmaps the file.
+type Logger struct {
+	path     string
+	fd       int
+	mem      []byte
+	max      uint64
+	id       uint32
+	appendp  *uint64
+	seqp     *uint64
+	capp     *uint64
+	growMu   sync.Mutex
+	closed   atomic.Bool
+	jd       *jitdump
+}
+
+// DefaultDir is $JITPROF_JITLOG_DIR, else /tmp/jitprof-<euid>.
+func DefaultDir() string {
+	if d := os.Getenv(EnvDir); d != "" {
+		return d
+	}
+	return filepath.Join(os.TempDir(), "jitprof-"+strconv.Itoa(os.Geteuid()))
+}
+
+// DatabasePath is the database of process pid in dir.
+func DatabasePath(dir string, pid int) string {
+	return filepath.Join(dir, "anon."+strconv.Itoa(pid))
+}
+
+// Open opens this process's database, creating it if this is the first
+// logger of the process, and logs a logger-open record.
+func Open(opts Options) (*Logger, error) {
+	dir := opts.Dir
+	if dir == "" {
+		dir = DefaultDir()
+	}
+	if err := ensureDir(dir); err != nil {
+		return nil, err
+	}
+	maxSize := uint64(DefaultMaxSize)
+	if opts.MaxSize > 0 {
+		maxSize = uint64(opts.MaxSize)
+	}
+	page := uint64(os.Getpagesize())
+	maxSize = (maxSize + page - 1) &^ (page - 1)
+	if maxSize < growStep {
+		maxSize = growStep
+	}
+	pid := os.Getpid()
+	start, _, err := procStat(pid)
+	if err != nil {
+		return nil, fmt.Errorf("jitlog: open: %w", err)
+	}
+	path := DatabasePath(dir, pid)
+	fd, err := unix.Open(path, unix.O_RDWR|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("jitlog: open %s: %w", path, err)
+	}
+	l := &Logger{path: path, fd: fd}
+	if err := l.attach(pid, start, maxSize, page); err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	l.id = atomic.AddUint32((*uint32)(unsafe.Pointer(&l.mem[offLoggerID])), 1)
+	if opts.Jitdump {
+		jdir := opts.JitdumpDir
+		if jdir == "" {
+			jdir = dir
+		}
+		if l.jd, err = openJitdump(jdir, pid, uint64(nanotime())); err != nil {
+			l.unmap()
+			return nil, err
+		}
+	}
+	if err := l.logOpen(opts.Name); err != nil {
+		l.Close()
+		return nil, err
+	}
+	return l, nil
+}
+
+// attach checks the file, initialises its header unless it already belongs
+// to this process, and maps it. flock guards only this and growth.
+func (l *Logger) attach(pid int, start, maxSize, page uint64) error {
+	var st unix.Stat_t
+	if err := unix.Fstat(l.fd, &st); err != nil {
+		return fmt.Errorf("jitlog: stat %s: %w", l.path, err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return fmt.Errorf("jitlog: refusing %s: not a regular file: %w", l.path, ErrUnsafe)
+	}
+	if int(st.Uid) != os.Geteuid() {
+		return fmt.Errorf("jitlog: refusing %s: owned by uid %d, not %d: %w", l.path, st.Uid, os.Geteuid(), ErrUnsafe)
+	}
+	if err := unix.Flock(l.fd, unix.LOCK_EX); err != nil {
+		return fmt.Errorf("jitlog: lock %s: %w", l.path, err)
+	}
+	defer unix.Flock(l.fd, unix.LOCK_UN)
+	var hb [HeaderSize]byte
+	n, err := unix.Pread(l.fd, hb[:], 0)
+	if err != nil {
+		return fmt.Errorf("jitlog: read %s: %w", l.path, err)
+	}
+	h, herr := decodeHeader(hb[:n])
+	fresh := herr != nil || h.PID != uint32(pid) || h.StartTime != start || h.MaxSize < growStep
+	if fresh {
+		// A file left by a dead process that had our pid: start over.
+		if err := unix.Ftruncate(l.fd, 0); err != nil {
+			return fmt.Errorf("jitlog: truncate %s: %w", l.path, err)
+		}
+		if err := unix.Ftruncate(l.fd, growStep); err != nil {
+			return fmt.Errorf("jitlog: grow %s: %w", l.path, err)
+		}
+	} else {
+		maxSize = h.MaxSize
+	}
+	mem, err := unix.Mmap(l.fd, 0, int(maxSize), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		return fmt.Errorf("jitlog: map %s: %w", l.path, err)
+	}
+	l.mem, l.max = mem, maxSize
+	l.appendp = (*uint64)(unsafe.Pointer(&mem[offAppend]))
+	l.seqp = (*uint64)(unsafe.Pointer(&mem[offSeq]))
+	l.capp = (*uint64)(unsafe.Pointer(&mem[offCapacity]))
+	if fresh {
+		le.PutUint32(mem[offVersion:], Version)
+		le.PutUint32(mem[offHdrSize:], HeaderSize)
+		le.PutUint32(mem[offPID:], uint32(pid))
+		le.PutUint32(mem[offClock:], ClockMonotonic)
+		le.PutUint32(mem[offPageSize:], uint32(page))
+		le.PutUint64(mem[offStartTime:], start)
+		le.PutUint64(mem[offCreated:], uint64(nanotime()))
+		le.PutUint64(mem[offMaxSize:], maxSize)
+		atomic.StoreUint64(l.capp, growStep)
+		atomic.StoreUint64(l.appendp, HeaderSize)
+		// Magic last: a reader never trusts a half-written header.
+		atomic.StoreUint64((*uint64)(unsafe.Pointer(&mem[offMagic])), le.Uint64([]byte(Magic)))
+	}
+	return nil
+}
+
+// Path is the database file.
+func (l *Logger) Path() string { return l.path }
+
+// ID is this logger's id within the process's database.
+func (l *Logger) ID() uint32 { return l.id }
+
+// reserve claims n bytes (a multiple of 8) at the append offset. The claim
+// is the compare-and-swap of the record's size word from 0 to n, so no
+// reserved record ever lacks its size: a writer killed at any point leaves
+// a record readers can step over. The append offset is only a hint that
+// claimers move on, helping each other, so it never needs to be exact.
+func (l *Logger) reserve(n uint64) (uint64, error) {
+	if l.closed.Load() {
+		return 0, ErrClosed
+	}
+	for {
+		off := atomic.LoadUint64(l.appendp)
+		if off+n > atomic.LoadUint64(l.capp) {
+			if err := l.grow(off, n); err != nil {
+				return 0, err
+			}
+			continue
+		}
+		w := (*uint32)(unsafe.Pointer(&l.mem[off]))
+		if atomic.CompareAndSwapUint32(w, 0, uint32(n)) {
+			atomic.CompareAndSwapUint64(l.appendp, off, off+n)
+			return off, nil
+		}
+		atomic.CompareAndSwapUint64(l.appendp, off, off+uint64(atomic.LoadUint32(w)))
+	}
+}
+
+// publish stores the commit word last; Go atomics are sequentially
+// consistent, so every byte of the record is visible before it.
+func (l *Logger) publish(off uint64, k Kind) {
+	atomic.StoreUint32((*uint32)(unsafe.Pointer(&l.mem[off+4])), commitTag|uint32(k))
+}
+
+// grow extends the file so [off, off+n) is backed. It is the only path
+// besides Open that locks the file.
+func (l *Logger) grow(off, n uint64) error {
+	l.growMu.Lock()
+	defer l.growMu.Unlock()
+	if err := unix.Flock(l.fd, unix.LOCK_EX); err != nil {
+		return fmt.Errorf("jitlog: lock %s: %w", l.path, err)
+	}
+	defer unix.Flock(l.fd, unix.LOCK_UN)
+	end := off + n
+	cur := atomic.LoadUint64(l.capp)
+	if end <= cur {
+		return nil
+	}
+	if end > l.max {
+		if off >= l.max {
+			return fmt.Errorf("jitlog: %s: %w", l.path, ErrFull)
+		}
+		// The record would straddle the end: pad to it, so readers see a
+		// clean end and every later writer finds the file full.
+		if cur < l.max {
+			if err := unix.Ftruncate(l.fd, int64(l.max)); err != nil {
+				return fmt.Errorf("jitlog: grow %s: %w", l.path, err)
+			}
+			atomic.StoreUint64(l.capp, l.max)
+		}
+		if atomic.CompareAndSwapUint32((*uint32)(unsafe.Pointer(&l.mem[off])), 0, uint32(l.max-off)) {
+			l.publish(off, KindPad)
+			atomic.CompareAndSwapUint64(l.appendp, off, l.max)
+		}
+		return nil // the caller retries and finds the file full or off taken
+	}
+	next := max(cur*2, (end+growStep-1)&^(growStep-1))
+	next = min(next, l.max)
+	if err := unix.Ftruncate(l.fd, int64(next)); err != nil {
+		return fmt.Errorf("jitlog: grow %s: %w", l.path, err)
+	}
+	atomic.StoreUint64(l.capp, next)
+	return nil
+}
+
+// CodeLoad logs code of size bytes generated at addr and returns its new
+// sequence number, unique in this process even when addr and name repeat.
+// extra may be nil.
+func (l *Logger) CodeLoad(addr uintptr, size int, name string, extra *Load) (uint64, error) {
+	if size < 0 {
+		return 0, fmt.Errorf("jitlog: code load %q: negative size %d", name, size)
+	}
+	if extra != nil && len(extra.Code) != 0 && len(extra.Code) != size {
+		return 0, fmt.Errorf("jitlog: code load %q: %d code bytes for size %d", name, len(extra.Code), size)
+	}
+	if extra != nil {
+		for i, e := range extra.Lines {
+			if int64(e.File) >= int64(len(extra.Files)) {
+				return 0, fmt.Errorf("jitlog: code load %q: line entry %d names file %d of %d", name, i, e.File, len(extra.Files))
+			}
+		}
+	}
+	n, err := loadSize(name, extra)
+	if err != nil {
+		return 0, err
+	}
+	off, err := l.reserve(n)
+	if err != nil {
+		return 0, err
+	}
+	seq := atomic.AddUint64(l.seqp, 1)
+	now := uint64(nanotime())
+	putLoad(l.mem[off:off+n:off+n], seq, now, uint64(addr), uint64(size), l.id, name, extra)
+	l.publish(off, KindCodeLoad)
+	if l.jd != nil {
+		if err := l.jd.codeLoad(seq, now, uint64(addr), uint64(size), name, extra); err != nil {
+			return seq, err
+		}
+	}
+	return seq, nil
+}
+
+// CodeMove logs that the code of generation seq moved (a moving GC): the
+// sequence number stays, the address changes.
+func (l *Logger) CodeMove(seq uint64, oldAddr, newAddr uintptr) error {
+	off, err := l.reserve(moveSize)
+	if err != nil {
+		return err
+	}
+	now := uint64(nanotime())
+	b := l.mem[off : off+moveSize]
+	le.PutUint64(b[8:], seq)
+	le.PutUint64(b[16:], now)
+	le.PutUint64(b[24:], uint64(oldAddr))
+	le.PutUint64(b[32:], uint64(newAddr))
+	le.PutUint32(b[40:], l.id)
+	l.publish(off, KindCodeMove)
+	if l.jd != nil {
+		return l.jd.codeMove(seq, now, uint64(oldAddr), uint64(newAddr))
+	}
+	return nil
+}
+
+// CodeUnload logs that the code of generation seq was freed.
+func (l *Logger) CodeUnload(seq uint64) error {
+	off, err := l.reserve(unloadSize)
+	if err != nil {
+		return err
+	}
+	b := l.mem[off : off+unloadSize]
+	le.PutUint64(b[8:], seq)
+	le.PutUint64(b[16:], uint64(nanotime()))
+	le.PutUint32(b[24:], l.id)
+	l.publish(off, KindCodeUnload)
+	if l.jd != nil {
+		l.jd.forget(seq)
+	}
+	return nil
+}
+
+// Enter logs that execution context tid entered the code of generation seq.
+// tid is the caller's: an OS thread id (from a goroutine locked to its
+// thread) or any id stable for one goroutine; readers pair Enter and Exit by
+// it. Enter neither allocates nor makes a system call.
+func (l *Logger) Enter(tid uint32, seq uint64) error {
+	off, err := l.reserve(enterSize)
+	if err != nil {
+		return err
+	}
+	b := l.mem[off : off+enterSize]
+	le.PutUint64(b[8:], seq)
+	le.PutUint64(b[16:], uint64(nanotime()))
+	le.PutUint32(b[24:], tid)
+	le.PutUint32(b[28:], l.id)
+	l.publish(off, KindRegionEnter)
+	return nil
+}
+
+// Exit logs that execution context tid left the region it last entered.
+func (l *Logger) Exit(tid uint32) error {
+	off, err := l.reserve(exitSize)
+	if err != nil {
+		return err
+	}
+	b := l.mem[off : off+exitSize]
+	le.PutUint64(b[8:], uint64(nanotime()))
+	le.PutUint32(b[16:], tid)
+	le.PutUint32(b[20:], l.id)
+	l.publish(off, KindRegionExit)
+	return nil
+}
+
+func (l *Logger) logOpen(name string) error {
+	n := align8(openFixed + uint64(len(name)))
+	if n > maxRecord {
+		return fmt.Errorf("jitlog: logger name of %d bytes: %w", len(name), ErrTooLarge)
+	}
+	off, err := l.reserve(n)
+	if err != nil {
+		return err
+	}
+	b := l.mem[off : off+n]
+	le.PutUint64(b[8:], uint64(nanotime()))
+	le.PutUint32(b[16:], l.id)
+	le.PutUint32(b[20:], uint32(len(name)))
+	copy(b[openFixed:], name)
+	l.publish(off, KindLoggerOpen)
+	return nil
+}
+
+// Close logs a logger-close record and releases the file. The database
+// stays for the profiler; Cleanup removes it once the process is gone.
+func (l *Logger) Close() error {
+	var errs []error
+	if off, err := l.reserve(closeSize); err == nil {
+		b := l.mem[off : off+closeSize]
+		le.PutUint64(b[8:], uint64(nanotime()))
+		le.PutUint32(b[16:], l.id)
+		l.publish(off, KindLoggerClose)
+	} else if errors.Is(err, ErrClosed) {
+		return err
+	} else {
+		errs = append(errs, err)
+	}
+	if l.jd != nil {
+		errs = append(errs, l.jd.close(uint64(nanotime())))
+	}
+	errs = append(errs, l.unmap())
+	return errors.Join(errs...)
+}
+
+func (l *Logger) unmap() error {
+	l.closed.Store(true)
+	err := unix.Munmap(l.mem)
+	if cerr := unix.Close(l.fd); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("jitlog: close %s: %w", l.path, err)
+	}
+	return nil
+}
