@@ -1,0 +1,189 @@
+package perfevent
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// Event is one kind of event to count or sample, as perf names it on the
+// command line (-e).
+type Event struct {
+	Name          string // the spec it was parsed from, e.g. "cycles:u"
+	Type          uint32 // PERF_TYPE_*
+	Config        uint64
+	ExcludeUser   bool
+	ExcludeKernel bool
+	ExcludeHV     bool
+	PreciseIP     uint8 // 0..3, from :p modifiers
+}
+
+// DefaultEvent is what perf record samples on a machine without a PMU.
+const DefaultEvent = "cpu-clock"
+
+// namedEvents maps perf's names for the generic software and hardware events.
+var namedEvents = map[string]struct {
+	typ    uint32
+	config uint64
+}{
+	"cpu-clock":        {unix.PERF_TYPE_SOFTWARE, unix.PERF_COUNT_SW_CPU_CLOCK},
+	"task-clock":       {unix.PERF_TYPE_SOFTWARE, unix.PERF_COUNT_SW_TASK_CLOCK},
+	"page-faults":      {unix.PERF_TYPE_SOFTWARE, unix.PERF_COUNT_SW_PAGE_FAULTS},
+	"faults":           {unix.PERF_TYPE_SOFTWARE, unix.PERF_COUNT_SW_PAGE_FAULTS},
+	"minor-faults":     {unix.PERF_TYPE_SOFTWARE, unix.PERF_COUNT_SW_PAGE_FAULTS_MIN},
+	"major-faults":     {unix.PERF_TYPE_SOFTWARE, unix.PERF_COUNT_SW_PAGE_FAULTS_MAJ},
+	"context-switches": {unix.PERF_TYPE_SOFTWARE, unix.PERF_COUNT_SW_CONTEXT_SWITCHES},
+	"cs":               {unix.PERF_TYPE_SOFTWARE, unix.PERF_COUNT_SW_CONTEXT_SWITCHES},
+	"cpu-migrations":   {unix.PERF_TYPE_SOFTWARE, unix.PERF_COUNT_SW_CPU_MIGRATIONS},
+	"migrations":       {unix.PERF_TYPE_SOFTWARE, unix.PERF_COUNT_SW_CPU_MIGRATIONS},
+	"alignment-faults": {unix.PERF_TYPE_SOFTWARE, unix.PERF_COUNT_SW_ALIGNMENT_FAULTS},
+	"emulation-faults": {unix.PERF_TYPE_SOFTWARE, unix.PERF_COUNT_SW_EMULATION_FAULTS},
+	"dummy":            {unix.PERF_TYPE_SOFTWARE, unix.PERF_COUNT_SW_DUMMY},
+
+	"cycles":                  {unix.PERF_TYPE_HARDWARE, unix.PERF_COUNT_HW_CPU_CYCLES},
+	"cpu-cycles":              {unix.PERF_TYPE_HARDWARE, unix.PERF_COUNT_HW_CPU_CYCLES},
+	"instructions":            {unix.PERF_TYPE_HARDWARE, unix.PERF_COUNT_HW_INSTRUCTIONS},
+	"cache-references":        {unix.PERF_TYPE_HARDWARE, unix.PERF_COUNT_HW_CACHE_REFERENCES},
+	"cache-misses":            {unix.PERF_TYPE_HARDWARE, unix.PERF_COUNT_HW_CACHE_MISSES},
+	"branches":                {unix.PERF_TYPE_HARDWARE, unix.PERF_COUNT_HW_BRANCH_INSTRUCTIONS},
+	"branch-instructions":     {unix.PERF_TYPE_HARDWARE, unix.PERF_COUNT_HW_BRANCH_INSTRUCTIONS},
+	"branch-misses":           {unix.PERF_TYPE_HARDWARE, unix.PERF_COUNT_HW_BRANCH_MISSES},
+	"bus-cycles":              {unix.PERF_TYPE_HARDWARE, unix.PERF_COUNT_HW_BUS_CYCLES},
+	"stalled-cycles-frontend": {unix.PERF_TYPE_HARDWARE, unix.PERF_COUNT_HW_STALLED_CYCLES_FRONTEND},
+	"stalled-cycles-backend":  {unix.PERF_TYPE_HARDWARE, unix.PERF_COUNT_HW_STALLED_CYCLES_BACKEND},
+	"ref-cycles":              {unix.PERF_TYPE_HARDWARE, unix.PERF_COUNT_HW_REF_CPU_CYCLES},
+}
+
+// tracefsRoots are where tracefs is found: its own mount point first, then
+// the older location under debugfs.
+var tracefsRoots = []string{"/sys/kernel/tracing", "/sys/kernel/debug/tracing"}
+
+// ParseEvent parses an event as perf record -e spells it: a named software
+// or hardware event, a raw PMU event rNNNN (hex), or a tracepoint
+// subsys:name, each optionally followed by modifiers :u, :k, :uk and :p,
+// :pp, :ppp. The empty spec means DefaultEvent.
+func ParseEvent(spec string) (Event, error) {
+	return parseEvent(spec, tracefsRoots)
+}
+
+func parseEvent(spec string, roots []string) (Event, error) {
+	if spec == "" {
+		spec = DefaultEvent
+	}
+	ev := Event{Name: spec}
+	parts := strings.Split(spec, ":")
+	var mods string
+	switch len(parts) {
+	case 1:
+	case 2:
+		// "name:mods" when name is a known event, else "subsys:tracepoint".
+		if err := parseBase(parts[0], &ev); err == nil && isModifiers(parts[1]) {
+			mods = parts[1]
+			parts = parts[:1]
+		}
+	case 3:
+		mods = parts[2]
+		parts = parts[:2]
+	default:
+		return Event{}, fmt.Errorf("event %q: too many ':'", spec)
+	}
+	if len(parts) == 1 {
+		if err := parseBase(parts[0], &ev); err != nil {
+			return Event{}, fmt.Errorf("event %q: %w", spec, err)
+		}
+	} else {
+		id, err := tracepointID(roots, parts[0], parts[1])
+		if err != nil {
+			return Event{}, fmt.Errorf("event %q: %w", spec, err)
+		}
+		ev.Type = unix.PERF_TYPE_TRACEPOINT
+		ev.Config = id
+	}
+	if err := applyModifiers(mods, &ev); err != nil {
+		return Event{}, fmt.Errorf("event %q: %w", spec, err)
+	}
+	return ev, nil
+}
+
+// parseBase sets ev's type and config from a named or raw event.
+func parseBase(name string, ev *Event) error {
+	if n, ok := namedEvents[name]; ok {
+		ev.Type, ev.Config = n.typ, n.config
+		return nil
+	}
+	if len(name) > 1 && name[0] == 'r' {
+		c, err := strconv.ParseUint(name[1:], 16, 64)
+		if err == nil {
+			ev.Type, ev.Config = unix.PERF_TYPE_RAW, c
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown event %q (try cpu-clock, task-clock, cycles, rNNNN or subsys:tracepoint)", name)
+}
+
+func isModifiers(s string) bool {
+	return s != "" && strings.Trim(s, "ukp") == ""
+}
+
+// applyModifiers follows perf: u and k select the privilege levels to count
+// (either alone also excludes the hypervisor), p raises precise_ip.
+func applyModifiers(mods string, ev *Event) error {
+	if mods == "" {
+		return nil
+	}
+	if !isModifiers(mods) {
+		return fmt.Errorf("unknown modifier %q (want u, k, p)", mods)
+	}
+	u, k := strings.Contains(mods, "u"), strings.Contains(mods, "k")
+	if u || k {
+		ev.ExcludeUser, ev.ExcludeKernel, ev.ExcludeHV = !u, !k, true
+	}
+	p := strings.Count(mods, "p")
+	if p > 3 {
+		return fmt.Errorf("modifier %q: at most 3 p", mods)
+	}
+	ev.PreciseIP = uint8(p)
+	return nil
+}
+
+// tracepointID reads a tracepoint's id from the first tracefs that has it.
+func tracepointID(roots []string, subsys, name string) (uint64, error) {
+	if subsys == "" || name == "" || strings.ContainsAny(subsys+name, "/.") {
+		return 0, fmt.Errorf("bad tracepoint name %q", subsys+":"+name)
+	}
+	var mounted bool
+	for _, root := range roots {
+		if _, err := os.Stat(filepath.Join(root, "events")); err != nil {
+			continue
+		}
+		mounted = true
+		b, err := os.ReadFile(filepath.Join(root, "events", subsys, name, "id"))
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return 0, fmt.Errorf("tracepoint %s:%s: %w", subsys, name, err)
+		}
+		id, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("tracepoint %s:%s: bad id: %w", subsys, name, err)
+		}
+		return id, nil
+	}
+	if !mounted {
+		return 0, fmt.Errorf("tracepoint %s:%s: tracefs is not mounted at %s (mount -t tracefs nodev /sys/kernel/tracing): %w",
+			subsys, name, strings.Join(roots, " or "), ErrNotSupported)
+	}
+	return 0, fmt.Errorf("tracepoint %s:%s: no such tracepoint (see %s/events): %w", subsys, name, roots[0], ErrNotSupported)
+}
+
+// needsPMU reports whether the event counts on a hardware PMU, which many
+// virtual machines lack.
+func (e Event) needsPMU() bool {
+	return e.Type == unix.PERF_TYPE_HARDWARE || e.Type == unix.PERF_TYPE_HW_CACHE || e.Type == unix.PERF_TYPE_RAW
+}

@@ -1,0 +1,123 @@
+package perfevent
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+func TestParseEvent(t *testing.T) {
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "events/sched/sched_switch"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "events/sched/sched_switch/id"), []byte("316\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	roots := []string{filepath.Join(root, "missing"), root}
+	sw, hw := uint32(unix.PERF_TYPE_SOFTWARE), uint32(unix.PERF_TYPE_HARDWARE)
+	tests := []struct {
+		spec string
+		want Event
+	}{
+		{"", Event{Name: "cpu-clock", Type: sw, Config: unix.PERF_COUNT_SW_CPU_CLOCK}},
+		{"task-clock", Event{Type: sw, Config: unix.PERF_COUNT_SW_TASK_CLOCK}},
+		{"faults", Event{Type: sw, Config: unix.PERF_COUNT_SW_PAGE_FAULTS}},
+		{"major-faults", Event{Type: sw, Config: unix.PERF_COUNT_SW_PAGE_FAULTS_MAJ}},
+		{"cs", Event{Type: sw, Config: unix.PERF_COUNT_SW_CONTEXT_SWITCHES}},
+		{"migrations", Event{Type: sw, Config: unix.PERF_COUNT_SW_CPU_MIGRATIONS}},
+		{"dummy", Event{Type: sw, Config: unix.PERF_COUNT_SW_DUMMY}},
+		{"cycles", Event{Type: hw, Config: unix.PERF_COUNT_HW_CPU_CYCLES}},
+		{"branch-instructions", Event{Type: hw, Config: unix.PERF_COUNT_HW_BRANCH_INSTRUCTIONS}},
+		{"ref-cycles", Event{Type: hw, Config: unix.PERF_COUNT_HW_REF_CPU_CYCLES}},
+		{"r1a2b", Event{Type: unix.PERF_TYPE_RAW, Config: 0x1a2b}},
+		{"cpu-clock:u", Event{Type: sw, ExcludeKernel: true, ExcludeHV: true}},
+		{"cycles:k", Event{Type: hw, ExcludeUser: true, ExcludeHV: true}},
+		{"cycles:uk", Event{Type: hw, ExcludeHV: true}},
+		{"cycles:pp", Event{Type: hw, PreciseIP: 2}},
+		{"cycles:upp", Event{Type: hw, ExcludeKernel: true, ExcludeHV: true, PreciseIP: 2}},
+		{"r10:p", Event{Type: unix.PERF_TYPE_RAW, Config: 0x10, PreciseIP: 1}},
+		{"sched:sched_switch", Event{Type: unix.PERF_TYPE_TRACEPOINT, Config: 316}},
+		{"sched:sched_switch:k", Event{Type: unix.PERF_TYPE_TRACEPOINT, Config: 316, ExcludeUser: true, ExcludeHV: true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.spec, func(t *testing.T) {
+			got, err := parseEvent(tt.spec, roots)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.want.Name == "" {
+				tt.want.Name = tt.spec
+			}
+			if got != tt.want {
+				t.Errorf("got %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseEventErrors(t *testing.T) {
+	tests := []struct {
+		spec  string
+		roots []string
+		want  error // nil: any error
+	}{
+		{"cpu-cloc", nil, nil},
+		{"rxyz", nil, nil},
+		{"r", nil, nil},
+		{"cycles:x", nil, nil},
+		{"cycles:pppp", nil, nil},
+		{"a:b:c:d", nil, nil},
+		{"sched:nope", []string{"testdata-absent"}, ErrNotSupported},
+		{"../x:y", []string{"/"}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.spec, func(t *testing.T) {
+			_, err := parseEvent(tt.spec, tt.roots)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if tt.want != nil && !errors.Is(err, tt.want) {
+				t.Errorf("err = %v, want %v", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseCPUList(t *testing.T) {
+	tests := []struct {
+		in   string
+		want []int
+	}{
+		{"0", []int{0}},
+		{"0-3", []int{0, 1, 2, 3}},
+		{"0-1,5,3-3", []int{0, 1, 3, 5}},
+		{"2,0,2", []int{0, 2}},
+		{"", nil},
+		{"1-", nil},
+		{"3-1", nil},
+		{"a", nil},
+		{"-1", nil},
+		{"0-99999999", nil},
+	}
+	for _, tt := range tests {
+		got, err := ParseCPUList(tt.in)
+		if (err != nil) != (tt.want == nil) || !slices.Equal(got, tt.want) {
+			t.Errorf("ParseCPUList(%q) = %v, %v; want %v", tt.in, got, err, tt.want)
+		}
+	}
+}
+
+func TestOnlineCPUs(t *testing.T) {
+	cpus, err := OnlineCPUs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cpus) == 0 || cpus[0] < 0 {
+		t.Fatalf("OnlineCPUs() = %v", cpus)
+	}
+}

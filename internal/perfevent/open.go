@@ -1,0 +1,158 @@
+package perfevent
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+var (
+	// ErrNotSupported means the kernel or the machine lacks the event or
+	// feature asked for.
+	ErrNotSupported = errors.New("not supported")
+	// ErrPermission means the kernel refused for lack of privilege; the
+	// wrapping error says which setting to change.
+	ErrPermission = errors.New("permission denied")
+)
+
+const paranoidPath = "/proc/sys/kernel/perf_event_paranoid"
+
+// Paranoid returns the value of /proc/sys/kernel/perf_event_paranoid: at 2
+// (the usual default) unprivileged users may only profile their own
+// processes in user space; below that also the kernel (1) or any CPU (0, -1).
+func Paranoid() (int, error) {
+	return readIntFile(paranoidPath)
+}
+
+func readIntFile(path string) (int, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", path, err)
+	}
+	return n, nil
+}
+
+// perfEventOpen opens one event and turns the kernel's terse errno into an
+// error that says what to do about it.
+func perfEventOpen(attr *unix.PerfEventAttr, ev Event, pid, cpu int) (int, error) {
+	fd, err := unix.PerfEventOpen(attr, pid, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
+	if err == nil {
+		return fd, nil
+	}
+	return -1, fmt.Errorf("perf_event_open %s (pid %d, cpu %d): %w", ev.Name, pid, cpu, openError(err, attr, ev, pid))
+}
+
+func openError(err error, attr *unix.PerfEventAttr, ev Event, pid int) error {
+	switch {
+	case errors.Is(err, unix.EACCES), errors.Is(err, unix.EPERM):
+		level := "unknown"
+		if p, perr := Paranoid(); perr == nil {
+			level = strconv.Itoa(p)
+		}
+		what := "needs CAP_PERFMON (or root), or a lower " + paranoidPath
+		if pid == -1 {
+			what = "profiling a whole CPU " + what + " (at most 0)"
+		} else if attr.Bits&unix.PerfBitExcludeKernel == 0 {
+			what = "profiling the kernel " + what + " (at most 1); to profile only user space add :u to the event"
+		} else {
+			what = "profiling another user's process " + what
+		}
+		return fmt.Errorf("%w: perf_event_paranoid is %s: %s", ErrPermission, level, what)
+	case errors.Is(err, unix.ENOENT), errors.Is(err, unix.EOPNOTSUPP), errors.Is(err, unix.ENODEV):
+		if ev.needsPMU() {
+			return fmt.Errorf("event %s: %w by this machine's PMU (virtual machines often have none); try -e cpu-clock", ev.Name, ErrNotSupported)
+		}
+		if ev.PreciseIP > 0 || attr.Bits&(unix.PerfBitExcludeUser|unix.PerfBitExcludeHv) != 0 {
+			return fmt.Errorf("event %s: modifiers %w for this event: %w", ev.Name, ErrNotSupported, err)
+		}
+		return fmt.Errorf("event %s: %w by this kernel: %w", ev.Name, ErrNotSupported, err)
+	case errors.Is(err, unix.EMFILE), errors.Is(err, unix.ENFILE):
+		return fmt.Errorf("out of file descriptors (one is needed per event, thread and CPU): raise ulimit -n: %w", err)
+	case errors.Is(err, unix.ESRCH):
+		return fmt.Errorf("no such process: %w", err)
+	case errors.Is(err, unix.EINVAL):
+		return fmt.Errorf("%w; %s", err, invalidHint(attr))
+	case errors.Is(err, unix.EOVERFLOW):
+		return fmt.Errorf("sample_max_stack %d is above /proc/sys/kernel/perf_event_max_stack: %w", attr.Sample_max_stack, err)
+	case errors.Is(err, unix.EBUSY):
+		return fmt.Errorf("event is in exclusive use by someone else: %w", err)
+	}
+	return err
+}
+
+// invalidHint names the attr fields most often behind EINVAL.
+func invalidHint(attr *unix.PerfEventAttr) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "attr: type=%d config=%#x sample_type=%#x flags=%#x clockid=%d sample_max_stack=%d",
+		attr.Type, attr.Config, attr.Sample_type, attr.Bits, attr.Clockid, attr.Sample_max_stack)
+	if attr.Bits&unix.PerfBitFreq != 0 {
+		fmt.Fprintf(&b, " sample_freq=%d", attr.Sample)
+		if max, err := readIntFile("/proc/sys/kernel/perf_event_max_sample_rate"); err == nil && attr.Sample > uint64(max) {
+			fmt.Fprintf(&b, " (above perf_event_max_sample_rate %d: lower -F)", max)
+		}
+	} else {
+		fmt.Fprintf(&b, " sample_period=%d", attr.Sample)
+	}
+	if p := (attr.Bits >> 15) & 3; p != 0 {
+		fmt.Fprintf(&b, " precise_ip=%d (drop the :p modifiers)", p)
+	}
+	return b.String()
+}
+
+// OnlineCPUs returns the CPUs the kernel has online, from
+// /sys/devices/system/cpu/online.
+func OnlineCPUs() ([]int, error) {
+	b, err := os.ReadFile("/sys/devices/system/cpu/online")
+	if err != nil {
+		return nil, fmt.Errorf("online cpus: %w", err)
+	}
+	cpus, err := ParseCPUList(strings.TrimSpace(string(b)))
+	if err != nil {
+		return nil, fmt.Errorf("online cpus: %w", err)
+	}
+	return cpus, nil
+}
+
+// ParseCPUList parses the kernel's cpu list format, also used by perf -C:
+// comma-separated CPUs and inclusive ranges, e.g. "0-3,5". The result is
+// sorted and has no duplicates.
+func ParseCPUList(s string) ([]int, error) {
+	if s == "" {
+		return nil, errors.New("cpu list: empty")
+	}
+	seen := map[int]bool{}
+	for _, part := range strings.Split(s, ",") {
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err := strconv.Atoi(lo)
+		if err != nil || a < 0 {
+			return nil, fmt.Errorf("cpu list %q: bad cpu %q", s, lo)
+		}
+		b := a
+		if isRange {
+			if b, err = strconv.Atoi(hi); err != nil || b < a {
+				return nil, fmt.Errorf("cpu list %q: bad range %q", s, part)
+			}
+		}
+		if b-a > 1<<16 {
+			return nil, fmt.Errorf("cpu list %q: range %q too large", s, part)
+		}
+		for c := a; c <= b; c++ {
+			seen[c] = true
+		}
+	}
+	cpus := make([]int, 0, len(seen))
+	for c := range seen {
+		cpus = append(cpus, c)
+	}
+	slices.Sort(cpus)
+	return cpus, nil
+}

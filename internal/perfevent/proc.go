@@ -1,0 +1,334 @@
+package perfevent
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// ErrNoProcess means the process does not exist, or exited while it was
+// being read; a caller walking /proc skips it.
+var ErrNoProcess = errors.New("no such process")
+
+// Process is what /proc says of a process: the input from which a recorder
+// synthesizes COMM and MMAP2 records for processes that were running before
+// recording began.
+type Process struct {
+	PID     int // the thread group id
+	PPID    int
+	Comm    string
+	Threads []Thread
+	Maps    []Mapping
+}
+
+// Thread is one thread of a process.
+type Thread struct {
+	TID  int
+	Comm string
+}
+
+// Mapping is one line of /proc/PID/maps.
+type Mapping struct {
+	Start, End uint64
+	Pgoff      uint64
+	Prot       uint32 // PROT_READ, PROT_WRITE, PROT_EXEC
+	Flags      uint32 // MAP_PRIVATE or MAP_SHARED
+	Major      uint32
+	Minor      uint32
+	Inode      uint64
+	// Path as perf names it: the file, a pseudo-name such as [vdso],
+	// [heap] or "/memfd:name (deleted)", or "//anon" for anonymous memory,
+	// where JIT code lives.
+	Path string
+}
+
+// AnonPath is perf's name for anonymous mappings.
+const AnonPath = "//anon"
+
+// AllPIDs lists the processes (thread groups) in /proc.
+func AllPIDs() ([]int, error) {
+	return numericDir("/proc")
+}
+
+func numericDir(dir string) ([]int, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var ids []int
+	for _, e := range ents {
+		if id, err := strconv.Atoi(e.Name()); err == nil {
+			ids = append(ids, id)
+		}
+	}
+	return ids, nil
+}
+
+func threadsOf(pid int) ([]int, error) {
+	tids, err := numericDir(fmt.Sprintf("/proc/%d/task", pid))
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ESRCH) {
+		return nil, ErrNoProcess
+	}
+	return tids, err
+}
+
+// ReadProcess reads pid's identity, threads and mappings. Threads that exit
+// while it reads are left out; if the process itself exits the error is
+// ErrNoProcess.
+func ReadProcess(pid int) (Process, error) {
+	p, err := readProcess(pid)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ESRCH) {
+			err = fmt.Errorf("%w: %w", ErrNoProcess, err)
+		} else if errors.Is(err, fs.ErrPermission) {
+			err = fmt.Errorf("%w: %w", ErrPermission, err)
+		}
+		return Process{}, fmt.Errorf("read process %d: %w", pid, err)
+	}
+	return p, nil
+}
+
+func readProcess(pid int) (Process, error) {
+	dir := fmt.Sprintf("/proc/%d", pid)
+	status, err := os.ReadFile(dir + "/status")
+	if err != nil {
+		return Process{}, err
+	}
+	p := Process{PID: -1, PPID: -1}
+	for line := range strings.Lines(string(status)) {
+		k, v, _ := strings.Cut(line, ":")
+		v = strings.TrimSpace(v)
+		switch k {
+		case "Tgid":
+			p.PID, err = strconv.Atoi(v)
+		case "PPid":
+			p.PPID, err = strconv.Atoi(v)
+		}
+		if err != nil {
+			return Process{}, fmt.Errorf("%s/status: %w", dir, err)
+		}
+	}
+	if p.PID < 0 || p.PPID < 0 {
+		return Process{}, fmt.Errorf("%s/status: no Tgid or PPid", dir)
+	}
+	if p.Comm, err = readComm(dir); err != nil {
+		return Process{}, err
+	}
+	tids, err := threadsOf(pid)
+	if err != nil {
+		return Process{}, err
+	}
+	for _, tid := range tids {
+		comm, err := readComm(fmt.Sprintf("%s/task/%d", dir, tid))
+		if err != nil {
+			continue // the thread exited
+		}
+		p.Threads = append(p.Threads, Thread{TID: tid, Comm: comm})
+	}
+	maps, err := os.ReadFile(dir + "/maps")
+	if err != nil {
+		return Process{}, err
+	}
+	if p.Maps, err = parseMaps(maps); err != nil {
+		return Process{}, fmt.Errorf("%s/maps: %w", dir, err)
+	}
+	// A process that died while we read has an empty maps file and
+	// no status; check it is still there so we do not report it as a
+	// process with no mappings.
+	if _, err := os.Stat(dir + "/status"); err != nil {
+		return Process{}, err
+	}
+	return p, nil
+}
+
+func readComm(dir string) (string, error) {
+	b, err := os.ReadFile(dir + "/comm")
+	if err != nil {
+		return "", err
+	}
+	return string(bytes.TrimSuffix(b, []byte("\n"))), nil
+}
+
+// parseMaps parses /proc/PID/maps, whose lines are
+// "start-end perms offset major:minor inode      path".
+func parseMaps(b []byte) ([]Mapping, error) {
+	var maps []Mapping
+	for line := range strings.Lines(string(b)) {
+		line = strings.TrimSuffix(line, "\n")
+		m, err := parseMapsLine(line)
+		if err != nil {
+			return nil, fmt.Errorf("line %q: %w", line, err)
+		}
+		maps = append(maps, m)
+	}
+	return maps, nil
+}
+
+func parseMapsLine(line string) (Mapping, error) {
+	var m Mapping
+	var f [5]string
+	rest := line
+	for i := range f {
+		rest = strings.TrimLeft(rest, " ")
+		var ok bool
+		f[i], rest, ok = strings.Cut(rest, " ")
+		if !ok && i < 4 {
+			return m, errors.New("too few fields")
+		}
+	}
+	// The path is what follows the inode and its padding; it may
+	// contain spaces.
+	m.Path = strings.TrimLeft(rest, " ")
+	if m.Path == "" {
+		m.Path = AnonPath
+	}
+	start, end, ok := strings.Cut(f[0], "-")
+	if !ok {
+		return m, errors.New("bad range")
+	}
+	var err error
+	if m.Start, err = strconv.ParseUint(start, 16, 64); err != nil {
+		return m, err
+	}
+	if m.End, err = strconv.ParseUint(end, 16, 64); err != nil {
+		return m, err
+	}
+	if len(f[1]) != 4 {
+		return m, errors.New("bad permissions")
+	}
+	for i, bit := range []uint32{unix.PROT_READ, unix.PROT_WRITE, unix.PROT_EXEC} {
+		if f[1][i] != '-' {
+			m.Prot |= bit
+		}
+	}
+	m.Flags = unix.MAP_PRIVATE
+	if f[1][3] == 's' {
+		m.Flags = unix.MAP_SHARED
+	}
+	if m.Pgoff, err = strconv.ParseUint(f[2], 16, 64); err != nil {
+		return m, err
+	}
+	maj, min, ok := strings.Cut(f[3], ":")
+	if !ok {
+		return m, errors.New("bad device")
+	}
+	ma, err := strconv.ParseUint(maj, 16, 32)
+	if err != nil {
+		return m, err
+	}
+	mi, err := strconv.ParseUint(min, 16, 32)
+	if err != nil {
+		return m, err
+	}
+	m.Major, m.Minor = uint32(ma), uint32(mi)
+	if m.Inode, err = strconv.ParseUint(f[4], 10, 64); err != nil {
+		return m, err
+	}
+	return m, nil
+}
+
+// Kernel is where the running kernel's text and modules are, for the
+// kernel MMAP records perf synthesizes.
+type Kernel struct {
+	// Text is the address of _text, the symbol perf relocates the
+	// kernel map against (its pgoff); Stext and Etext bound the code.
+	Text, Stext, Etext uint64
+	// Hidden is set when /proc/kallsyms shows zero addresses, which
+	// /proc/sys/kernel/kptr_restrict does to readers without
+	// CAP_SYSLOG; kernel samples cannot be symbolized then.
+	Hidden  bool
+	Modules []Module
+}
+
+// Module is a loaded kernel module.
+type Module struct {
+	Name  string
+	Start uint64 // 0 when hidden by kptr_restrict
+	Size  uint64
+}
+
+// KernelMapping reads the kernel's text bounds from /proc/kallsyms and its
+// modules from /proc/modules (absent on kernels built without modules).
+func KernelMapping() (Kernel, error) {
+	f, err := os.Open("/proc/kallsyms")
+	if err != nil {
+		return Kernel{}, fmt.Errorf("kernel mapping: %w", err)
+	}
+	defer f.Close()
+	k, err := parseKallsyms(f)
+	if err != nil {
+		return Kernel{}, fmt.Errorf("kernel mapping: /proc/kallsyms: %w", err)
+	}
+	mods, err := os.ReadFile("/proc/modules")
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return Kernel{}, fmt.Errorf("kernel mapping: %w", err)
+	}
+	if k.Modules, err = parseModules(mods); err != nil {
+		return Kernel{}, fmt.Errorf("kernel mapping: /proc/modules: %w", err)
+	}
+	return k, nil
+}
+
+func parseKallsyms(r io.Reader) (Kernel, error) {
+	var k Kernel
+	found := 0
+	sc := bufio.NewScanner(r)
+	for found < 3 && sc.Scan() {
+		addr, rest, _ := bytes.Cut(sc.Bytes(), []byte(" "))
+		_, name, _ := bytes.Cut(rest, []byte(" "))
+		var dst *uint64
+		switch string(name) {
+		case "_text":
+			dst = &k.Text
+		case "_stext":
+			dst = &k.Stext
+		case "_etext":
+			dst = &k.Etext
+		default:
+			continue
+		}
+		v, err := strconv.ParseUint(string(addr), 16, 64)
+		if err != nil {
+			return k, fmt.Errorf("symbol %s: %w", name, err)
+		}
+		*dst = v
+		found++
+	}
+	if err := sc.Err(); err != nil {
+		return k, err
+	}
+	if found == 0 {
+		return k, errors.New("no _text, _stext or _etext")
+	}
+	k.Hidden = k.Text == 0 && k.Stext == 0
+	return k, nil
+}
+
+// parseModules parses /proc/modules: "name size refs deps state address".
+func parseModules(b []byte) ([]Module, error) {
+	var mods []Module
+	for line := range strings.Lines(string(b)) {
+		f := strings.Fields(line)
+		if len(f) < 6 {
+			return nil, fmt.Errorf("line %q: too few fields", line)
+		}
+		size, err := strconv.ParseUint(f[1], 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("line %q: %w", line, err)
+		}
+		start, err := strconv.ParseUint(strings.TrimPrefix(f[5], "0x"), 16, 64)
+		if err != nil {
+			return nil, fmt.Errorf("line %q: %w", line, err)
+		}
+		mods = append(mods, Module{Name: f[0], Start: start, Size: size})
+	}
+	return mods, nil
+}
