@@ -287,7 +287,7 @@ func checkThreadSamples(t *testing.T, recs []decoded, pid int, tidLine string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// Each thread spins 500ms of CPU time, sampled at 1000 Hz; in the
+		// Each thread spins 300ms of CPU time, sampled at 1000 Hz; in the
 		// pid case some of it passes before the events are opened.
 		if perTID[uint32(tid)] < 100 {
 			t.Errorf("thread %d: %d samples; samples per tid %v", tid, perTID[uint32(tid)], perTID)

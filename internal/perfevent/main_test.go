@@ -68,7 +68,7 @@ func runHelper(mode string) {
 			wg.Go(func() {
 				runtime.LockOSThread() // exits with the goroutine: a fresh thread each
 				tids <- unix.Gettid()
-				spin(500 * time.Millisecond)
+				spin(300 * time.Millisecond)
 			})
 		}
 		var line []string

@@ -1,0 +1,152 @@
+package perfevent
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+func TestParseMapsLine(t *testing.T) {
+	tests := []struct {
+		line string
+		want Mapping
+	}{
+		{"55d4c0a00000-55d4c0a2f000 r-xp 00004000 fd:01 1835 /usr/bin/my prog",
+			Mapping{Start: 0x55d4c0a00000, End: 0x55d4c0a2f000, Pgoff: 0x4000, Prot: unix.PROT_READ | unix.PROT_EXEC,
+				Flags: unix.MAP_PRIVATE, Major: 0xfd, Minor: 1, Inode: 1835, Path: "/usr/bin/my prog"}},
+		{"7f1c00000000-7f1c00100000 rwxp 00000000 00:00 0 ",
+			Mapping{Start: 0x7f1c00000000, End: 0x7f1c00100000, Prot: 7, Flags: unix.MAP_PRIVATE, Path: AnonPath}},
+		{"7f1c00000000-7f1c00001000 r-xs 00000000 00:01 4242                       /memfd:jit (deleted)",
+			Mapping{Start: 0x7f1c00000000, End: 0x7f1c00001000, Prot: unix.PROT_READ | unix.PROT_EXEC,
+				Flags: unix.MAP_SHARED, Minor: 1, Inode: 4242, Path: "/memfd:jit (deleted)"}},
+		{"7ffd5a1e0000-7ffd5a1e2000 r-xp 00000000 00:00 0                          [vdso]",
+			Mapping{Start: 0x7ffd5a1e0000, End: 0x7ffd5a1e2000, Prot: unix.PROT_READ | unix.PROT_EXEC, Flags: unix.MAP_PRIVATE, Path: "[vdso]"}},
+		{"ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0                  [vsyscall]",
+			Mapping{Start: 0xffffffffff600000, End: 0xffffffffff601000, Prot: unix.PROT_EXEC, Flags: unix.MAP_PRIVATE, Path: "[vsyscall]"}},
+	}
+	for _, tt := range tests {
+		got, err := parseMapsLine(tt.line)
+		if err != nil || got != tt.want {
+			t.Errorf("parseMapsLine(%q)\n = %+v, %v\nwant %+v", tt.line, got, err, tt.want)
+		}
+	}
+	for _, bad := range []string{"", "x-y r-xp 0 00:00 0", "0-1 r-x 0 00:00 0", "0-1 r-xp 0 0000 0", "0-1 r-xp 0 00:00", "0-1 r-xp zz 00:00 0"} {
+		if _, err := parseMapsLine(bad); err == nil {
+			t.Errorf("parseMapsLine(%q): no error", bad)
+		}
+	}
+}
+
+func TestReadProcessSelf(t *testing.T) {
+	p, err := ReadProcess(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.PID != os.Getpid() || p.PPID != os.Getppid() || !strings.HasPrefix(filepath.Base(exe), p.Comm) || p.Comm == "" {
+		t.Errorf("pid %d ppid %d comm %q; want %d %d and a prefix of %s", p.PID, p.PPID, p.Comm, os.Getpid(), os.Getppid(), filepath.Base(exe))
+	}
+	var self bool
+	for _, th := range p.Threads {
+		self = self || th.TID == unix.Gettid()
+	}
+	if !self || len(p.Threads) < 2 {
+		t.Errorf("threads %v lack this thread %d", p.Threads, unix.Gettid())
+	}
+	var text, vdso bool
+	for _, m := range p.Maps {
+		if m.End <= m.Start {
+			t.Errorf("mapping %+v ends before it starts", m)
+		}
+		text = text || m.Path == exe && m.Prot&unix.PROT_EXEC != 0 && m.Inode != 0
+		vdso = vdso || m.Path == "[vdso]"
+	}
+	if !text || !vdso {
+		t.Errorf("maps lack executable text of %s (%v) or [vdso] (%v): %+v", exe, text, vdso, p.Maps)
+	}
+}
+
+func TestReadProcessGone(t *testing.T) {
+	cmd := exec.Command("/bin/true")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadProcess(cmd.Process.Pid); !errors.Is(err, ErrNoProcess) {
+		t.Errorf("ReadProcess of an exited pid: %v, want ErrNoProcess", err)
+	}
+}
+
+func TestAllPIDs(t *testing.T) {
+	pids, err := AllPIDs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var self, one bool
+	for _, p := range pids {
+		self = self || p == os.Getpid()
+		one = one || p == 1
+	}
+	if !self || !one {
+		t.Errorf("AllPIDs() has self %v, init %v", self, one)
+	}
+}
+
+func TestParseKallsyms(t *testing.T) {
+	tests := []struct {
+		in   string
+		want Kernel
+		err  bool
+	}{
+		{"ffffffff81000000 T _stext\nffffffff81000000 T _text\nffffffff81000010 t foo\nffffffff82276508 T _etext\n",
+			Kernel{Text: 0xffffffff81000000, Stext: 0xffffffff81000000, Etext: 0xffffffff82276508}, false},
+		{"0000000000000000 T _text\n0000000000000000 T _stext\n", Kernel{Hidden: true}, false},
+		{"ffffffffc0000000 t foo [mod]\n", Kernel{}, true},
+		{"zz T _text\n", Kernel{}, true},
+	}
+	for _, tt := range tests {
+		got, err := parseKallsyms(strings.NewReader(tt.in))
+		if (err != nil) != tt.err || err == nil && (got.Text != tt.want.Text || got.Stext != tt.want.Stext || got.Etext != tt.want.Etext || got.Hidden != tt.want.Hidden) {
+			t.Errorf("parseKallsyms(%q) = %+v, %v; want %+v", tt.in, got, err, tt.want)
+		}
+	}
+}
+
+func TestParseModules(t *testing.T) {
+	mods, err := parseModules([]byte("kvm_intel 380928 0 - Live 0xffffffffc0a00000\nkvm 1146880 1 kvm_intel, Live 0x0000000000000000\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Module{{"kvm_intel", 0xffffffffc0a00000, 380928}, {"kvm", 0, 1146880}}
+	if len(mods) != 2 || mods[0] != want[0] || mods[1] != want[1] {
+		t.Errorf("got %+v, want %+v", mods, want)
+	}
+	if _, err := parseModules([]byte("short 1 2\n")); err == nil {
+		t.Error("short line: no error")
+	}
+}
+
+func TestKernelMapping(t *testing.T) {
+	k, err := KernelMapping()
+	if err != nil {
+		t.Fatal(err)
+	}
+	restrict, err := readIntFile("/proc/sys/kernel/kptr_restrict")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hidden := restrict >= 2 || restrict == 1 && os.Geteuid() != 0
+	if k.Hidden != hidden {
+		t.Fatalf("Hidden %v with kptr_restrict %d and euid %d", k.Hidden, restrict, os.Geteuid())
+	}
+	if !hidden && (k.Text == 0 || k.Etext <= k.Text || k.Stext < k.Text) {
+		t.Errorf("kernel text %+v", k)
+	}
+}
