@@ -1,0 +1,8 @@
+// Package perftest runs Linux perf and small C workloads for tests that
+// check jitprof against the real tool: recording reference files, reading
+// perf report --stats and perf script output.
+//
+// Linux perf is the reference the project is measured against, so on CI
+// (CI set in the environment) a missing perf or compiler fails the test
+// instead of skipping it.
+package perftest

@@ -1,0 +1,149 @@
+package perftest
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// Need returns the path of the named tool, or skips the test with the
+// reason when it is missing; on CI it fails instead.
+func Need(t testing.TB, tool string) string {
+	t.Helper()
+	p, err := exec.LookPath(tool)
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("%s is required on CI (installed by .ci/run): %v", tool, err)
+		}
+		t.Skipf("%s is not installed: %v", tool, err)
+	}
+	return p
+}
+
+// Perf returns the path of Linux perf (see Need).
+func Perf(t testing.TB) string { return Need(t, "perf") }
+
+// Run runs a command and returns its stdout, failing the test with its
+// stderr when it fails.
+func Run(t testing.TB, name string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, stderr.String())
+	}
+	return stdout.String()
+}
+
+// Record runs perf record -o DIR/name ARGS and returns the file's path.
+func Record(t testing.TB, name string, args ...string) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), name)
+	Run(t, Perf(t), append([]string{"record", "-q", "-o", out}, args...)...)
+	return out
+}
+
+var statLine = regexp.MustCompile(`^\s*([A-Z_0-9]+) events:\s+(\d+)`)
+
+// Stats returns the "Aggregated stats" of perf report --stats: the count
+// of each record type by perf's name, and TOTAL.
+func Stats(t testing.TB, path string) map[string]uint64 {
+	t.Helper()
+	out := Run(t, Perf(t), "report", "-i", path, "--stats", "--force")
+	m := map[string]uint64{}
+	sc := bufio.NewScanner(strings.NewReader(out))
+	inAgg := false
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "Aggregated stats") {
+			inAgg = true
+			continue
+		}
+		if inAgg && strings.HasSuffix(strings.TrimSpace(line), "stats:") {
+			break
+		}
+		if mm := statLine.FindStringSubmatch(line); inAgg && mm != nil {
+			n, _ := strconv.ParseUint(mm[2], 10, 64)
+			m[mm[1]] = n
+		}
+	}
+	if _, ok := m["TOTAL"]; !ok {
+		t.Fatalf("perf report --stats on %s printed no totals:\n%s", path, out)
+	}
+	return m
+}
+
+// BusySource is a CPU-bound C workload with two functions whose time
+// splits about 1:2, built with frame pointers so -g callchains are whole.
+const BusySource = `#include <stdio.h>
+#include <stdlib.h>
+#include <pthread.h>
+#include <unistd.h>
+#include <sys/wait.h>
+__attribute__((noinline)) double work_a(long n) { double s = 0; for (long i = 0; i < n; i++) s += i * 0.5; return s; }
+__attribute__((noinline)) double work_b(long n) { double s = 0; for (long i = 0; i < n; i++) s += i * 0.25 + 1; return s; }
+__attribute__((noinline)) double outer(long n) { return work_a(n) + work_b(2 * n); }
+static long iters = 100;
+/* volatile, so the compiler can neither drop nor hoist the pure work. */
+static volatile double sink;
+static volatile long step = 1000000;
+static void *thread_main(void *arg) { for (long k = 0; k < iters; k++) sink += outer(step); return arg; }
+int main(int argc, char **argv) {
+	if (argc > 1) iters = atol(argv[1]);
+	int threads = argc > 2 ? atoi(argv[2]) : 0;
+	int fork_exec = argc > 3 ? atoi(argv[3]) : 0;
+	pthread_t tids[16];
+	for (int i = 0; i < threads && i < 16; i++) pthread_create(&tids[i], NULL, thread_main, NULL);
+	if (fork_exec) {
+		pid_t p = fork();
+		if (p == 0) { char n[32]; snprintf(n, sizeof n, "%ld", iters); execl("/proc/self/exe", argv[0], n, (char *)NULL); _exit(127); }
+		waitpid(p, NULL, 0);
+	}
+	thread_main(NULL);
+	for (int i = 0; i < threads && i < 16; i++) pthread_join(tids[i], NULL);
+	return 0;
+}
+`
+
+var (
+	busyOnce sync.Once
+	busyPath string
+	busyErr  string
+)
+
+// Busy builds BusySource once per test binary and returns its path. Its
+// arguments: iterations (100 ≈ 0.3 s of CPU), extra threads, and 1 to fork and
+// exec itself once.
+func Busy(t testing.TB) string {
+	t.Helper()
+	cc := Need(t, "gcc")
+	busyOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "jitprof-busy")
+		if err != nil {
+			busyErr = err.Error()
+			return
+		}
+		src := filepath.Join(dir, "busy.c")
+		busyPath = filepath.Join(dir, "busy")
+		if err := os.WriteFile(src, []byte(BusySource), 0o644); err != nil {
+			busyErr = err.Error()
+			return
+		}
+		out, err := exec.Command(cc, "-O1", "-g", "-fno-omit-frame-pointer", "-pthread", "-o", busyPath, src).CombinedOutput()
+		if err != nil {
+			busyErr = err.Error() + "\n" + string(out)
+		}
+	})
+	if busyErr != "" {
+		t.Fatalf("building the busy workload: %s", busyErr)
+	}
+	return busyPath
+}

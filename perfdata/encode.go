@@ -1,0 +1,347 @@
+package perfdata
+
+import (
+	"errors"
+	"fmt"
+	"math/bits"
+)
+
+// AppendRecord appends the little-endian encoding of rec, header included,
+// to dst. A kernel record's sample id fields are encoded by its Attr (a
+// SAMPLE needs one). Encoding what Reader decoded gives back the same
+// bytes.
+func AppendRecord(dst []byte, rec Record) ([]byte, error) {
+	start := len(dst)
+	c := rec.Base()
+	typ := rec.Type()
+	dst = le.AppendUint32(dst, uint32(typ))
+	dst = le.AppendUint16(dst, c.Misc)
+	dst = le.AppendUint16(dst, 0) // size, patched below
+	var err error
+	switch v := rec.(type) {
+	case *Sample:
+		if c.Attr == nil {
+			return dst[:start], errors.New("encoding a SAMPLE: it has no attr")
+		}
+		dst, err = appendSample(dst, v)
+	case *Unknown:
+		dst = append(dst, v.Data...)
+	default:
+		if typ.IsUser() {
+			dst, err = appendUser(dst, rec)
+		} else {
+			dst, err = appendKernel(dst, rec)
+			if err == nil && c.Attr != nil {
+				dst = appendSampleID(dst, c)
+			}
+		}
+	}
+	if err != nil {
+		return dst[:start], fmt.Errorf("encoding a %v record: %w", typ, err)
+	}
+	size := len(dst) - start
+	if size > 0xffff {
+		return dst[:start], fmt.Errorf("encoding a %v record: %d bytes exceed the 64 KiB a record can hold", typ, size)
+	}
+	le.PutUint16(dst[start+6:], uint16(size))
+	return dst, nil
+}
+
+func appendSampleID(dst []byte, c *Common) []byte {
+	a := c.Attr
+	if a.Flags&FlagSampleIDAll == 0 {
+		return dst
+	}
+	t := a.SampleType
+	if t&SampleTID != 0 {
+		dst = le.AppendUint32(le.AppendUint32(dst, c.PID), c.TID)
+	}
+	if t&SampleTime != 0 {
+		dst = le.AppendUint64(dst, c.Time)
+	}
+	if t&SampleID != 0 {
+		dst = le.AppendUint64(dst, c.ID)
+	}
+	if t&SampleStreamID != 0 {
+		dst = le.AppendUint64(dst, c.StreamID)
+	}
+	if t&SampleCPU != 0 {
+		dst = le.AppendUint32(le.AppendUint32(dst, c.CPU), c.CPURes)
+	}
+	if t&SampleIdentifier != 0 {
+		dst = le.AppendUint64(dst, c.ID)
+	}
+	return dst
+}
+
+func appendSample(dst []byte, s *Sample) ([]byte, error) {
+	a := s.Attr
+	t := a.SampleType
+	u64 := le.AppendUint64
+	if t&SampleIdentifier != 0 {
+		dst = u64(dst, s.ID)
+	}
+	if t&SampleIP != 0 {
+		dst = u64(dst, s.IP)
+	}
+	if t&SampleTID != 0 {
+		dst = le.AppendUint32(le.AppendUint32(dst, s.PID), s.TID)
+	}
+	if t&SampleTime != 0 {
+		dst = u64(dst, s.Time)
+	}
+	if t&SampleAddr != 0 {
+		dst = u64(dst, s.Addr)
+	}
+	if t&SampleID != 0 {
+		dst = u64(dst, s.ID)
+	}
+	if t&SampleStreamID != 0 {
+		dst = u64(dst, s.StreamID)
+	}
+	if t&SampleCPU != 0 {
+		dst = le.AppendUint32(le.AppendUint32(dst, s.CPU), s.CPURes)
+	}
+	if t&SamplePeriod != 0 {
+		dst = u64(dst, s.Period)
+	}
+	if t&SampleRead != 0 {
+		var err error
+		if dst, err = appendReadValues(dst, &s.Read, a.ReadFormat); err != nil {
+			return dst, err
+		}
+	}
+	if t&SampleCallchain != 0 {
+		dst = u64(dst, uint64(len(s.Callchain)))
+		for _, ip := range s.Callchain {
+			dst = u64(dst, ip)
+		}
+	}
+	if t&SampleRaw != 0 {
+		dst = le.AppendUint32(dst, uint32(len(s.Raw)))
+		dst = append(dst, s.Raw...)
+		dst = append(dst, make([]byte, pad8(4+len(s.Raw))-4-len(s.Raw))...)
+	}
+	if t&SampleBranchStack != 0 {
+		dst = u64(dst, uint64(len(s.Branches)))
+		if a.BranchSampleType&BranchSampleHWIndex != 0 {
+			dst = u64(dst, s.BranchHWIdx)
+		}
+		for _, b := range s.Branches {
+			dst = u64(u64(u64(dst, b.From), b.To), b.Flags)
+		}
+	}
+	if t&SampleRegsUser != 0 {
+		dst = u64(dst, s.RegsUserABI)
+		if s.RegsUserABI != 0 {
+			if len(s.RegsUser) != bits.OnesCount64(a.SampleRegsUser) {
+				return dst, fmt.Errorf("%d user registers for a mask of %d", len(s.RegsUser), bits.OnesCount64(a.SampleRegsUser))
+			}
+			for _, r := range s.RegsUser {
+				dst = u64(dst, r)
+			}
+		}
+	}
+	if t&SampleStackUser != 0 {
+		dst = u64(dst, uint64(len(s.StackUser)))
+		dst = append(dst, s.StackUser...)
+		if len(s.StackUser) != 0 {
+			dst = u64(dst, s.StackDyn)
+		}
+	}
+	if t&(SampleWeight|SampleWeightStruct) != 0 {
+		dst = u64(dst, s.Weight)
+	}
+	if t&SampleDataSrc != 0 {
+		dst = u64(dst, s.DataSrc)
+	}
+	if t&SampleTransaction != 0 {
+		dst = u64(dst, s.Transaction)
+	}
+	if t&SampleRegsIntr != 0 {
+		dst = u64(dst, s.RegsIntrABI)
+		if s.RegsIntrABI != 0 {
+			if len(s.RegsIntr) != bits.OnesCount64(a.SampleRegsIntr) {
+				return dst, fmt.Errorf("%d interrupt registers for a mask of %d", len(s.RegsIntr), bits.OnesCount64(a.SampleRegsIntr))
+			}
+			for _, r := range s.RegsIntr {
+				dst = u64(dst, r)
+			}
+		}
+	}
+	if t&SamplePhysAddr != 0 {
+		dst = u64(dst, s.PhysAddr)
+	}
+	if t&SampleCgroup != 0 {
+		dst = u64(dst, s.Cgroup)
+	}
+	if t&SampleDataPageSize != 0 {
+		dst = u64(dst, s.DataPage)
+	}
+	if t&SampleCodePageSize != 0 {
+		dst = u64(dst, s.CodePage)
+	}
+	if t&SampleAux != 0 {
+		dst = u64(dst, uint64(len(s.Aux)))
+		dst = append(dst, s.Aux...)
+	}
+	return dst, nil
+}
+
+func appendReadValues(dst []byte, r *ReadValues, f ReadFormat) ([]byte, error) {
+	u64 := le.AppendUint64
+	if f&ReadGroup == 0 {
+		if len(r.Values) != 1 {
+			return dst, fmt.Errorf("%d read values without PERF_FORMAT_GROUP, want 1", len(r.Values))
+		}
+		v := r.Values[0]
+		dst = u64(dst, v.Value)
+		if f&ReadTotalTimeEnabled != 0 {
+			dst = u64(dst, r.TimeEnabled)
+		}
+		if f&ReadTotalTimeRunning != 0 {
+			dst = u64(dst, r.TimeRunning)
+		}
+		if f&ReadID != 0 {
+			dst = u64(dst, v.ID)
+		}
+		if f&ReadLost != 0 {
+			dst = u64(dst, v.Lost)
+		}
+		return dst, nil
+	}
+	dst = u64(dst, uint64(len(r.Values)))
+	if f&ReadTotalTimeEnabled != 0 {
+		dst = u64(dst, r.TimeEnabled)
+	}
+	if f&ReadTotalTimeRunning != 0 {
+		dst = u64(dst, r.TimeRunning)
+	}
+	for _, v := range r.Values {
+		dst = u64(dst, v.Value)
+		if f&ReadID != 0 {
+			dst = u64(dst, v.ID)
+		}
+		if f&ReadLost != 0 {
+			dst = u64(dst, v.Lost)
+		}
+	}
+	return dst, nil
+}
+
+// appendCString appends s with a NUL, padded to 8 bytes as the kernel does.
+func appendCString(dst []byte, s string) []byte {
+	n := pad8(len(s) + 1)
+	dst = append(dst, s...)
+	return append(dst, make([]byte, n-len(s))...)
+}
+
+func appendKernel(dst []byte, rec Record) ([]byte, error) {
+	u64, u32, u16 := le.AppendUint64, le.AppendUint32, le.AppendUint16
+	switch v := rec.(type) {
+	case *Mmap:
+		dst = u32(u32(dst, v.PID), v.TID)
+		dst = u64(u64(u64(dst, v.Addr), v.Len), v.Pgoff)
+		if v.Version2 {
+			if v.Misc&MiscMmapBuildID != 0 {
+				if len(v.BuildID) > 20 {
+					return dst, fmt.Errorf("build-id of %d bytes exceeds 20", len(v.BuildID))
+				}
+				var id [24]byte
+				id[0] = byte(len(v.BuildID))
+				copy(id[4:], v.BuildID)
+				dst = append(dst, id[:]...)
+			} else {
+				dst = u32(u32(dst, v.Maj), v.Min)
+				dst = u64(u64(dst, v.Ino), v.InoGeneration)
+			}
+			dst = u32(u32(dst, v.Prot), v.Flags)
+		}
+		dst = appendCString(dst, v.Filename)
+	case *Comm:
+		dst = appendCString(u32(u32(dst, v.PID), v.TID), v.Comm)
+	case *Fork:
+		dst = u64(u32(u32(u32(u32(dst, v.PID), v.PPID), v.TID), v.PTID), v.ForkTime)
+	case *Exit:
+		dst = u64(u32(u32(u32(u32(dst, v.PID), v.PPID), v.TID), v.PTID), v.ExitTime)
+	case *Lost:
+		dst = u64(u64(dst, v.LostID), v.Lost)
+	case *LostSamples:
+		dst = u64(dst, v.Lost)
+	case *Throttle:
+		dst = u64(u64(u64(dst, v.ThrottleTime), v.ThrottleID), v.ThrottleStrID)
+	case *Switch:
+		if v.CPUWide {
+			dst = u32(u32(dst, v.NextPrevPID), v.NextPrevTID)
+		}
+	case *Ksymbol:
+		dst = u16(u16(u32(u64(dst, v.Addr), v.Len), v.KsymType), v.KFlags)
+		dst = appendCString(dst, v.Name)
+	case *BPFEvent:
+		dst = u32(u16(u16(dst, v.BPFType), v.BPFFlags), v.BPFID)
+		dst = append(dst, v.Tag[:]...)
+	case *Cgroup:
+		dst = appendCString(u64(dst, v.CgroupID), v.Path)
+	case *Namespaces:
+		dst = u64(u32(u32(dst, v.PID), v.TID), uint64(len(v.Namespaces)))
+		for _, n := range v.Namespaces {
+			dst = u64(u64(dst, n.Dev), n.Ino)
+		}
+	case *TextPoke:
+		dst = u16(u16(u64(dst, v.Addr), uint16(len(v.Old))), uint16(len(v.New)))
+		dst = append(dst, v.Old...)
+		dst = append(dst, v.New...)
+		dst = append(dst, make([]byte, pad8(12+len(v.Old)+len(v.New))-12-len(v.Old)-len(v.New))...)
+	case *Read:
+		dst = u32(u32(dst, v.PID), v.TID)
+		return appendReadValues(dst, &v.Values, v.attrReadFormat())
+	case *Aux:
+		dst = u64(u64(u64(dst, v.AuxOffset), v.AuxSize), v.AuxFlags)
+	case *ItraceStart:
+		dst = u32(u32(dst, v.PID), v.TID)
+	case *AuxOutputHWID:
+		dst = u64(dst, v.HWID)
+	default:
+		return dst, fmt.Errorf("no encoder for %T", rec)
+	}
+	return dst, nil
+}
+
+func appendUser(dst []byte, rec Record) ([]byte, error) {
+	u64 := le.AppendUint64
+	switch v := rec.(type) {
+	case *HeaderAttr:
+		dst = appendAttr(dst, v.EventAttr)
+		for _, id := range v.EventAttr.IDs {
+			dst = u64(dst, id)
+		}
+	case *HeaderBuildID:
+		// appendBuildID writes its own header, with the misc bits that
+		// say the build-id's size; it replaces the one written for us.
+		dst = appendBuildID(dst[:len(dst)-8], &v.BuildID)
+	case *FinishedRound, *FinishedInit:
+	case *IDIndex:
+		dst = u64(dst, uint64(len(v.Entries)))
+		for _, e := range v.Entries {
+			dst = u64(u64(u64(u64(dst, e.ID), e.Idx), e.CPU), e.TID)
+		}
+	case *TimeConv:
+		dst = u64(u64(u64(dst, v.TimeShift), v.TimeMult), v.TimeZero)
+		if v.Ext {
+			dst = u64(u64(dst, v.TimeCycles), v.TimeMask)
+			var caps [8]byte
+			if v.CapUserTimeZero {
+				caps[0] = 1
+			}
+			if v.CapUserTimeShort {
+				caps[1] = 1
+			}
+			dst = append(dst, caps[:]...)
+		}
+	case *HeaderFeature:
+		dst = append(u64(dst, uint64(v.Feature)), v.Data...)
+	default:
+		return dst, fmt.Errorf("no encoder for %T", rec)
+	}
+	return dst, nil
+}

@@ -1,0 +1,348 @@
+package perfdata
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math/bits"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// Sentinel errors callers branch on.
+var (
+	ErrBadMagic  = errors.New("not a perf.data file (bad magic)")
+	ErrNoFeature = errors.New("feature not present")
+)
+
+const (
+	magicLE      = 0x32454c4946524550 // "PERFILE2" read little-endian
+	magicSwapped = 0x50455246494c4532
+	magicV1      = 0x454c494652455050 // "PERFFILE", before 2.6.34
+	fileHeaderSz = 104
+	pipeHeaderSz = 16
+	sectionSz    = 16
+)
+
+// File is an open perf.data file or pipe-mode stream.
+type File struct {
+	// Attrs are the events of the recording, in file order. In pipe mode
+	// they grow as the Reader meets HEADER_ATTR records.
+	Attrs []*Attr
+	// Features are the feature sections (in pipe mode, filled by the
+	// Reader as it meets HEADER_FEATURE records).
+	Features Features
+	// Pipe is set for perf's pipe mode.
+	Pipe bool
+	// Swapped is set for a file written on a machine of the other byte
+	// order.
+	Swapped bool
+	// DataOffset and DataSize locate the data section (file mode).
+	DataOffset, DataSize int64
+	// Truncated is set when the header's data size is 0, as a killed
+	// perf record leaves it: the data runs to the end of the file and the
+	// features are lost.
+	Truncated bool
+
+	data     []byte // the mapped or read file; nil in pipe mode
+	stream   *bufio.Reader
+	unmap    func() error
+	warnings []string
+
+	ids          map[uint64]*Attr
+	idPos, isPos int
+}
+
+// Warnings returns the problems met that did not stop reading: a killed
+// recording, a torn final record.
+func (f *File) Warnings() []string { return f.warnings }
+
+func (f *File) warn(format string, args ...any) {
+	f.warnings = append(f.warnings, fmt.Sprintf(format, args...))
+}
+
+// Open opens a perf.data file, mapping it into memory. A path of "-" or a
+// FIFO is read as a pipe-mode stream.
+func Open(path string) (*File, error) {
+	if path == "-" {
+		return NewStream(os.Stdin)
+	}
+	fd, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	st, err := fd.Stat()
+	if err != nil {
+		fd.Close()
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		f, err := NewStream(fd)
+		if err != nil {
+			fd.Close()
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		f.unmap = fd.Close
+		return f, nil
+	}
+	if st.Size() == 0 {
+		fd.Close()
+		return nil, fmt.Errorf("%s: empty file: %w", path, ErrBadMagic)
+	}
+	data, err := unix.Mmap(int(fd.Fd()), 0, int(st.Size()), unix.PROT_READ, unix.MAP_SHARED)
+	fd.Close()
+	if err != nil {
+		return nil, fmt.Errorf("%s: mmap: %w", path, err)
+	}
+	// A pipe-mode stream saved to a file is read as a stream.
+	if len(data) >= pipeHeaderSz && isPipeHeader(data) {
+		f, err := NewStream(bytesReader(data))
+		if err != nil {
+			unix.Munmap(data)
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		f.unmap = func() error { return unix.Munmap(data) }
+		return f, nil
+	}
+	f, err := Parse(data)
+	if err != nil {
+		unix.Munmap(data)
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	f.unmap = func() error { return unix.Munmap(data) }
+	return f, nil
+}
+
+// Close releases the file's mapping. Records and slices read from it are
+// invalid afterwards.
+func (f *File) Close() error {
+	if f.unmap == nil {
+		return nil
+	}
+	err := f.unmap()
+	f.unmap = nil
+	return err
+}
+
+func isPipeHeader(b []byte) bool {
+	m := binary.LittleEndian.Uint64(b)
+	size := binary.LittleEndian.Uint64(b[8:])
+	if m == magicSwapped {
+		size = bits.ReverseBytes64(size)
+	}
+	return (m == magicLE || m == magicSwapped) && size == pipeHeaderSz
+}
+
+// Parse reads the header, attrs and features of a perf.data file held in
+// memory. The File aliases data.
+func Parse(data []byte) (*File, error) {
+	f := &File{data: data}
+	if len(data) < 16 {
+		return nil, fmt.Errorf("file of %d bytes is shorter than a header: %w", len(data), ErrBadMagic)
+	}
+	if err := f.checkMagic(binary.LittleEndian.Uint64(data)); err != nil {
+		return nil, err
+	}
+	d := dec{b: data, off: 8, swap: f.Swapped}
+	hsize := d.u64()
+	if hsize == pipeHeaderSz {
+		return nil, errors.New("pipe-mode data: open it with NewStream")
+	}
+	if hsize != fileHeaderSz {
+		return nil, fmt.Errorf("header size %d at offset 8, want %d", hsize, fileHeaderSz)
+	}
+	if len(data) < fileHeaderSz {
+		return nil, fmt.Errorf("file of %d bytes is shorter than its %d-byte header", len(data), fileHeaderSz)
+	}
+	attrSize := d.u64()
+	attrs := readSection(&d)
+	dataSec := readSection(&d)
+	readSection(&d) // event_types: unused since 2.6.34
+	var bitmap [4]uint64
+	for i := range bitmap {
+		bitmap[i] = d.u64()
+	}
+
+	if err := f.readAttrs(attrSize, attrs); err != nil {
+		return nil, err
+	}
+	if dataSec.off > uint64(len(data)) {
+		return nil, fmt.Errorf("data section at offset %d is past the end of the %d-byte file", dataSec.off, len(data))
+	}
+	f.DataOffset = int64(dataSec.off)
+	switch {
+	case dataSec.size == 0:
+		f.Truncated = true
+		f.DataSize = int64(len(data)) - f.DataOffset
+		f.warn("the header's data size is 0: was 'perf record' properly terminated? reading to the last whole record; features are lost")
+	case dataSec.size > uint64(len(data))-dataSec.off:
+		return nil, fmt.Errorf("data section [%d, +%d) runs past the end of the %d-byte file", dataSec.off, dataSec.size, len(data))
+	default:
+		f.DataSize = int64(dataSec.size)
+		if err := f.readFeatures(bitmap, dataSec.off+dataSec.size); err != nil {
+			return nil, err
+		}
+	}
+	f.indexAttrs()
+	return f, nil
+}
+
+func (f *File) checkMagic(m uint64) error {
+	switch m {
+	case magicLE:
+	case magicSwapped:
+		f.Swapped = true
+	case magicV1, bits.ReverseBytes64(magicV1):
+		return fmt.Errorf("perf.data version 1 (PERFFILE, Linux before 2.6.34) is not supported: %w", ErrBadMagic)
+	default:
+		return fmt.Errorf("magic %#016x at offset 0: %w", m, ErrBadMagic)
+	}
+	return nil
+}
+
+type section struct{ off, size uint64 }
+
+func readSection(d *dec) section { return section{d.u64(), d.u64()} }
+
+func (f *File) readAttrs(attrSize uint64, s section) error {
+	data := f.data
+	if attrSize < AttrSizeVer0+sectionSz || attrSize > attrSizeMax+sectionSz || attrSize%8 != 0 {
+		return fmt.Errorf("attr size %d at offset 16 is not one perf writes (%d..%d, a multiple of 8)", attrSize, AttrSizeVer0+sectionSz, attrSizeMax+sectionSz)
+	}
+	if s.off > uint64(len(data)) || s.size > uint64(len(data))-s.off {
+		return fmt.Errorf("attr section [%d, +%d) runs past the end of the %d-byte file", s.off, s.size, len(data))
+	}
+	if s.size%attrSize != 0 {
+		return fmt.Errorf("attr section of %d bytes is not a multiple of the attr size %d", s.size, attrSize)
+	}
+	for off := s.off; off < s.off+s.size; off += attrSize {
+		raw := data[off : off+attrSize]
+		a, err := decodeAttr(raw[:attrSize-sectionSz], f.Swapped)
+		if err != nil {
+			return fmt.Errorf("attr at offset %d: %w", off, err)
+		}
+		if a.Size != 0 && uint64(a.Size) > attrSize-sectionSz {
+			return fmt.Errorf("attr at offset %d: size field %d exceeds the file's attr size %d", off, a.Size, attrSize-sectionSz)
+		}
+		if a.Size == 0 {
+			a.Size = uint32(attrSize - sectionSz)
+		}
+		d := dec{b: raw[attrSize-sectionSz:], swap: f.Swapped}
+		ids := readSection(&d)
+		if ids.off > uint64(len(data)) || ids.size > uint64(len(data))-ids.off || ids.size%8 != 0 {
+			return fmt.Errorf("attr at offset %d: id array [%d, +%d) is outside the %d-byte file or not whole u64s", off, ids.off, ids.size, len(data))
+		}
+		idd := dec{b: data[ids.off : ids.off+ids.size], swap: f.Swapped}
+		a.IDs = idd.u64s(nil, ids.size/8)
+		f.Attrs = append(f.Attrs, &a)
+	}
+	return nil
+}
+
+func (f *File) readFeatures(bitmap [4]uint64, at uint64) error {
+	n := 0
+	for _, w := range bitmap {
+		n += bits.OnesCount64(w)
+	}
+	if n == 0 {
+		return nil
+	}
+	data := f.data
+	if at > uint64(len(data)) || uint64(n)*sectionSz > uint64(len(data))-at {
+		return fmt.Errorf("%d feature section headers at offset %d run past the end of the %d-byte file", n, at, len(data))
+	}
+	f.Features.swap = f.Swapped
+	f.Features.raw = make(map[Feature][]byte, n)
+	d := dec{b: data, off: int(at), swap: f.Swapped}
+	for bit := 0; bit < NumFeatures; bit++ {
+		if bitmap[bit/64]&(1<<(bit%64)) == 0 {
+			continue
+		}
+		hdrOff := d.off
+		s := readSection(&d)
+		if s.off > uint64(len(data)) || s.size > uint64(len(data))-s.off {
+			return fmt.Errorf("feature %v: section [%d, +%d) (header at offset %d) runs past the end of the %d-byte file", Feature(bit), s.off, s.size, hdrOff, len(data))
+		}
+		f.Features.raw[Feature(bit)] = append([]byte(nil), data[s.off:s.off+s.size]...)
+	}
+	if descs, err := f.Features.EventDescs(); err == nil {
+		f.nameAttrs(descs)
+	}
+	return nil
+}
+
+// nameAttrs gives attrs their names from EVENT_DESC, matched by the
+// first id, or by position when the descriptions have no ids.
+func (f *File) nameAttrs(descs []EventDesc) {
+	for i, d := range descs {
+		if len(d.IDs) == 0 {
+			if i < len(f.Attrs) {
+				f.Attrs[i].Name = d.Name
+			}
+			continue
+		}
+		for _, a := range f.Attrs {
+			if len(a.IDs) > 0 && a.IDs[0] == d.IDs[0] {
+				a.Name = d.Name
+			}
+		}
+	}
+}
+
+// indexAttrs builds the id → attr table and the id positions used to find
+// a record's attr, as perf does: all attrs must agree on where the id is.
+func (f *File) indexAttrs() {
+	f.ids = make(map[uint64]*Attr)
+	for _, a := range f.Attrs {
+		for _, id := range a.IDs {
+			f.ids[id] = a
+		}
+	}
+	f.idPos, f.isPos = -1, -1
+	if len(f.Attrs) > 0 {
+		f.idPos = idPos(f.Attrs[0].SampleType)
+		f.isPos = isPos(f.Attrs[0].SampleType)
+	}
+}
+
+// AttrByID returns the attr of a sample id, or nil.
+func (f *File) AttrByID(id uint64) *Attr { return f.ids[id] }
+
+// NewStream reads perf's pipe mode (perf record -o -) from r.
+func NewStream(r io.Reader) (*File, error) {
+	br := bufio.NewReaderSize(r, 1<<20)
+	hdr := make([]byte, pipeHeaderSz)
+	if _, err := io.ReadFull(br, hdr); err != nil {
+		return nil, fmt.Errorf("reading the pipe header: %w", err)
+	}
+	f := &File{Pipe: true, stream: br}
+	if err := f.checkMagic(binary.LittleEndian.Uint64(hdr)); err != nil {
+		return nil, err
+	}
+	d := dec{b: hdr, off: 8, swap: f.Swapped}
+	if size := d.u64(); size != pipeHeaderSz {
+		return nil, fmt.Errorf("pipe header size %d at offset 8, want %d", size, pipeHeaderSz)
+	}
+	f.Features.swap = f.Swapped
+	f.indexAttrs()
+	return f, nil
+}
+
+type sliceReader struct {
+	b   []byte
+	off int
+}
+
+func (r *sliceReader) Read(p []byte) (int, error) {
+	if r.off >= len(r.b) {
+		return 0, io.EOF
+	}
+	n := copy(p, r.b[r.off:])
+	r.off += n
+	return n, nil
+}
+
+func bytesReader(b []byte) io.Reader { return &sliceReader{b: b} }

@@ -1,0 +1,565 @@
+package perfdata
+
+import (
+	"errors"
+	"fmt"
+	"io"
+)
+
+// Reader iterates over the records of a File, scanner-style:
+//
+//	r := f.Records()
+//	for r.Next() {
+//		switch rec := r.Record().(type) { ... }
+//	}
+//	if err := r.Err(); err != nil { ... }
+//
+// It keeps one value per record type and reuses it, so reading does not
+// allocate per record; a record is valid until the next call to Next.
+type Reader struct {
+	f      *File
+	off    int64 // offset of the next record
+	end    int64 // end of the data section; -1 in pipe mode
+	rec    Record
+	err    error
+	done   bool
+	buf    []byte // pipe mode: the current record
+	pbuf   []byte // pipe mode: payload following a record
+	counts [128]uint64
+
+	sample        Sample
+	mmap          Mmap
+	comm          Comm
+	fork          Fork
+	exit          Exit
+	lost          Lost
+	lostSamples   LostSamples
+	throttle      Throttle
+	sw            Switch
+	ksymbol       Ksymbol
+	bpf           BPFEvent
+	cgroup        Cgroup
+	namespaces    Namespaces
+	textPoke      TextPoke
+	read          Read
+	aux           Aux
+	itrace        ItraceStart
+	hwid          AuxOutputHWID
+	headerAttr    HeaderAttr
+	headerBuildID HeaderBuildID
+	round         FinishedRound
+	finishedInit  FinishedInit
+	idIndex       IDIndex
+	timeConv      TimeConv
+	feature       HeaderFeature
+	unknown       Unknown
+}
+
+// Records returns a Reader positioned at the first record. A File has one
+// stream of records; in pipe mode it can be read only once.
+func (f *File) Records() *Reader {
+	r := &Reader{f: f, off: f.DataOffset, end: f.DataOffset + f.DataSize}
+	if f.Pipe {
+		// perf counts pipe-mode offsets from after the pipe header; so do
+		// we, so that offsets match perf report -D.
+		r.off, r.end = 0, -1
+	}
+	return r
+}
+
+// Record returns the current record.
+func (r *Reader) Record() Record { return r.rec }
+
+// Err returns the error that stopped the Reader, or nil at the end.
+func (r *Reader) Err() error { return r.err }
+
+// Offset returns the offset of the current record.
+func (r *Reader) Offset() int64 { return r.rec.Base().Offset }
+
+// Count returns how many records of type t have been read so far.
+func (r *Reader) Count(t RecordType) uint64 {
+	if int(t) < len(r.counts) {
+		return r.counts[t]
+	}
+	return 0
+}
+
+// Next advances to the next record and reports whether there is one.
+func (r *Reader) Next() bool {
+	if r.done {
+		return false
+	}
+	off := r.off
+	var raw []byte
+	if r.f.Pipe {
+		var err error
+		raw, err = r.nextPipe()
+		if err != nil {
+			return r.fail(err)
+		}
+		if raw == nil {
+			r.done = true
+			return false
+		}
+	} else {
+		left := r.end - off
+		if left == 0 {
+			r.done = true
+			return false
+		}
+		if left < 8 {
+			return r.torn(off, fmt.Sprintf("%d bytes are left, less than a record header", left))
+		}
+		size := int64(r.f.data[off+6]) | int64(r.f.data[off+7])<<8
+		if r.f.Swapped {
+			size = int64(r.f.data[off+7]) | int64(r.f.data[off+6])<<8
+		}
+		if size < 8 {
+			return r.fail(fmt.Errorf("record at offset %d has size %d, less than its header", off, size))
+		}
+		if size > left {
+			return r.torn(off, fmt.Sprintf("record of %d bytes runs past the end of the data section (%d bytes left)", size, left))
+		}
+		raw = r.f.data[off : off+size]
+		r.off = off + size
+	}
+	rec, err := r.decode(raw, off)
+	if err != nil {
+		return r.fail(err)
+	}
+	if r.f.Pipe || rec.Type() != RecordAuxtrace && rec.Type() != RecordTracingData {
+		r.rec = rec
+		return true
+	}
+	// In file mode, these records' payloads follow them in the data.
+	u := rec.(*Unknown)
+	n, err := payloadSize(u, r.f.Swapped)
+	if err != nil {
+		return r.fail(fmt.Errorf("%v record at offset %d: %w", u.RecType, off, err))
+	}
+	if n > r.end-r.off {
+		return r.torn(off, fmt.Sprintf("%v payload of %d bytes runs past the end of the data section", u.RecType, n))
+	}
+	u.Payload = r.f.data[r.off : r.off+n]
+	r.off += n
+	r.rec = rec
+	return true
+}
+
+// payloadSize is the size of the bytes that follow an AUXTRACE or
+// TRACING_DATA record in the stream.
+func payloadSize(u *Unknown, swap bool) (int64, error) {
+	d := dec{b: u.Data, swap: swap}
+	var n uint64
+	if u.RecType == RecordAuxtrace {
+		n = d.u64()
+	} else {
+		n = uint64(d.u32())
+	}
+	if d.short {
+		return 0, errShort
+	}
+	if n > 1<<40 {
+		return 0, fmt.Errorf("payload size %d is absurd", n)
+	}
+	return int64(n), nil
+}
+
+func (r *Reader) fail(err error) bool {
+	r.err = err
+	r.done = true
+	r.rec = nil
+	return false
+}
+
+// torn ends reading at a partial record. In a file whose data size is
+// known that is corruption; in a killed recording or a cut stream it is
+// the expected end, and a warning.
+func (r *Reader) torn(off int64, what string) bool {
+	if r.f.Truncated || r.f.Pipe {
+		r.f.warn("record at offset %d: %s; ignoring it (the recording was cut short)", off, what)
+		r.done = true
+		r.rec = nil
+		return false
+	}
+	return r.fail(fmt.Errorf("record at offset %d: %s", off, what))
+}
+
+func (r *Reader) nextPipe() ([]byte, error) {
+	off := r.off
+	hdr, err := r.f.stream.Peek(8)
+	if len(hdr) == 0 && err == io.EOF {
+		return nil, nil
+	}
+	if len(hdr) < 8 {
+		r.torn(off, fmt.Sprintf("the stream ends %d bytes into a record header", len(hdr)))
+		return nil, nil
+	}
+	d := dec{b: hdr, swap: r.f.Swapped}
+	d.u32()
+	d.u16()
+	size := int(d.u16())
+	if size < 8 {
+		return nil, fmt.Errorf("record at offset %d has size %d, less than its header", off, size)
+	}
+	if cap(r.buf) < size {
+		r.buf = make([]byte, size, 1<<16)
+	}
+	r.buf = r.buf[:size]
+	if n, err := io.ReadFull(r.f.stream, r.buf); err != nil {
+		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+			r.torn(off, fmt.Sprintf("the stream ends %d bytes into a %d-byte record", n, size))
+			return nil, nil
+		}
+		return nil, fmt.Errorf("record at offset %d: %w", off, err)
+	}
+	r.off += int64(size)
+	return r.buf, nil
+}
+
+// decode turns raw record bytes (header included) into a record value.
+func (r *Reader) decode(raw []byte, off int64) (Record, error) {
+	f := r.f
+	d := dec{b: raw, swap: f.Swapped}
+	typ := RecordType(d.u32())
+	misc := d.u16()
+	body := raw[8:]
+	if int(typ) < len(r.counts) {
+		r.counts[typ]++
+	}
+	var c *Common
+	var rec Record
+	var err error
+	if typ.IsUser() {
+		rec, err = r.decodeUser(typ, misc, body, off)
+		if err != nil {
+			return nil, fmt.Errorf("%v record at offset %d: %w", typ, off, err)
+		}
+		c = rec.Base()
+		c.Misc, c.Offset, c.Attr = misc, off, nil
+		return rec, nil
+	}
+	attr := r.attrFor(typ, body)
+	if typ == RecordSample {
+		s := &r.sample
+		s.Common = Common{Misc: misc, Offset: off, Attr: attr}
+		if attr == nil {
+			return nil, fmt.Errorf("SAMPLE record at offset %d: the file has no attrs", off)
+		}
+		if err := decodeSample(s, body, f.Swapped); err != nil {
+			return nil, fmt.Errorf("SAMPLE record at offset %d: %w", off, err)
+		}
+		return s, nil
+	}
+	rec = r.recordFor(typ)
+	c = rec.Base()
+	*c = Common{Misc: misc, Offset: off, Attr: attr}
+	if attr != nil {
+		if err := decodeSampleID(c, body, f.Swapped); err != nil {
+			return nil, fmt.Errorf("%v record at offset %d: %w", typ, off, err)
+		}
+	}
+	if err := decodeKernel(rec, body, f.Swapped); err != nil {
+		return nil, fmt.Errorf("%v record at offset %d: %w", typ, off, err)
+	}
+	return rec, nil
+}
+
+// attrFor finds the attr of a kernel record from the sample id in it.
+func (r *Reader) attrFor(typ RecordType, body []byte) *Attr {
+	f := r.f
+	switch len(f.Attrs) {
+	case 0:
+		return nil
+	case 1:
+		return f.Attrs[0]
+	}
+	var pos int
+	if typ == RecordSample {
+		if f.idPos < 0 || (f.idPos+1)*8 > len(body) {
+			return f.Attrs[0]
+		}
+		pos = f.idPos * 8
+	} else {
+		if f.isPos < 0 || f.Attrs[0].Flags&FlagSampleIDAll == 0 || f.isPos*8 > len(body) {
+			return f.Attrs[0]
+		}
+		pos = len(body) - f.isPos*8
+	}
+	d := dec{b: body, off: pos, swap: f.Swapped}
+	if a := f.ids[d.u64()]; a != nil {
+		return a
+	}
+	return f.Attrs[0]
+}
+
+func (r *Reader) recordFor(typ RecordType) Record {
+	switch typ {
+	case RecordMmap, RecordMmap2:
+		r.mmap.Version2 = typ == RecordMmap2
+		return &r.mmap
+	case RecordComm:
+		return &r.comm
+	case RecordFork:
+		return &r.fork
+	case RecordExit:
+		return &r.exit
+	case RecordLost:
+		return &r.lost
+	case RecordLostSamples:
+		return &r.lostSamples
+	case RecordThrottle, RecordUnthrottle:
+		r.throttle.Unthrottle = typ == RecordUnthrottle
+		return &r.throttle
+	case RecordSwitch, RecordSwitchCPUWide:
+		r.sw.CPUWide = typ == RecordSwitchCPUWide
+		return &r.sw
+	case RecordKsymbol:
+		return &r.ksymbol
+	case RecordBPFEvent:
+		return &r.bpf
+	case RecordCgroup:
+		return &r.cgroup
+	case RecordNamespaces:
+		return &r.namespaces
+	case RecordTextPoke:
+		return &r.textPoke
+	case RecordRead:
+		return &r.read
+	case RecordAux:
+		return &r.aux
+	case RecordItraceStart:
+		return &r.itrace
+	case RecordAuxOutputHWID:
+		return &r.hwid
+	}
+	r.unknown.RecType = typ
+	return &r.unknown
+}
+
+// kernelBody returns the record body without its sample_id trailer.
+func kernelBody(c *Common, body []byte) []byte {
+	if c.Attr == nil {
+		return body
+	}
+	n := c.Attr.sampleIDSize()
+	if n > len(body) {
+		return body[:0]
+	}
+	return body[:len(body)-n]
+}
+
+func decodeKernel(rec Record, body []byte, swap bool) error {
+	c := rec.Base()
+	d := dec{b: kernelBody(c, body), swap: swap}
+	switch v := rec.(type) {
+	case *Mmap:
+		v.PID, v.TID = d.u32(), d.u32()
+		v.Addr, v.Len, v.Pgoff = d.u64(), d.u64(), d.u64()
+		v.BuildID = v.BuildID[:0]
+		v.Maj, v.Min, v.Ino, v.InoGeneration, v.Prot, v.Flags = 0, 0, 0, 0, 0, 0
+		if v.Version2 {
+			if c.Misc&MiscMmapBuildID != 0 {
+				n := d.u8()
+				d.off += 3
+				id := d.bytes(20)
+				if n > 20 {
+					return fmt.Errorf("build-id size %d exceeds 20", n)
+				}
+				if !d.short {
+					v.BuildID = append(v.BuildID, id[:n]...)
+				}
+			} else {
+				v.Maj, v.Min = d.u32(), d.u32()
+				v.Ino, v.InoGeneration = d.u64(), d.u64()
+			}
+			v.Prot, v.Flags = d.u32(), d.u32()
+		}
+		if d.short {
+			return errShort
+		}
+		v.Filename = d.cstring()
+	case *Comm:
+		v.PID, v.TID = d.u32(), d.u32()
+		if d.short {
+			return errShort
+		}
+		v.Comm = d.cstring()
+	case *Fork:
+		v.PID, v.PPID, v.TID, v.PTID = d.u32(), d.u32(), d.u32(), d.u32()
+		v.ForkTime = d.u64()
+	case *Exit:
+		v.PID, v.PPID, v.TID, v.PTID = d.u32(), d.u32(), d.u32(), d.u32()
+		v.ExitTime = d.u64()
+	case *Lost:
+		v.LostID, v.Lost = d.u64(), d.u64()
+	case *LostSamples:
+		v.Lost = d.u64()
+	case *Throttle:
+		v.ThrottleTime, v.ThrottleID, v.ThrottleStrID = d.u64(), d.u64(), d.u64()
+	case *Switch:
+		v.NextPrevPID, v.NextPrevTID = 0, 0
+		if v.CPUWide {
+			v.NextPrevPID, v.NextPrevTID = d.u32(), d.u32()
+		}
+	case *Ksymbol:
+		v.Addr, v.Len, v.KsymType, v.KFlags = d.u64(), d.u32(), d.u16(), d.u16()
+		if d.short {
+			return errShort
+		}
+		v.Name = d.cstring()
+	case *BPFEvent:
+		v.BPFType, v.BPFFlags, v.BPFID = d.u16(), d.u16(), d.u32()
+		copy(v.Tag[:], d.bytes(8))
+	case *Cgroup:
+		v.CgroupID = d.u64()
+		if d.short {
+			return errShort
+		}
+		v.Path = d.cstring()
+	case *Namespaces:
+		v.PID, v.TID = d.u32(), d.u32()
+		n := d.u64()
+		if n > uint64(len(d.b)-d.off)/16 {
+			return fmt.Errorf("%d namespaces run past the record", n)
+		}
+		v.Namespaces = v.Namespaces[:0]
+		for i := uint64(0); i < n; i++ {
+			v.Namespaces = append(v.Namespaces, NamespaceLink{d.u64(), d.u64()})
+		}
+	case *TextPoke:
+		v.Addr = d.u64()
+		o, n := d.u16(), d.u16()
+		v.Old = d.bytes(uint64(o))
+		v.New = d.bytes(uint64(n))
+	case *Read:
+		v.PID, v.TID = d.u32(), d.u32()
+		if err := decodeReadValues(&v.Values, &d, c.attrReadFormat()); err != nil {
+			return err
+		}
+	case *Aux:
+		v.AuxOffset, v.AuxSize, v.AuxFlags = d.u64(), d.u64(), d.u64()
+	case *ItraceStart:
+		v.PID, v.TID = d.u32(), d.u32()
+	case *AuxOutputHWID:
+		v.HWID = d.u64()
+	case *Unknown:
+		v.Data = body
+		v.Payload = nil
+	}
+	if d.short {
+		return errShort
+	}
+	return nil
+}
+
+func (c *Common) attrReadFormat() ReadFormat {
+	if c.Attr == nil {
+		return 0
+	}
+	return c.Attr.ReadFormat
+}
+
+func (r *Reader) decodeUser(typ RecordType, misc uint16, body []byte, off int64) (Record, error) {
+	f := r.f
+	d := dec{b: body, swap: f.Swapped}
+	switch typ {
+	case RecordHeaderAttr:
+		if len(body) < AttrSizeVer0 {
+			return nil, errShort
+		}
+		d.u32() // type
+		size := int(d.u32())
+		if size == 0 {
+			size = AttrSizeVer0
+		}
+		if size < AttrSizeVer0 || size > len(body) || size%8 != 0 {
+			return nil, fmt.Errorf("attr size %d in a %d-byte body", size, len(body))
+		}
+		a, err := decodeAttr(body[:size], f.Swapped)
+		if err != nil {
+			return nil, err
+		}
+		ids := dec{b: body[size:], swap: f.Swapped}
+		a.IDs = ids.u64s(nil, uint64(len(body)-size)/8)
+		f.Attrs = append(f.Attrs, &a)
+		f.indexAttrs()
+		if descs, err := f.Features.EventDescs(); err == nil {
+			f.nameAttrs(descs)
+		}
+		r.headerAttr.EventAttr = &a
+		return &r.headerAttr, nil
+	case RecordHeaderBuildID:
+		b, err := decodeBuildID(&d, misc)
+		if err != nil {
+			return nil, err
+		}
+		r.headerBuildID.BuildID = b
+		return &r.headerBuildID, nil
+	case RecordFinishedRound:
+		return &r.round, nil
+	case RecordFinishedInit:
+		return &r.finishedInit, nil
+	case RecordIDIndex:
+		n := d.u64()
+		if n > uint64(len(body)-8)/32 {
+			return nil, fmt.Errorf("%d entries run past the %d-byte body", n, len(body))
+		}
+		r.idIndex.Entries = r.idIndex.Entries[:0]
+		for i := uint64(0); i < n; i++ {
+			r.idIndex.Entries = append(r.idIndex.Entries, IDIndexEntry{d.u64(), d.u64(), d.u64(), d.u64()})
+		}
+		return &r.idIndex, nil
+	case RecordTimeConv:
+		t := &r.timeConv
+		*t = TimeConv{TimeShift: d.u64(), TimeMult: d.u64(), TimeZero: d.u64()}
+		if d.short {
+			return nil, errShort
+		}
+		if len(body) >= 3*8+2*8+8 {
+			t.Ext = true
+			t.TimeCycles, t.TimeMask = d.u64(), d.u64()
+			t.CapUserTimeZero = d.u8() != 0
+			t.CapUserTimeShort = d.u8() != 0
+		}
+		return t, nil
+	case RecordHeaderFeature:
+		id := d.u64()
+		if d.short {
+			return nil, errShort
+		}
+		if id >= NumFeatures {
+			return nil, fmt.Errorf("feature id %d is outside the %d-bit bitmap", id, NumFeatures)
+		}
+		r.feature.Feature = Feature(id)
+		r.feature.Data = body[8:]
+		if f.Features.raw == nil {
+			f.Features.raw = map[Feature][]byte{}
+		}
+		f.Features.raw[Feature(id)] = append([]byte(nil), body[8:]...)
+		if id == uint64(FeatEventDesc) {
+			if descs, err := f.Features.EventDescs(); err == nil {
+				f.nameAttrs(descs)
+			}
+		}
+		return &r.feature, nil
+	}
+	u := &r.unknown
+	u.RecType, u.Data, u.Payload = typ, body, nil
+	if f.Pipe && (typ == RecordAuxtrace || typ == RecordTracingData) {
+		n, err := payloadSize(u, f.Swapped)
+		if err != nil {
+			return nil, err
+		}
+		if int64(cap(r.pbuf)) < n {
+			r.pbuf = make([]byte, n)
+		}
+		r.pbuf = r.pbuf[:n]
+		if _, err := io.ReadFull(f.stream, r.pbuf); err != nil {
+			return nil, fmt.Errorf("reading its %d-byte payload: %w", n, err)
+		}
+		r.off += n
+		u.Payload = r.pbuf
+	}
+	return u, nil
+}

@@ -1,0 +1,195 @@
+package perfdata
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// Writer writes a perf.data file. The header, attrs and ids are written
+// first, with a data size of 0, so that a writer killed before Close
+// leaves a file readers (this package's and perf's) read to the last
+// whole record; Close adds the feature sections and the final header.
+type Writer struct {
+	// Features are written by Close.
+	Features Features
+
+	w        io.WriteSeeker
+	bw       *bufio.Writer
+	attrs    []*Attr
+	attrSize int
+	dataOff  int64
+	dataSize int64
+	buf      []byte
+	err      error
+	closed   bool
+}
+
+// NewWriter starts a perf.data file on w with the given attrs, whose IDs
+// must list the sample ids of every event the data will contain.
+func NewWriter(w io.WriteSeeker, attrs []*Attr) (*Writer, error) {
+	if len(attrs) == 0 {
+		return nil, errors.New("perf.data writer: at least one attr is needed")
+	}
+	wr := &Writer{w: w, attrs: attrs, bw: bufio.NewWriterSize(w, 1<<20)}
+	for _, a := range attrs {
+		if s := a.encodedSize(); s > wr.attrSize {
+			wr.attrSize = s
+		}
+	}
+	if _, err := w.Seek(0, io.SeekStart); err != nil {
+		return nil, fmt.Errorf("perf.data writer: %w", err)
+	}
+	// Layout: header, id arrays, attrs, data.
+	idsOff := int64(fileHeaderSz)
+	var ids []byte
+	var idSecs []section
+	for _, a := range attrs {
+		idSecs = append(idSecs, section{uint64(idsOff) + uint64(len(ids)), uint64(8 * len(a.IDs))})
+		for _, id := range a.IDs {
+			ids = le.AppendUint64(ids, id)
+		}
+	}
+	attrsOff := idsOff + int64(len(ids))
+	var attrBytes []byte
+	for i, a := range attrs {
+		b := *a
+		b.Size = uint32(wr.attrSize)
+		attrBytes = appendAttr(attrBytes, &b)
+		attrBytes = le.AppendUint64(le.AppendUint64(attrBytes, idSecs[i].off), idSecs[i].size)
+	}
+	wr.dataOff = attrsOff + int64(len(attrBytes))
+	hdr := wr.header(section{uint64(attrsOff), uint64(len(attrBytes))}, [4]uint64{})
+	wr.write(hdr)
+	wr.write(ids)
+	wr.write(attrBytes)
+	if wr.err == nil {
+		// Make the header and attrs durable before any data, for the
+		// killed-writer case.
+		wr.err = wr.bw.Flush()
+	}
+	if wr.err != nil {
+		return nil, fmt.Errorf("perf.data writer: %w", wr.err)
+	}
+	return wr, nil
+}
+
+func (w *Writer) header(attrs section, bitmap [4]uint64) []byte {
+	b := le.AppendUint64(nil, magicLE)
+	b = le.AppendUint64(b, fileHeaderSz)
+	b = le.AppendUint64(b, uint64(w.attrSize+sectionSz))
+	b = le.AppendUint64(le.AppendUint64(b, attrs.off), attrs.size)
+	b = le.AppendUint64(le.AppendUint64(b, uint64(w.dataOff)), uint64(w.dataSize))
+	b = le.AppendUint64(le.AppendUint64(b, 0), 0)
+	for _, x := range bitmap {
+		b = le.AppendUint64(b, x)
+	}
+	return b
+}
+
+func (w *Writer) write(b []byte) {
+	if w.err != nil {
+		return
+	}
+	_, w.err = w.bw.Write(b)
+}
+
+// WriteRecord encodes and writes a record.
+func (w *Writer) WriteRecord(rec Record) error {
+	if w.err != nil {
+		return w.err
+	}
+	var err error
+	w.buf, err = AppendRecord(w.buf[:0], rec)
+	if err != nil {
+		return err
+	}
+	return w.WriteRaw(w.buf)
+}
+
+// WriteRaw writes a record already encoded little-endian, header
+// included, such as the kernel leaves it in a perf ring buffer.
+func (w *Writer) WriteRaw(raw []byte) error {
+	if w.err != nil {
+		return w.err
+	}
+	if w.closed {
+		return errors.New("perf.data writer: write after Close")
+	}
+	if len(raw) < 8 || int(le.Uint16(raw[6:])) != len(raw) {
+		return fmt.Errorf("perf.data writer: record of %d bytes has header size %d", len(raw), sizeOf(raw))
+	}
+	w.write(raw)
+	w.dataSize += int64(len(raw))
+	return w.err
+}
+
+func sizeOf(raw []byte) int {
+	if len(raw) < 8 {
+		return 0
+	}
+	return int(le.Uint16(raw[6:]))
+}
+
+// DataSize returns the bytes of records written so far.
+func (w *Writer) DataSize() int64 { return w.dataSize }
+
+// Flush writes buffered records to the underlying writer.
+func (w *Writer) Flush() error {
+	if w.err != nil {
+		return w.err
+	}
+	w.err = w.bw.Flush()
+	return w.err
+}
+
+// Close writes the feature sections and the final header. It does not
+// close the underlying writer.
+func (w *Writer) Close() error {
+	if w.closed {
+		return w.err
+	}
+	w.closed = true
+	if w.Features.swap {
+		w.Features.toLittleEndian()
+	}
+	feats := w.Features.List()
+	var bitmap [4]uint64
+	for _, f := range feats {
+		if f <= 0 || f >= NumFeatures {
+			return fmt.Errorf("perf.data writer: feature bit %d is outside 1..%d", f, NumFeatures-1)
+		}
+		bitmap[f/64] |= 1 << (uint(f) % 64)
+	}
+	// Feature section headers right after the data, in bit order, then
+	// the contents.
+	hdrOff := w.dataOff + w.dataSize
+	contentOff := hdrOff + int64(len(feats))*sectionSz
+	var hdrs, contents []byte
+	for _, f := range feats {
+		raw := w.Features.raw[f]
+		hdrs = le.AppendUint64(hdrs, uint64(contentOff)+uint64(len(contents)))
+		hdrs = le.AppendUint64(hdrs, uint64(len(raw)))
+		contents = append(contents, raw...)
+	}
+	w.write(hdrs)
+	w.write(contents)
+	if w.err == nil {
+		w.err = w.bw.Flush()
+	}
+	if w.err != nil {
+		return fmt.Errorf("perf.data writer: %w", w.err)
+	}
+	attrsOff := w.dataOff - int64(len(w.attrs)*(w.attrSize+sectionSz))
+	hdr := w.header(section{uint64(attrsOff), uint64(len(w.attrs) * (w.attrSize + sectionSz))}, bitmap)
+	if _, err := w.w.Seek(0, io.SeekStart); err != nil {
+		return fmt.Errorf("perf.data writer: %w", err)
+	}
+	if _, err := w.w.Write(hdr); err != nil {
+		return fmt.Errorf("perf.data writer: header: %w", err)
+	}
+	_, err := w.w.Seek(0, io.SeekEnd)
+	return err
+}
+
