@@ -506,3 +506,89 @@ func TestPermissionError(t *testing.T) {
 		t.Errorf("ENOENT for a software event: %v", err)
 	}
 }
+
+// TestLost overfills one-page rings and checks that the kernel's
+// PERF_RECORD_LOST reports are counted. The kernel writes that report with
+// the first record that fits after the reader made room, so it takes two
+// rounds.
+func TestLost(t *testing.T) {
+	s, err := OpenEvents(Options{Event: mustParse("cpu-clock"), Freq: 4000, ExcludeKernel: userOnly(t), Pages: 1},
+		Target{PIDs: []int{os.Getpid()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var lostRecs, samples uint64
+	fn := func(rec []byte) {
+		switch d := decode(t, rec); d.typ {
+		case unix.PERF_RECORD_LOST:
+			lostRecs += d.lostCount
+		case unix.PERF_RECORD_SAMPLE:
+			samples++
+		}
+	}
+	for round := range 2 {
+		if err := s.Enable(); err != nil {
+			t.Fatal(err)
+		}
+		spin(200 * time.Millisecond) // ~800 samples of 56 bytes into 4 KiB
+		if err := s.Disable(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Drain(fn); err != nil {
+			t.Fatal(err)
+		}
+		if max := uint64(len(mustCPUs(t)) * 4096 / 56 * (round + 1)); samples > max {
+			t.Errorf("%d samples delivered from rings that hold %d", samples, max)
+		}
+	}
+	if lostRecs == 0 || s.Lost() != lostRecs {
+		t.Errorf("lost %d, records say %d", s.Lost(), lostRecs)
+	}
+}
+
+func TestCommandExecFails(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "not-a-program")
+	if err := os.WriteFile(bad, []byte("\x00\x01garbage"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd, err := StartCommand([]string{bad}, os.Environ(), nil, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Go(); err == nil || !strings.Contains(err.Error(), "exec format error") {
+		t.Errorf("Go() = %v, want exec format error", err)
+	}
+	if status, err := cmd.Wait(); status != 127 || err != nil {
+		t.Errorf("Wait() = %d, %v; want 127", status, err)
+	}
+	if _, err := StartCommand([]string{"no-such-command-jitprof"}, nil, nil, nil, nil); err == nil {
+		t.Error("StartCommand of a missing command: no error")
+	}
+}
+
+func TestCommandKillBeforeGo(t *testing.T) {
+	cmd, err := StartCommand([]string{"true"}, os.Environ(), nil, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if status, err := cmd.Wait(); status != 128+int(syscall.SIGKILL) || err != nil {
+		t.Errorf("Wait() = %d, %v; want %d", status, err, 128+int(syscall.SIGKILL))
+	}
+}
+
+func TestCommandStatus(t *testing.T) {
+	cmd, err := StartCommand([]string{"sh", "-c", "exit 3"}, os.Environ(), nil, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Go(); err != nil {
+		t.Fatal(err)
+	}
+	if status, err := cmd.Wait(); status != 3 || err != nil {
+		t.Errorf("Wait() = %d, %v; want 3", status, err)
+	}
+}
