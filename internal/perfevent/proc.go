@@ -241,9 +241,10 @@ type Kernel struct {
 	// Text is the address of _text, the symbol perf relocates the
 	// kernel map against (its pgoff); Stext and Etext bound the code.
 	Text, Stext, Etext uint64
-	// Hidden is set when /proc/kallsyms shows zero addresses, which
-	// /proc/sys/kernel/kptr_restrict does to readers without
-	// CAP_SYSLOG; kernel samples cannot be symbolized then.
+	// Hidden is set when /proc/kallsyms shows zero addresses, as it
+	// does for readers without CAP_SYSLOG unless
+	// /proc/sys/kernel/kptr_restrict is 0 and perf_event_paranoid is at
+	// most 1; kernel samples cannot be symbolized then.
 	Hidden  bool
 	Modules []Module
 }

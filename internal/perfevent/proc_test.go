@@ -142,9 +142,14 @@ func TestKernelMapping(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hidden := restrict >= 2 || restrict == 1 && os.Geteuid() != 0
+	paranoid, err := Paranoid()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// As kallsyms_show_value in kernel/kallsyms.c decides.
+	hidden := restrict >= 2 || os.Geteuid() != 0 && (restrict == 1 || paranoid > 1)
 	if k.Hidden != hidden {
-		t.Fatalf("Hidden %v with kptr_restrict %d and euid %d", k.Hidden, restrict, os.Geteuid())
+		t.Fatalf("Hidden %v with kptr_restrict %d, perf_event_paranoid %d, euid %d", k.Hidden, restrict, paranoid, os.Geteuid())
 	}
 	if !hidden && (k.Text == 0 || k.Etext <= k.Text || k.Stext < k.Text) {
 		t.Errorf("kernel text %+v", k)
