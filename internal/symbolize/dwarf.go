@@ -61,12 +61,12 @@ func (im *Image) Frames(addr uint64) ([]Frame, error) {
 			im.dwErr = fmt.Errorf("%s: %w", im.path, ErrNoDebugInfo)
 			return
 		}
-		d, err := im.openDWARF()
+		d, infoSize, err := im.openDWARF()
 		if err != nil {
 			im.dwErr = err
 			return
 		}
-		im.dw, im.dwErr = indexDWARF(im.path, d)
+		im.dw, im.dwErr = indexDWARF(im.path, d, infoSize)
 	})
 	if im.dwErr != nil {
 		return nil, im.dwErr
@@ -127,12 +127,15 @@ func (x *dwarfIndex) line(addr uint64) (file, line uint32) {
 }
 
 // indexDWARF reads every compilation unit's line table and subprogram tree.
-func indexDWARF(path string, d *dwarf.Data) (x *dwarfIndex, err error) {
+// Every DIE takes at least a byte of .debug_info, so infoSize bounds the
+// number of entries: debug/dwarf's reader can return null entries forever
+// on some corrupt units, and this turns that into an error.
+func indexDWARF(path string, d *dwarf.Data, infoSize uint64) (x *dwarfIndex, err error) {
 	defer catch(path, &err)
-	b := &dwarfBuilder{d: d, x: &dwarfIndex{strs: []string{""}}, ids: map[string]uint32{"": 0}, names: map[dwarf.Offset]uint32{}}
+	b := &dwarfBuilder{d: d, x: &dwarfIndex{strs: []string{""}}, ids: map[string]uint32{"": 0}, names: map[dwarf.Offset]uint32{}, budget: infoSize + 1}
 	r := d.Reader()
 	for {
-		cu, err := r.Next()
+		cu, err := b.next(r)
 		if err != nil {
 			return nil, fmt.Errorf("%s: dwarf: %w", path, err)
 		}
@@ -179,6 +182,18 @@ type dwarfBuilder struct {
 	x     *dwarfIndex
 	ids   map[string]uint32
 	names map[dwarf.Offset]uint32
+	// budget is how many more entries a well-formed .debug_info can hold.
+	budget uint64
+}
+
+var errDWARFLoop = errors.New("more entries than .debug_info can hold")
+
+func (b *dwarfBuilder) next(r *dwarf.Reader) (*dwarf.Entry, error) {
+	if b.budget == 0 {
+		return nil, fmt.Errorf("%w: %w", ErrMalformed, errDWARFLoop)
+	}
+	b.budget--
+	return r.Next()
 }
 
 func (b *dwarfBuilder) intern(s string) uint32 {
@@ -238,7 +253,7 @@ func (b *dwarfBuilder) tree(r *dwarf.Reader, cu *dwarf.Entry, files []uint32) er
 	}
 	stack := []open{{}}
 	for len(stack) > 0 {
-		e, err := r.Next()
+		e, err := b.next(r)
 		if err != nil {
 			return err
 		}

@@ -41,7 +41,7 @@ type Image struct {
 	loads     []segment
 	syms      *table
 
-	openDWARF func() (*dwarf.Data, error) // nil when no file has DWARF
+	openDWARF func() (*dwarf.Data, uint64, error) // nil when no file has DWARF; also returns .debug_info's size
 	dwOnce    sync.Once
 	dw        *dwarfIndex
 	dwErr     error
@@ -202,9 +202,9 @@ func buildImage(main, debug *elfFile, raw bool, reopen func() (*elfFile, error))
 	switch {
 	case debug != nil && hasDWARF(debug.File):
 		name := debug.name
-		im.openDWARF = func() (*dwarf.Data, error) { return dwarfOf(func() (*elfFile, error) { return openELF(name) }) }
+		im.openDWARF = func() (*dwarf.Data, uint64, error) { return dwarfOf(reopener(name)) }
 	case hasDWARF(main.File):
-		im.openDWARF = func() (*dwarf.Data, error) { return dwarfOf(reopen) }
+		im.openDWARF = func() (*dwarf.Data, uint64, error) { return dwarfOf(reopen) }
 	}
 	return im, nil
 }
@@ -241,19 +241,19 @@ func hasDWARF(f *elf.File) bool {
 	return s != nil && s.Type != elf.SHT_NOBITS
 }
 
-func dwarfOf(open func() (*elfFile, error)) (d *dwarf.Data, err error) {
+func dwarfOf(open func() (*elfFile, error)) (d *dwarf.Data, infoSize uint64, err error) {
 	f, err := open()
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	// debug/dwarf reads its sections into memory up front.
 	defer f.Close()
 	defer catch(f.name, &err)
 	d, err = f.DWARF()
 	if err != nil {
-		return nil, fmt.Errorf("%s: dwarf: %w", f.name, err)
+		return nil, 0, fmt.Errorf("%s: dwarf: %w", f.name, err)
 	}
-	return d, nil
+	return d, f.Section(".debug_info").Size, nil
 }
 
 // funcSymbols returns the function symbols of f's .symtab and, with dyn,
