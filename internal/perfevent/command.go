@@ -78,9 +78,11 @@ type Command struct {
 	errR *os.File
 }
 
-// StartCommand starts argv (looked up in PATH like a shell does) with the
-// environment env, stopped before its exec. Open events on Pid with
-// Options.EnableOnExec, then call Go. Nil stdio streams are /dev/null.
+// StartCommand starts argv (looked up in PATH like a shell does) with
+// exactly the environment env (pass os.Environ() to inherit), stopped
+// before its exec. Open events with Options.EnableOnExec on
+// Target{PIDs: []int{Pid}}, then call Go, then Wait. Nil stdio streams are
+// /dev/null.
 func StartCommand(argv, env []string, stdin io.Reader, stdout, stderr io.Writer) (_ *Command, err error) {
 	if len(argv) == 0 {
 		return nil, errors.New("start command: empty command")

@@ -210,7 +210,7 @@ func OpenEvents(o Options, t Target) (_ *EventSet, err error) {
 				return nil, err
 			}
 			s.fds = append(s.fds, fd)
-			if err := s.attach(fd, owner, pages); err != nil {
+			if err := s.attach(fd, owner, cpu, pages); err != nil {
 				return nil, fmt.Errorf("open events: cpu %d: %w", cpu, err)
 			}
 			if owner == -1 {
@@ -231,9 +231,9 @@ func OpenEvents(o Options, t Target) (_ *EventSet, err error) {
 }
 
 // attach maps a ring for fd, or redirects fd into owner's ring, and polls it.
-func (s *EventSet) attach(fd, owner, pages int) error {
+func (s *EventSet) attach(fd, owner, cpu, pages int) error {
 	if owner == -1 {
-		r, err := mapRing(fd, pages)
+		r, err := mapRing(fd, cpu, pages)
 		if err != nil {
 			return err
 		}
@@ -289,6 +289,10 @@ func (s *EventSet) AttrBytes() []byte {
 
 // Events returns every opened event with its kernel-assigned id.
 func (s *EventSet) Events() []OpenedEvent { return s.events }
+
+// Rings returns the set's rings, one per CPU, for callers that drain them
+// separately (one goroutine each); Drain and Lost cover them all.
+func (s *EventSet) Rings() []*Ring { return s.rings }
 
 // Enable starts counting on every event.
 func (s *EventSet) Enable() error { return s.ioctlAll(unix.PERF_EVENT_IOC_ENABLE, "enable") }

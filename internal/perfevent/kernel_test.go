@@ -304,8 +304,8 @@ func TestSystemWide(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if len(s.Events()) != len(cpus) {
-		t.Errorf("%d events for %d cpus", len(s.Events()), len(cpus))
+	if len(s.Events()) != len(cpus) || len(s.Rings()) != len(cpus) {
+		t.Errorf("%d events and %d rings for %d cpus", len(s.Events()), len(s.Rings()), len(cpus))
 	}
 	if err := s.Enable(); err != nil {
 		t.Fatal(err)
@@ -369,6 +369,9 @@ func TestCPUList(t *testing.T) {
 		if e.CPU != last {
 			t.Errorf("event on cpu %d, want only %d", e.CPU, last)
 		}
+	}
+	if len(s.Rings()) != 1 || s.Rings()[0].CPU() != last {
+		t.Errorf("%d rings, want one for cpu %d", len(s.Rings()), last)
 	}
 	if _, err := OpenEvents(Options{Event: mustParse("cpu-clock")}, Target{SystemWide: true, CPUs: []int{last + 1}}); err == nil {
 		t.Error("opened events on an offline cpu")

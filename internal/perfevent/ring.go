@@ -21,6 +21,7 @@ const headerSize = 8 // struct perf_event_header: u32 type, u16 misc, u16 size
 type Ring struct {
 	mem  []byte
 	meta *unix.PerfEventMmapPage
+	cpu  int
 	ringData
 }
 
@@ -34,7 +35,7 @@ type ringData struct {
 
 // mapRing maps the ring of fd with the given number of data pages, which
 // must be a power of two.
-func mapRing(fd, pages int) (*Ring, error) {
+func mapRing(fd, cpu, pages int) (*Ring, error) {
 	if pages <= 0 || pages&(pages-1) != 0 {
 		return nil, fmt.Errorf("perf ring: %d pages is not a power of two", pages)
 	}
@@ -58,7 +59,7 @@ func mapRing(fd, pages int) (*Ring, error) {
 		_ = unix.Munmap(mem)
 		return nil, fmt.Errorf("perf ring: kernel reports data at %d+%d in a %d-byte mapping", off, size, len(mem))
 	}
-	return &Ring{mem: mem, meta: meta, ringData: ringData{data: mem[off : off+size]}}, nil
+	return &Ring{mem: mem, meta: meta, cpu: cpu, ringData: ringData{data: mem[off : off+size]}}, nil
 }
 
 // Read calls fn with each record the kernel has written since the last
@@ -76,6 +77,9 @@ func (r *Ring) Read(fn func(rec []byte)) (int, error) {
 	atomic.StoreUint64(&r.meta.Data_tail, newTail)
 	return n, err
 }
+
+// CPU returns the CPU whose events write into the ring.
+func (r *Ring) CPU() int { return r.cpu }
 
 // Lost returns how many records the kernel reported dropping because the
 // ring was full.
