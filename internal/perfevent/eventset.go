@@ -291,7 +291,8 @@ func (s *EventSet) AttrBytes() []byte {
 func (s *EventSet) Events() []OpenedEvent { return s.events }
 
 // Rings returns the set's rings, one per CPU, for callers that drain them
-// separately (one goroutine each); Drain and Lost cover them all.
+// separately (one goroutine each; a Ring is not safe for concurrent
+// Reads); Drain and Lost cover them all.
 func (s *EventSet) Rings() []*Ring { return s.rings }
 
 // Enable starts counting on every event.
