@@ -164,6 +164,11 @@ func buildImage(main, debug *elfFile, raw bool, reopen func() (*elfFile, error))
 	if debug != nil {
 		defer debug.Close()
 	}
+	defer func() {
+		if err != nil {
+			im = nil
+		}
+	}()
 	defer catch(main.name, &err)
 	im = &Image{path: main.name, buildID: buildID(main.File)}
 	for _, p := range main.Progs {

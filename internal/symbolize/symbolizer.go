@@ -15,7 +15,9 @@ import (
 // Options configure a [Symbolizer].
 type Options struct {
 	// Root is prepended to every recorded path and to DebugDirs, e.g.
-	// /proc/PID/root for a process in another mount namespace.
+	// /proc/PID/root for a process in another mount namespace. Through
+	// /proc/PID/root the kernel resolves symlinks inside the namespace; in a
+	// plain sysroot directory an absolute symlink still points at the host.
 	Root string
 	// DebugDirs hold separate debug files (.build-id/xx/yyyy.debug and
 	// .gnu_debuglink targets). nil means /usr/lib/debug; empty means none.
