@@ -97,24 +97,24 @@ type Attr struct {
 	Size   uint32 // as stored in the file; 0 means AttrSizeVer0
 	Config uint64
 	// SamplePeriod is the period, or the frequency when Flags has FlagFreq.
-	SamplePeriod      uint64
-	SampleType        SampleFormat
-	ReadFormat        ReadFormat
-	Flags             AttrFlags
-	WakeupEvents      uint32 // or wakeup_watermark when FlagWatermark
-	BPType            uint32
-	Config1           uint64 // bp_addr, kprobe_func, uprobe_path, config1
-	Config2           uint64 // bp_len, kprobe_addr, probe_offset, config2
-	BranchSampleType  uint64
-	SampleRegsUser    uint64
-	SampleStackUser   uint32
-	ClockID           int32
-	SampleRegsIntr    uint64
-	AuxWatermark      uint32
-	SampleMaxStack    uint16
-	AuxSampleSize     uint32
-	SigData           uint64
-	Config3           uint64
+	SamplePeriod     uint64
+	SampleType       SampleFormat
+	ReadFormat       ReadFormat
+	Flags            AttrFlags
+	WakeupEvents     uint32 // or wakeup_watermark when FlagWatermark
+	BPType           uint32
+	Config1          uint64 // bp_addr, kprobe_func, uprobe_path, config1
+	Config2          uint64 // bp_len, kprobe_addr, probe_offset, config2
+	BranchSampleType uint64
+	SampleRegsUser   uint64
+	SampleStackUser  uint32
+	ClockID          int32
+	SampleRegsIntr   uint64
+	AuxWatermark     uint32
+	SampleMaxStack   uint16
+	AuxSampleSize    uint32
+	SigData          uint64
+	Config3          uint64
 	// Extra holds the bytes of a perf_event_attr larger than the newest
 	// version this package knows, so they are written back unchanged.
 	Extra []byte

@@ -106,7 +106,5 @@ func (d *dec) cstring() string {
 	return string(rest)
 }
 
-func (d *dec) rest() []byte { return d.b[d.off:] }
-
 // le is the encoding every writer in this package uses.
 var le = binary.LittleEndian

@@ -21,7 +21,7 @@ var (
 const (
 	magicLE      = 0x32454c4946524550 // "PERFILE2" read little-endian
 	magicSwapped = 0x50455246494c4532
-	magicV1      = 0x454c494652455050 // "PERFFILE", before 2.6.34
+	magicV1      = 0x454c494646524550 // "PERFFILE", before 2.6.34
 	fileHeaderSz = 104
 	pipeHeaderSz = 16
 	sectionSz    = 16

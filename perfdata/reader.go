@@ -24,7 +24,7 @@ type Reader struct {
 	err    error
 	done   bool
 	buf    []byte // pipe mode: the current record
-	pbuf   []byte // pipe mode: payload following a record
+	pbuf   []byte // pipe mode: the payload following the current record
 	counts [128]uint64
 
 	sample        Sample
@@ -551,14 +551,17 @@ func (r *Reader) decodeUser(typ RecordType, misc uint16, body []byte, off int64)
 		if err != nil {
 			return nil, err
 		}
-		if int64(cap(r.pbuf)) < n {
-			r.pbuf = make([]byte, n)
-		}
-		r.pbuf = r.pbuf[:n]
-		if _, err := io.ReadFull(f.stream, r.pbuf); err != nil {
+		// Grow with the data actually read, so a corrupt size cannot make
+		// us allocate what the stream does not hold.
+		b, err := io.ReadAll(io.LimitReader(f.stream, n))
+		if err != nil {
 			return nil, fmt.Errorf("reading its %d-byte payload: %w", n, err)
 		}
+		if int64(len(b)) != n {
+			return nil, fmt.Errorf("the stream ends %d bytes into its %d-byte payload", len(b), n)
+		}
 		r.off += n
+		r.pbuf = b
 		u.Payload = r.pbuf
 	}
 	return u, nil

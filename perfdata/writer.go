@@ -192,4 +192,3 @@ func (w *Writer) Close() error {
 	_, err := w.w.Seek(0, io.SeekEnd)
 	return err
 }
-

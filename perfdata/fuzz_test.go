@@ -1,0 +1,68 @@
+package perfdata_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/jitprof/jitprof/perfdata"
+)
+
+// FuzzRead feeds arbitrary bytes to the file and pipe-mode readers and
+// every typed feature accessor: they must return errors, never panic or
+// loop. Seeds are real perf recordings and a Writer-made file.
+func FuzzRead(f *testing.F) {
+	seeds, _ := filepath.Glob("testdata/*.data")
+	for _, p := range seeds {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add(smallFile(f, 4))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if pf, err := perfdata.Parse(data); err == nil {
+			drain(pf)
+		}
+		if pf, err := perfdata.NewStream(&byteReader{b: data}); err == nil {
+			drain(pf)
+		}
+	})
+}
+
+func drain(f *perfdata.File) {
+	r := f.Records()
+	for n := 0; r.Next(); n++ {
+		if s, ok := r.Record().(*perfdata.Sample); ok {
+			// Encoding what was decoded must not fail on a decoded sample.
+			perfdata.AppendRecord(nil, s)
+		}
+	}
+	fs := &f.Features
+	fs.BuildIDs()
+	fs.Cmdline()
+	fs.EventDescs()
+	fs.CPUTopology()
+	fs.NrCPUs()
+	fs.ClockData()
+	fs.SampleTime()
+	fs.TotalMem()
+	for _, feat := range fs.List() {
+		fs.String(feat)
+	}
+}
+
+type byteReader struct {
+	b   []byte
+	off int
+}
+
+func (r *byteReader) Read(p []byte) (int, error) {
+	if r.off >= len(r.b) {
+		return 0, os.ErrClosed
+	}
+	n := copy(p, r.b[r.off:])
+	r.off += n
+	return n, nil
+}

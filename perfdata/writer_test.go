@@ -1,0 +1,199 @@
+package perfdata_test
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/jitprof/jitprof/internal/perftest"
+	"github.com/jitprof/jitprof/perfdata"
+)
+
+// TestWriterCopyAcceptedByPerf rewrites a perf recording with our Writer,
+// adding jitprof's own feature section, and checks perf reads the copy
+// exactly as the original: same stats, same perf script, same report.
+func TestWriterCopyAcceptedByPerf(t *testing.T) {
+	busy := perftest.Busy(t)
+	orig := perftest.Record(t, "orig.data", "-e", "cpu-clock", "-g", "--", busy, "100", "1")
+	f, err := perfdata.Open(orig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	copyPath := filepath.Join(t.TempDir(), "copy.data")
+	copyFile(t, f, copyPath, map[perfdata.Feature][]byte{perfdata.FeatJitprof: []byte("jitprof section: perf must skip it")})
+
+	perf := perftest.Perf(t)
+	for _, args := range [][]string{
+		{"script", "--force"},
+		{"report", "--stdio", "--force", "-q", "--sort", "comm,dso,sym"},
+		{"report", "--stdio", "--force", "-q", "--children", "--sort", "sym"},
+	} {
+		want := perftest.Run(t, perf, append(args, "-i", orig)...)
+		got := perftest.Run(t, perf, append(args, "-i", copyPath)...)
+		if want != got {
+			t.Errorf("perf %s differs on our copy:\n%s", strings.Join(args, " "), diffLines(want, got))
+		}
+		if len(want) < 100 {
+			t.Errorf("perf %s printed almost nothing: %q", strings.Join(args, " "), want)
+		}
+	}
+	if !reflect.DeepEqual(perftest.Stats(t, orig), perftest.Stats(t, copyPath)) {
+		t.Errorf("perf report --stats differs: %v vs %v", perftest.Stats(t, orig), perftest.Stats(t, copyPath))
+	}
+	hdr := perftest.Run(t, perf, "report", "--header-only", "--force", "-i", copyPath)
+	if !strings.Contains(hdr, "cmdline") || !strings.Contains(hdr, "hostname") {
+		t.Errorf("perf report --header-only on the copy lacks the features:\n%s", hdr)
+	}
+
+	// Round trip: read → write → read is lossless.
+	g, err := perfdata.Open(copyPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if got, _ := g.Features.Raw(perfdata.FeatJitprof); string(got) != "jitprof section: perf must skip it" {
+		t.Errorf("our feature section reads back as %q", got)
+	}
+	for _, feat := range f.Features.List() {
+		a, _ := f.Features.Raw(feat)
+		b, _ := g.Features.Raw(feat)
+		if !bytes.Equal(a, b) {
+			t.Errorf("feature %v changed in the round trip", feat)
+		}
+	}
+	if len(f.Attrs) != len(g.Attrs) {
+		t.Fatalf("%d attrs became %d", len(f.Attrs), len(g.Attrs))
+	}
+	for i := range f.Attrs {
+		if !reflect.DeepEqual(f.Attrs[i], g.Attrs[i]) {
+			t.Errorf("attr %d changed:\n%+v\n%+v", i, f.Attrs[i], g.Attrs[i])
+		}
+	}
+	ra, rb := f.Records(), g.Records()
+	n := 0
+	for ra.Next() {
+		if !rb.Next() {
+			t.Fatalf("the copy ends after %d records: %v", n, rb.Err())
+		}
+		a, _ := perfdata.AppendRecord(nil, ra.Record())
+		b, _ := perfdata.AppendRecord(nil, rb.Record())
+		if !bytes.Equal(a, b) {
+			t.Fatalf("record %d (%v) differs after the round trip", n, ra.Record().Type())
+		}
+		n++
+	}
+	if rb.Next() {
+		t.Errorf("the copy has records past the original's %d", n)
+	}
+}
+
+// TestWriterFromScratch synthesizes a recording of a process that never
+// ran: a COMM, an MMAP2 of the busy binary, and samples at work_a and
+// work_b. perf must read it and name the functions.
+func TestWriterFromScratch(t *testing.T) {
+	busy := perftest.Busy(t)
+	syms := map[string]uint64{}
+	for _, line := range strings.Split(perftest.Run(t, perftest.Need(t, "nm"), busy), "\n") {
+		if fs := strings.Fields(line); len(fs) == 3 {
+			v, _ := strconv.ParseUint(fs[0], 16, 64)
+			syms[fs[2]] = v
+		}
+	}
+	if syms["work_a"] == 0 || syms["work_b"] == 0 {
+		t.Fatalf("nm found no work_a/work_b in %s", busy)
+	}
+	// The busy binary is PIE: map its first page at a base and its text
+	// with the right file offset, as the loader would.
+	const base = 0x555500000000
+	attr := &perfdata.Attr{
+		Type: perfdata.TypeSoftware, Config: 0, SamplePeriod: 1000000,
+		SampleType: perfdata.SampleIP | perfdata.SampleTID | perfdata.SampleTime | perfdata.SamplePeriod | perfdata.SampleID | perfdata.SampleCPU,
+		Flags:      perfdata.FlagSampleIDAll | perfdata.FlagMmap | perfdata.FlagComm | perfdata.FlagMmap2 | perfdata.FlagTask,
+		IDs:        []uint64{7},
+	}
+	path := filepath.Join(t.TempDir(), "scratch.data")
+	out, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := perfdata.NewWriter(out, []*perfdata.Attr{attr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Features.SetString(perfdata.FeatHostname, "scratch")
+	w.Features.SetString(perfdata.FeatOSRelease, "6.0.0")
+	w.Features.SetString(perfdata.FeatArch, "x86_64")
+	w.Features.SetNrCPUs(2, 2)
+	w.Features.SetCmdline([]string{"jitprof", "test"})
+	w.Features.SetEventDescs([]perfdata.EventDesc{{Attr: *attr, Name: "cpu-clock", IDs: attr.IDs}})
+	common := func(tm uint64) perfdata.Common {
+		return perfdata.Common{Attr: attr, PID: 4242, TID: 4242, Time: tm, ID: 7}
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(w.WriteRecord(&perfdata.Comm{Common: common(1000), PID: 4242, TID: 4242, Comm: "scratchy"}))
+	must(w.WriteRecord(&perfdata.Mmap{Common: common(1001), Version2: true, PID: 4242, TID: 4242,
+		Addr: base, Len: 0x10000, Pgoff: 0, Prot: 5, Flags: 2, Filename: busy}))
+	const na, nb = 300, 100
+	tm := uint64(2000)
+	for i := 0; i < na+nb; i++ {
+		ip := base + syms["work_a"] + 4
+		if i >= na {
+			ip = base + syms["work_b"] + 4
+		}
+		tm += 1000
+		s := &perfdata.Sample{Common: common(tm), IP: ip, Period: 1000000}
+		s.Misc = perfdata.MiscUser
+		must(w.WriteRecord(s))
+	}
+	must(w.Close())
+	out.Close()
+
+	script := perftest.Run(t, perftest.Perf(t), "script", "--force", "-i", path, "-F", "comm,pid,ip,sym")
+	if got := strings.Count(script, "work_a"); got != na {
+		t.Errorf("perf script names work_a %d times, want %d:\n%.500s", got, na, script)
+	}
+	if got := strings.Count(script, "work_b"); got != nb {
+		t.Errorf("perf script names work_b %d times, want %d", got, nb)
+	}
+	if !strings.Contains(script, "scratchy") {
+		t.Errorf("perf script does not show the comm: %.300s", script)
+	}
+	report := perftest.Run(t, perftest.Perf(t), "report", "--stdio", "--force", "-q", "-i", path, "--sort", "sym")
+	if !strings.Contains(report, "75.00%") || !strings.Contains(report, "25.00%") {
+		t.Errorf("perf report does not split 75/25:\n%s", report)
+	}
+	if st := perftest.Stats(t, path); st["SAMPLE"] != na+nb || st["MMAP2"] != 1 || st["COMM"] != 1 {
+		t.Errorf("perf report --stats: %v", st)
+	}
+}
+
+func diffLines(a, b string) string {
+	al, bl := strings.Split(a, "\n"), strings.Split(b, "\n")
+	var out strings.Builder
+	shown := 0
+	for i := 0; i < len(al) || i < len(bl); i++ {
+		var x, y string
+		if i < len(al) {
+			x = al[i]
+		}
+		if i < len(bl) {
+			y = bl[i]
+		}
+		if x != y && shown < 10 {
+			shown++
+			out.WriteString("- " + x + "\n+ " + y + "\n")
+		}
+	}
+	return out.String()
+}
+
