@@ -336,7 +336,7 @@ func (fs *Features) SetClockData(c ClockData) {
 type BuildID struct {
 	Misc     uint16 // cpumode bits, and MiscBuildIDSize when the size is given
 	PID      int32  // -1 for the kernel and host images perf records
-	BuildID  []byte
+	ID       []byte
 	Filename string
 }
 
@@ -383,7 +383,7 @@ func decodeBuildID(d *dec, misc uint16) (BuildID, error) {
 			return b, fmt.Errorf("build-id size %d exceeds 20", n)
 		}
 	}
-	b.BuildID = append([]byte(nil), id[:n]...)
+	b.ID = append([]byte(nil), id[:n]...)
 	b.Filename = d.cstring()
 	return b, nil
 }
@@ -392,7 +392,7 @@ func appendBuildID(dst []byte, b *BuildID) []byte {
 	name := pad8Name(len(b.Filename) + 1)
 	size := buildIDEventSize + name
 	misc := b.Misc
-	if len(b.BuildID) != 20 {
+	if len(b.ID) != 20 {
 		misc |= MiscBuildIDSize
 	}
 	dst = le.AppendUint32(dst, uint32(RecordHeaderBuildID))
@@ -400,9 +400,9 @@ func appendBuildID(dst []byte, b *BuildID) []byte {
 	dst = le.AppendUint16(dst, uint16(size))
 	dst = le.AppendUint32(dst, uint32(b.PID))
 	var id [24]byte
-	copy(id[:20], b.BuildID)
+	copy(id[:20], b.ID)
 	if misc&MiscBuildIDSize != 0 {
-		id[20] = byte(len(b.BuildID))
+		id[20] = byte(len(b.ID))
 	}
 	dst = append(dst, id[:]...)
 	dst = append(dst, b.Filename...)

@@ -325,7 +325,7 @@ func (*HeaderAttr) Type() RecordType { return RecordHeaderAttr }
 // the BUILD_ID feature.
 type HeaderBuildID struct {
 	Common
-	BuildID
+	BuildID BuildID
 }
 
 // Type implements Record.

@@ -196,4 +196,3 @@ func diffLines(a, b string) string {
 	}
 	return out.String()
 }
-

@@ -1,0 +1,52 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+
+	"github.com/jitprof/jitprof/internal/dump"
+	"github.com/jitprof/jitprof/perfdata"
+)
+
+func init() {
+	register(&command{name: "dump", summary: "print a perf.data file: header, attrs, features and records (like perf report -D)", run: runDump})
+}
+
+func runDump(args []string) error {
+	fs := flag.NewFlagSet("dump", flag.ContinueOnError)
+	var opts dump.Options
+	input := fs.String("i", "", "input `file` (default perf.data; - for a pipe-mode stream on stdin)")
+	fs.BoolVar(&opts.Stats, "stats", false, "print record counts per type and lost samples, like perf report --stats")
+	fs.BoolVar(&opts.HeaderOnly, "header-only", false, "print the header, attrs and features only")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: jitprof dump [-i] [FILE] [--stats | --header-only]")
+		fs.PrintDefaults()
+	}
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	path := *input
+	switch {
+	case len(pos) == 1 && path == "":
+		path = pos[0]
+	case len(pos) > 1 || len(pos) == 1:
+		fs.Usage()
+		return errUsage
+	case path == "":
+		path = "perf.data"
+	}
+	f, err := perfdata.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := dump.Write(os.Stdout, f, opts); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	for _, w := range f.Warnings() {
+		fmt.Fprintf(os.Stderr, "jitprof dump: %s: warning: %s\n", path, w)
+	}
+	return nil
+}
