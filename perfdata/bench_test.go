@@ -1,0 +1,98 @@
+package perfdata_test
+
+import (
+	"os"
+	"testing"
+
+	"github.com/jitprof/jitprof/perfdata"
+)
+
+// benchFile writes n samples with 12-entry callchains, like a -g
+// recording, and returns the path.
+func benchFile(b *testing.B, n int) string {
+	b.Helper()
+	attr := &perfdata.Attr{
+		Type: perfdata.TypeSoftware, SamplePeriod: 4000,
+		SampleType: perfdata.SampleIP | perfdata.SampleTID | perfdata.SampleTime | perfdata.SampleID | perfdata.SampleCPU | perfdata.SamplePeriod | perfdata.SampleCallchain,
+		Flags:      perfdata.FlagFreq | perfdata.FlagSampleIDAll | perfdata.FlagMmap2 | perfdata.FlagComm,
+		IDs:        []uint64{1, 2},
+	}
+	path := b.TempDir() + "/bench.data"
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	w, err := perfdata.NewWriter(f, []*perfdata.Attr{attr})
+	if err != nil {
+		b.Fatal(err)
+	}
+	chain := []uint64{perfdata.CallchainUser}
+	for i := 0; i < 11; i++ {
+		chain = append(chain, 0x400000+uint64(i)*0x100)
+	}
+	s := &perfdata.Sample{Common: perfdata.Common{Attr: attr, PID: 10, TID: 11, ID: 1}, Period: 250000, Callchain: chain}
+	for i := 0; i < n; i++ {
+		s.Time = uint64(i) * 1000
+		s.IP = 0x400000 + uint64(i%4096)
+		s.CPU = uint32(i & 1)
+		if err := w.WriteRecord(s); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		b.Fatal(err)
+	}
+	f.Close()
+	return path
+}
+
+// BenchmarkRead decodes every record of a 100k-sample file, the way every
+// report starts.
+func BenchmarkRead(b *testing.B) {
+	path := benchFile(b, 100000)
+	st, _ := os.Stat(path)
+	b.SetBytes(st.Size())
+	b.ReportAllocs()
+	for b.Loop() {
+		f, err := perfdata.Open(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		r := f.Records()
+		var sum uint64
+		for r.Next() {
+			if s, ok := r.Record().(*perfdata.Sample); ok {
+				sum += s.IP + uint64(len(s.Callchain))
+			}
+		}
+		if r.Err() != nil || sum == 0 {
+			b.Fatal(r.Err())
+		}
+		f.Close()
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/100000, "ns/sample")
+}
+
+// BenchmarkWrite encodes samples with callchains through the Writer.
+func BenchmarkWrite(b *testing.B) {
+	attr := &perfdata.Attr{
+		SampleType: perfdata.SampleIP | perfdata.SampleTID | perfdata.SampleTime | perfdata.SamplePeriod | perfdata.SampleCallchain,
+		IDs:        []uint64{1},
+	}
+	f, err := os.Create(b.TempDir() + "/w.data")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	w, err := perfdata.NewWriter(f, []*perfdata.Attr{attr})
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := &perfdata.Sample{Common: perfdata.Common{Attr: attr}, IP: 1, Callchain: make([]uint64, 12)}
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := w.WriteRecord(s); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
