@@ -174,7 +174,7 @@ func Parse(data []byte) (*File, error) {
 	}
 	f.DataOffset = int64(dataSec.off)
 	switch {
-	case dataSec.size == 0:
+	case dataSec.size == 0 && !f.emptyDataThenFeatures(bitmap, dataSec.off):
 		f.Truncated = true
 		f.DataSize = int64(len(data)) - f.DataOffset
 		f.warn("the header's data size is 0: was 'perf record' properly terminated? reading to the last whole record; features are lost")
@@ -188,6 +188,26 @@ func Parse(data []byte) (*File, error) {
 	}
 	f.indexAttrs()
 	return f, nil
+}
+
+// emptyDataThenFeatures tells a finished recording without records from a
+// killed one, whose header also says the data is empty: in a finished one
+// the feature section headers sit at the data offset and the first of them
+// points right past them, which record bytes are most unlikely to do.
+func (f *File) emptyDataThenFeatures(bitmap [4]uint64, at uint64) bool {
+	n := 0
+	for _, w := range bitmap {
+		n += bits.OnesCount64(w)
+	}
+	if n == 0 {
+		return at == uint64(len(f.data))
+	}
+	end := at + uint64(n)*sectionSz
+	if end > uint64(len(f.data)) {
+		return false
+	}
+	d := dec{b: f.data, off: int(at), swap: f.Swapped}
+	return readSection(&d).off == end
 }
 
 func (f *File) checkMagic(m uint64) error {
