@@ -1,0 +1,21 @@
+// Package record is jitprof's recorder, the engine of `jitprof record`: it
+// opens sampling events on a command, processes, threads or whole CPUs
+// through internal/perfevent, drains their rings into a perf.data file
+// (package perfdata) that Linux perf reads, and finishes the file the way
+// perf record does.
+//
+// The file holds the raw kernel records as the rings gave them, separated
+// into rounds by FINISHED_ROUND records so perf can sort them by time; the
+// COMM and MMAP2 records of processes that existed before recording,
+// synthesized from /proc, and the kernel's [kernel.kallsyms]_text MMAP;
+// and, at the end, the BUILD_ID feature for every image a sample hit, plus
+// the header features perf report --header-only shows (hostname,
+// osrelease, version, arch, nrcpus, cpudesc, cpuid, total memory, cmdline,
+// event description, clock resolution and clock data, sample time).
+//
+// Sample times come from CLOCK_MONOTONIC, the clock JIT logs are stamped
+// with, so they line up without conversion.
+//
+// The Writer flushes at every round, so a recorder that is killed leaves a
+// file that reads to its last whole record.
+package record
