@@ -2,9 +2,9 @@ package perfdata_test
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
-	"fmt"
 	"testing"
 
 	"github.com/jitprof/jitprof/internal/perftest"
