@@ -23,8 +23,10 @@ func nanotime() int64
 const (
 	// DefaultMaxSize bounds a database unless Options.MaxSize says otherwise.
 	DefaultMaxSize = 1 << 30
-	// growStep is the least a writer grows the file by.
-	growStep = 1 << 20
+	// growStep is the size of a new file and the least a writer grows it
+	// by; steps double up to maxGrowStep.
+	growStep    = 1 << 20
+	maxGrowStep = 16 << 20
 	// EnvDir names the environment variable that overrides the directory.
 	EnvDir = "JITPROF_JITLOG_DIR"
 )
@@ -62,17 +64,17 @@ type Load struct {
 // agent's, in the same process) share one file and one sequence counter.
 // Close must not run concurrently with other methods: it unmaps the file.
 type Logger struct {
-	path     string
-	fd       int
-	mem      []byte
-	max      uint64
-	id       uint32
-	appendp  *uint64
-	seqp     *uint64
-	capp     *uint64
-	growMu   sync.Mutex
-	closed   atomic.Bool
-	jd       *jitdump
+	path    string
+	fd      int
+	mem     []byte
+	max     uint64
+	id      uint32
+	appendp *uint64
+	seqp    *uint64
+	capp    *uint64
+	growMu  sync.Mutex
+	closed  atomic.Bool
+	jd      *jitdump
 }
 
 // DefaultDir is $JITPROF_JITLOG_DIR, else /tmp/jitprof-<euid>.
@@ -192,6 +194,7 @@ func (l *Logger) attach(pid int, start, maxSize, page uint64) error {
 		le.PutUint64(mem[offStartTime:], start)
 		le.PutUint64(mem[offCreated:], uint64(nanotime()))
 		le.PutUint64(mem[offMaxSize:], maxSize)
+		populate(mem, 0, growStep)
 		atomic.StoreUint64(l.capp, growStep)
 		atomic.StoreUint64(l.appendp, HeaderSize)
 		// Magic last: a reader never trusts a half-written header.
@@ -217,8 +220,9 @@ func (l *Logger) reserve(n uint64) (uint64, error) {
 	}
 	for {
 		off := atomic.LoadUint64(l.appendp)
-		if off+n > atomic.LoadUint64(l.capp) {
-			if err := l.grow(off, n); err != nil {
+		c := atomic.LoadUint64(l.capp)
+		if off+n > c {
+			if err := l.grow(off, n, true); err != nil {
 				return 0, err
 			}
 			continue
@@ -226,11 +230,19 @@ func (l *Logger) reserve(n uint64) (uint64, error) {
 		w := (*uint32)(unsafe.Pointer(&l.mem[off]))
 		if atomic.CompareAndSwapUint32(w, 0, uint32(n)) {
 			atomic.CompareAndSwapUint64(l.appendp, off, off+n)
+			if off+n > c-ahead(c) && c < l.max {
+				// Grow before anyone must wait; an error here reaches the
+				// writer that finds the space missing.
+				l.grow(off, n, false)
+			}
 			return off, nil
 		}
 		atomic.CompareAndSwapUint64(l.appendp, off, off+uint64(atomic.LoadUint32(w)))
 	}
 }
+
+// ahead is how close to the end of the file writers start growing it.
+func ahead(c uint64) uint64 { return min(c/2, maxGrowStep/2) }
 
 // publish stores the commit word last; Go atomics are sequentially
 // consistent, so every byte of the record is visible before it.
@@ -238,10 +250,18 @@ func (l *Logger) publish(off uint64, k Kind) {
 	atomic.StoreUint32((*uint32)(unsafe.Pointer(&l.mem[off+4])), commitTag|uint32(k))
 }
 
-// grow extends the file so [off, off+n) is backed. It is the only path
-// besides Open that locks the file.
-func (l *Logger) grow(off, n uint64) error {
-	l.growMu.Lock()
+// grow extends the file past off+n, first writing every new page in (so
+// writers never take page faults, the cost that dominates otherwise), then
+// publishing the new capacity. With wait false it grows ahead of need and
+// gives way to a grower already at work. It and Open are the only paths
+// that lock the file.
+func (l *Logger) grow(off, n uint64, wait bool) error {
+	if !wait && !l.growMu.TryLock() {
+		return nil
+	}
+	if wait {
+		l.growMu.Lock()
+	}
 	defer l.growMu.Unlock()
 	if err := unix.Flock(l.fd, unix.LOCK_EX); err != nil {
 		return fmt.Errorf("jitlog: lock %s: %w", l.path, err)
@@ -249,34 +269,45 @@ func (l *Logger) grow(off, n uint64) error {
 	defer unix.Flock(l.fd, unix.LOCK_UN)
 	end := off + n
 	cur := atomic.LoadUint64(l.capp)
-	if end <= cur {
-		return nil
+	if end <= cur && (wait || end <= cur-ahead(cur)) {
+		return nil // someone else grew it
 	}
-	if end > l.max {
+	if cur < l.max {
+		next := cur + min(max(cur, growStep), maxGrowStep)
+		next = min(max(next, (end+growStep-1)&^(growStep-1)), l.max)
+		if err := unix.Ftruncate(l.fd, int64(next)); err != nil {
+			return fmt.Errorf("jitlog: grow %s: %w", l.path, err)
+		}
+		populate(l.mem, cur, next)
+		atomic.StoreUint64(l.capp, next)
+		cur = next
+	}
+	if end > l.max && wait {
 		if off >= l.max {
 			return fmt.Errorf("jitlog: %s: %w", l.path, ErrFull)
 		}
 		// The record would straddle the end: pad to it, so readers see a
 		// clean end and every later writer finds the file full.
-		if cur < l.max {
-			if err := unix.Ftruncate(l.fd, int64(l.max)); err != nil {
-				return fmt.Errorf("jitlog: grow %s: %w", l.path, err)
-			}
-			atomic.StoreUint64(l.capp, l.max)
-		}
 		if atomic.CompareAndSwapUint32((*uint32)(unsafe.Pointer(&l.mem[off])), 0, uint32(l.max-off)) {
 			l.publish(off, KindPad)
 			atomic.CompareAndSwapUint64(l.appendp, off, l.max)
 		}
-		return nil // the caller retries and finds the file full or off taken
 	}
-	next := max(cur*2, (end+growStep-1)&^(growStep-1))
-	next = min(next, l.max)
-	if err := unix.Ftruncate(l.fd, int64(next)); err != nil {
-		return fmt.Errorf("jitlog: grow %s: %w", l.path, err)
-	}
-	atomic.StoreUint64(l.capp, next)
 	return nil
+}
+
+// populate faults in mem[from:to] for writing ahead of the writers.
+// MADV_POPULATE_WRITE (Linux 5.14) does it in one call; before it, an
+// atomic add of zero to each page does, without disturbing a record a
+// writer may already be writing there.
+func populate(mem []byte, from, to uint64) {
+	if unix.Madvise(mem[from:to], unix.MADV_POPULATE_WRITE) == nil {
+		return
+	}
+	page := uint64(os.Getpagesize())
+	for p := from &^ (page - 1); p < to; p += page {
+		atomic.AddUint32((*uint32)(unsafe.Pointer(&mem[p])), 0)
+	}
 }
 
 // CodeLoad logs code of size bytes generated at addr and returns its new

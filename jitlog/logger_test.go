@@ -116,7 +116,9 @@ func TestRoundTrip(t *testing.T) {
 			return &MoveRecord{Seq: seqs[1], OldAddr: 0x1000, NewAddr: 0x9000, Logger: l.ID()}, l.CodeMove(seqs[1], 0x1000, 0x9000)
 		}},
 		{"unload", func() (Record, error) { return &UnloadRecord{Seq: seqs[0], Logger: l.ID()}, l.CodeUnload(seqs[0]) }},
-		{"enter", func() (Record, error) { return &EnterRecord{Seq: seqs[1], TID: 42, Logger: l.ID()}, l.Enter(42, seqs[1]) }},
+		{"enter", func() (Record, error) {
+			return &EnterRecord{Seq: seqs[1], TID: 42, Logger: l.ID()}, l.Enter(42, seqs[1])
+		}},
 		{"exit", func() (Record, error) { return &ExitRecord{TID: 42, Logger: l.ID()}, l.Exit(42) }},
 	}
 	want := []Record{

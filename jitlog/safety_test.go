@@ -1,0 +1,165 @@
+package jitlog
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// writeDB logs a few records in a fresh directory and returns the path.
+func writeDB(t *testing.T) string {
+	t.Helper()
+	l := openTest(t, Options{Name: "db"})
+	if _, err := l.CodeLoad(0x1000, 16, "f", nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return l.Path()
+}
+
+func TestReadRefusesUnsafeFiles(t *testing.T) {
+	path := writeDB(t)
+	dir := filepath.Dir(path)
+	link := filepath.Join(dir, "anon.link")
+	if err := os.Symlink(path, link); err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(dir, "anon.other")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(other, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	chowned := os.Chown(other, 12345, 12345) == nil
+	fifo := filepath.Join(dir, "anon.fifo")
+	if err := unix.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name   string
+		path   string
+		opts   *ReadOptions
+		unsafe bool
+	}{
+		{"own file", path, nil, false},
+		{"symlink", link, nil, true},
+		{"symlink forced", link, &ReadOptions{Force: true}, false},
+		{"over the size limit", path, &ReadOptions{Limit: 4096}, true},
+		{"over the limit forced", path, &ReadOptions{Limit: 4096, Force: true}, false},
+		{"fifo", fifo, nil, true},
+		{"other user's file", other, nil, true},
+		{"other user's file, expected", other, &ReadOptions{Owner: 12345}, false},
+		{"other user's file forced", other, &ReadOptions{Force: true}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.path == other && !chowned {
+				t.Skip("only root can give a file to another user")
+			}
+			recs, err := Read(tt.path, tt.opts)
+			if tt.unsafe {
+				if !errors.Is(err, ErrUnsafe) {
+					t.Fatalf("error %v, want ErrUnsafe", err)
+				}
+				if want := tt.path; !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not name %s", err, want)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(recs) != 4 {
+				t.Errorf("%d records, want header, open, load, close", len(recs))
+			}
+		})
+	}
+}
+
+// patchHeader copies the database at src to dst with pid and start time
+// replaced, as if another process had written it.
+func patchHeader(t *testing.T, src, dst string, pid uint32, start uint64) {
+	t.Helper()
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	le.PutUint32(b[offPID:], pid)
+	le.PutUint64(b[offStartTime:], start)
+	if err := os.WriteFile(dst, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCleanup(t *testing.T) {
+	if os.Getenv("JITLOG_EXIT_DIR") != "" {
+		l, err := Open(Options{Dir: os.Getenv("JITLOG_EXIT_DIR")})
+		if err != nil {
+			os.Exit(2)
+		}
+		l.CodeLoad(1, 1, "x", nil)
+		os.Exit(0) // no Close: a JIT that just exits
+	}
+	dir := t.TempDir()
+	live, err := Open(Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Close()
+
+	cmd := exec.Command(os.Args[0], "-test.run=^TestCleanup$")
+	cmd.Env = append(os.Environ(), "JITLOG_EXIT_DIR="+dir)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+	exited := DatabasePath(dir, cmd.Process.Pid)
+
+	initStart, _, err := procStat(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reused := DatabasePath(dir, 1)
+	patchHeader(t, live.Path(), reused, 1, initStart+1) // pid 1, but not that process
+	kept := filepath.Join(dir, "anon.notes")
+	if err := os.WriteFile(kept, []byte("not a database"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(t.TempDir(), "init-db")
+	patchHeader(t, live.Path(), other, 1, initStart) // pid 1 itself: alive
+	initDB := DatabasePath(dir, 2_000_000)
+	if err := os.Rename(other, initDB); err != nil {
+		t.Fatal(err)
+	}
+
+	removed, err := Cleanup(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{exited: true, reused: true}
+	for _, p := range removed {
+		if !want[p] {
+			t.Errorf("removed %s", p)
+		}
+		delete(want, p)
+	}
+	for p := range want {
+		t.Errorf("kept %s", p)
+	}
+	for _, p := range []string{live.Path(), kept, initDB} {
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("%s: %v", p, err)
+		}
+	}
+	if _, err := live.CodeLoad(2, 2, "still logging", nil); err != nil {
+		t.Error(err)
+	}
+}
