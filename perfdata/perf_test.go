@@ -132,6 +132,7 @@ func TestReadAgreesWithPerf(t *testing.T) {
 		{"threads-fork-exec", []string{"-e", "task-clock", "-g", "--", busy, "60", "2", "1"}},
 		{"system-wide", []string{"-a", "-e", "cpu-clock", "-g", "--", busy, "100"}},
 		{"period", []string{"-e", "cpu-clock", "-c", "100000", "--", busy, "100"}},
+		{"two-events", []string{"-e", "cpu-clock", "-e", "task-clock", "-g", "--", busy, "100", "1"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
