@@ -1,0 +1,329 @@
+package record
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jitprof/jitprof/internal/perftest"
+	"github.com/jitprof/jitprof/perfdata"
+)
+
+func TestMain(m *testing.M) {
+	// The runtime's poller opens descriptors on first use and keeps them;
+	// use it once so they are not counted as leaks.
+	if r, w, err := os.Pipe(); err == nil {
+		_ = r.SetReadDeadline(time.Now())
+		r.Close()
+		w.Close()
+	}
+	before := countFDs()
+	code := m.Run()
+	if after := countFDs(); code == 0 && after > before {
+		fmt.Fprintf(os.Stderr, "leaked file descriptors: %d before, %d after\n", before, after)
+		code = 1
+	}
+	os.Exit(code)
+}
+
+func countFDs() int {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		panic(err)
+	}
+	return len(ents)
+}
+
+// needRoot skips where kernel samples, -a and other users' processes are
+// out of reach; on CI, which runs as root, it fails.
+func needRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() == 0 {
+		return
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatal("this test needs root, which CI has")
+	}
+	t.Skip("needs root: system-wide recording and kernel samples")
+}
+
+// run records cfg into a file in a temp dir and returns its path.
+func run(t *testing.T, ctx context.Context, cfg Config) (string, *Result) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "jitprof.data")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	res, err := Run(ctx, f, cfg)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	return path, res
+}
+
+// stopAfter returns a context that ends once n samples are in (CPU time
+// the target really got, not wall time), and the Progress to pass.
+func stopAfter(t *testing.T, n uint64) (context.Context, func(Progress)) {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	return ctx, func(p Progress) {
+		if p.Samples >= n {
+			cancel()
+		}
+	}
+}
+
+type fileSummary struct {
+	samples       uint64
+	kernel        uint64
+	lost          uint64
+	pids, tids    map[uint32]bool
+	mmaps         map[string]bool // filenames of MMAP and MMAP2 records
+	buildIDs      map[string]bool
+	firstSampleAt int // record index
+	firstMmapAt   map[string]int
+}
+
+func summarize(t *testing.T, path string) fileSummary {
+	t.Helper()
+	f, err := perfdata.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	s := fileSummary{pids: map[uint32]bool{}, tids: map[uint32]bool{}, mmaps: map[string]bool{},
+		buildIDs: map[string]bool{}, firstSampleAt: -1, firstMmapAt: map[string]int{}}
+	rs := f.Records()
+	for i := 0; rs.Next(); i++ {
+		switch r := rs.Record().(type) {
+		case *perfdata.Sample:
+			s.samples++
+			s.pids[r.PID], s.tids[r.TID] = true, true
+			if r.CPUMode() == perfdata.MiscKernel {
+				s.kernel++
+			}
+			if s.firstSampleAt < 0 {
+				s.firstSampleAt = i
+			}
+		case *perfdata.Mmap:
+			s.mmaps[r.Filename] = true
+			if _, ok := s.firstMmapAt[r.Filename]; !ok {
+				s.firstMmapAt[r.Filename] = i
+			}
+		case *perfdata.Lost:
+			s.lost += r.Lost
+		}
+	}
+	if err := rs.Err(); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	if ids, err := f.Features.BuildIDs(); err == nil {
+		for _, b := range ids {
+			s.buildIDs[b.Filename] = true
+		}
+	}
+	return s
+}
+
+var reportLine = regexp.MustCompile(`^\s*([0-9.]+)%\s+\[[.k]\]\s+(\S+)`)
+
+// shareA returns work_a's part of work_a+work_b in perf report --sort sym;
+// BusySource makes it about 1/3.
+func shareA(t *testing.T, path string) float64 {
+	t.Helper()
+	out := perftest.Run(t, perftest.Perf(t), "report", "-i", path, "--stdio", "--no-children", "--sort", "sym", "--force")
+	pct := map[string]float64{}
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		if m := reportLine.FindStringSubmatch(sc.Text()); m != nil {
+			v, _ := strconv.ParseFloat(m[1], 64)
+			pct[m[2]] += v
+		}
+	}
+	a, b := pct["work_a"], pct["work_b"]
+	if a+b < 50 {
+		t.Fatalf("perf report on %s: work_a %.1f%% + work_b %.1f%% is not most of the profile:\n%s", path, a, b, out)
+	}
+	return a / (a + b)
+}
+
+func scriptCount(t *testing.T, path string) uint64 {
+	t.Helper()
+	out := perftest.Run(t, perftest.Perf(t), "script", "-i", path, "--force", "-G", "-F", "ip")
+	return uint64(strings.Count(out, "\n"))
+}
+
+// TestCommandAgreesWithPerf records a command with a thread and a
+// fork+exec child and checks perf reads it as it reads its own recording.
+func TestCommandAgreesWithPerf(t *testing.T) {
+	busy := perftest.Busy(t)
+	for _, callchain := range []bool{false, true} {
+		t.Run(fmt.Sprintf("g=%v", callchain), func(t *testing.T) {
+			args := []string{busy, "150", "1", "1"}
+			path, res := run(t, context.Background(), Config{Command: args, Freq: 4000, Callchain: callchain, Cmdline: []string{"test"}})
+			if res.ExitStatus != 0 {
+				t.Errorf("exit status %d", res.ExitStatus)
+			}
+			perfArgs := []string{"-F", "4000"}
+			if callchain {
+				perfArgs = append(perfArgs, "-g")
+			}
+			ref := perftest.Record(t, "perf.data", append(append(perfArgs, "--"), args...)...)
+
+			s := summarize(t, path)
+			// ~1.35 s of CPU at 4000 Hz; a loaded machine gives less.
+			if s.samples < 1500 {
+				t.Fatalf("%d samples; want at least 1500", s.samples)
+			}
+			if s.samples != res.Samples {
+				t.Errorf("file has %d samples, Result says %d", s.samples, res.Samples)
+			}
+			if n := scriptCount(t, path); n != s.samples {
+				t.Errorf("perf script printed %d samples, the file holds %d", n, s.samples)
+			}
+			// Main thread, second thread, exec'd child.
+			if len(s.tids) < 3 || len(s.pids) < 2 {
+				t.Errorf("samples from pids %v tids %v; want the child process and both threads", s.pids, s.tids)
+			}
+			if !s.buildIDs[busy] {
+				t.Errorf("no build-id for %s in %v", busy, s.buildIDs)
+			}
+			got, want := shareA(t, path), shareA(t, ref)
+			// Binomial noise on ~2000 samples is under 0.015; scheduling
+			// on a loaded machine adds some.
+			if math.Abs(got-want) > 0.05 || math.Abs(got-1.0/3) > 0.07 {
+				t.Errorf("work_a's share: jitprof %.3f, perf %.3f; want both about 0.333", got, want)
+			}
+		})
+	}
+}
+
+func TestExitStatus(t *testing.T) {
+	_, res := run(t, context.Background(), Config{Command: []string{"sh", "-c", "exit 7"}})
+	if res.ExitStatus != 7 {
+		t.Errorf("exit status %d, want 7", res.ExitStatus)
+	}
+}
+
+// startBusy starts the workload outside the recorder and waits until it
+// runs its own code.
+func startBusy(t *testing.T) *exec.Cmd {
+	t.Helper()
+	busy := perftest.Busy(t)
+	cmd := exec.Command(busy, "1000000")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	for {
+		if exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", cmd.Process.Pid)); exe == busy {
+			return cmd
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestPID records a process that was running, with its mappings, before
+// recording began: they come from /proc.
+func TestPID(t *testing.T) {
+	cmd := startBusy(t)
+	busy := perftest.Busy(t)
+	ctx, progress := stopAfter(t, 800)
+	path, res := run(t, ctx, Config{PIDs: []int{cmd.Process.Pid}, Progress: progress})
+	if res.ExitStatus != -1 {
+		t.Errorf("exit status %d without a command", res.ExitStatus)
+	}
+	s := summarize(t, path)
+	if s.samples < 800 || !s.pids[uint32(cmd.Process.Pid)] || len(s.pids) != 1 {
+		t.Fatalf("%d samples from pids %v; want at least 800 from %d only", s.samples, s.pids, cmd.Process.Pid)
+	}
+	if at, ok := s.firstMmapAt[busy]; !ok || at > s.firstSampleAt {
+		t.Errorf("the synthesized MMAP2 of %s is missing or after the first sample (%d, %d)", busy, at, s.firstSampleAt)
+	}
+	if !s.buildIDs[busy] {
+		t.Errorf("no build-id for %s in %v", busy, s.buildIDs)
+	}
+	if a := shareA(t, path); math.Abs(a-1.0/3) > 0.07 {
+		t.Errorf("work_a's share %.3f; want about 0.333", a)
+	}
+	if n := scriptCount(t, path); n != s.samples {
+		t.Errorf("perf script printed %d samples, the file holds %d", n, s.samples)
+	}
+}
+
+func TestSystemWide(t *testing.T) {
+	needRoot(t)
+	cmd := startBusy(t)
+	ctx, progress := stopAfter(t, 2000)
+	path, _ := run(t, ctx, Config{SystemWide: true, Progress: progress})
+	s := summarize(t, path)
+	if !s.pids[uint32(cmd.Process.Pid)] {
+		t.Fatalf("no samples of the busy process %d among %d samples", cmd.Process.Pid, s.samples)
+	}
+	if !s.mmaps["[kernel.kallsyms]_text"] {
+		t.Error("no kernel MMAP")
+	}
+	if a := shareA(t, path); math.Abs(a-1.0/3) > 0.07 {
+		t.Errorf("work_a's share %.3f; want about 0.333", a)
+	}
+	if n := scriptCount(t, path); n != s.samples {
+		t.Errorf("perf script printed %d samples, the file holds %d", n, s.samples)
+	}
+}
+
+// TestLost makes the recorder a slow reader of a one-page ring and checks
+// that every lost sample is counted, in the file and in the Result.
+func TestLost(t *testing.T) {
+	busy := perftest.Busy(t)
+	cfg := Config{Command: []string{busy, "100"}, Pages: 1, Freq: 4000, Callchain: true}
+	// ~56+ bytes a sample into 4 KiB: 50 ms of a stalled reader
+	// overflows it many times over.
+	cfg.Progress = func(Progress) { time.Sleep(50 * time.Millisecond) }
+	path, res := run(t, context.Background(), cfg)
+	if res.Lost == 0 {
+		t.Fatal("no samples lost")
+	}
+	s := summarize(t, path)
+	if s.lost != res.Lost {
+		t.Errorf("LOST records sum to %d, Result says %d", s.lost, res.Lost)
+	}
+	if st := perftest.Stats(t, path); st["LOST"] == 0 {
+		t.Errorf("perf report --stats shows no LOST records: %v", st)
+	}
+}
+
+func TestImages(t *testing.T) {
+	im := newImages()
+	im.mmap(1, 0x1000, 0x3000, "/a")
+	im.mmap(1, 0x2000, 0x2800, "/b") // maps over the middle of /a
+	im.fork(2, 1)
+	im.mmap(1, 0x5000, 0x6000, "/late") // the parent's, seen after the FORK
+	for _, s := range []struct {
+		pid uint32
+		ip  uint64
+	}{{1, 0x2900}, {2, 0x5800}, {3, 0x1000}, {1, 0x4000}} {
+		im.hit(s.pid, s.ip)
+	}
+	got := map[string]bool{}
+	for name, img := range im.byName {
+		got[name] = img.hit
+	}
+	want := map[string]bool{"/a": true, "/b": false, "/late": true}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("hit images %v, want %v", got, want)
+	}
+}
