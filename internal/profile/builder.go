@@ -1,0 +1,145 @@
+package profile
+
+// Builder builds a Profile, interning every table so that equal images,
+// functions, frames, stacks and threads get one id.
+type Builder struct {
+	p       Profile
+	images  map[imageKey]int32
+	funcs   map[funcKey]int32
+	frames  map[Frame]int32
+	nodes   map[Node]int32
+	threads map[Thread]int32
+	strings map[string]int32
+	entries map[Key]int32
+}
+
+type imageKey struct {
+	name, buildID string
+	kind          ImageKind
+}
+
+type funcKey struct {
+	image int32
+	name  string
+	addr  uint64
+}
+
+// NewBuilder returns an empty Builder.
+func NewBuilder() *Builder {
+	b := &Builder{
+		images:  map[imageKey]int32{},
+		funcs:   map[funcKey]int32{},
+		frames:  map[Frame]int32{},
+		nodes:   map[Node]int32{},
+		threads: map[Thread]int32{},
+		strings: map[string]int32{},
+		entries: map[Key]int32{},
+	}
+	b.String("") // so that string id 0, the zero value, means none
+	return b
+}
+
+// Image interns an image by name, build-id and kind; the first one met
+// gives the other fields.
+func (b *Builder) Image(im Image) int32 {
+	k := imageKey{im.Name, im.BuildID, im.Kind}
+	if id, ok := b.images[k]; ok {
+		return id
+	}
+	id := int32(len(b.p.Images))
+	b.p.Images = append(b.p.Images, im)
+	b.images[k] = id
+	return id
+}
+
+// SetNoSymbols records why an image has no symbols.
+func (b *Builder) SetNoSymbols(image int32, why string) { b.p.Images[image].NoSymbols = why }
+
+// Func interns a function by image, name and address.
+func (b *Builder) Func(f Func) int32 {
+	k := funcKey{f.Image, f.Name, f.Addr}
+	if id, ok := b.funcs[k]; ok {
+		return id
+	}
+	id := int32(len(b.p.Funcs))
+	b.p.Funcs = append(b.p.Funcs, f)
+	b.funcs[k] = id
+	return id
+}
+
+// Frame interns a frame.
+func (b *Builder) Frame(f Frame) int32 {
+	if id, ok := b.frames[f]; ok {
+		return id
+	}
+	id := int32(len(b.p.Frames))
+	b.p.Frames = append(b.p.Frames, f)
+	b.frames[f] = id
+	return id
+}
+
+// Push returns the stack node of frame called from parent (-1: the root).
+func (b *Builder) Push(parent, frame int32) int32 {
+	n := Node{parent, frame}
+	if id, ok := b.nodes[n]; ok {
+		return id
+	}
+	id := int32(len(b.p.Nodes))
+	b.p.Nodes = append(b.p.Nodes, n)
+	b.nodes[n] = id
+	return id
+}
+
+// String interns a string.
+func (b *Builder) String(s string) int32 {
+	if id, ok := b.strings[s]; ok {
+		return id
+	}
+	id := int32(len(b.p.Strings))
+	b.p.Strings = append(b.p.Strings, s)
+	b.strings[s] = id
+	return id
+}
+
+// Thread interns a thread.
+func (b *Builder) Thread(t Thread) int32 {
+	if id, ok := b.threads[t]; ok {
+		return id
+	}
+	id := int32(len(b.p.Threads))
+	b.p.Threads = append(b.p.Threads, t)
+	b.threads[t] = id
+	return id
+}
+
+// Event adds an event and returns its index.
+func (b *Builder) Event(e Event) int32 {
+	b.p.Events = append(b.p.Events, e)
+	return int32(len(b.p.Events) - 1)
+}
+
+// Add adds samples to the entry of k.
+func (b *Builder) Add(k Key, count, period uint64) {
+	ev := &b.p.Events[k.Event]
+	ev.Count += count
+	ev.Total += period
+	if id, ok := b.entries[k]; ok {
+		e := &b.p.Entries[id]
+		e.Count += count
+		e.Period += period
+		return
+	}
+	b.entries[k] = int32(len(b.p.Entries))
+	b.p.Entries = append(b.p.Entries, Entry{k, Value{count, period}})
+}
+
+// Meta returns the profile's recording fields for the caller to fill.
+func (b *Builder) Meta() *Profile { return &b.p }
+
+// Profile returns the built profile, its entries sorted. The Builder must
+// not be used afterwards.
+func (b *Builder) Profile() *Profile {
+	p := &b.p
+	p.SortEntries()
+	return p
+}

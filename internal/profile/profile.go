@@ -1,0 +1,138 @@
+package profile
+
+import "sort"
+
+// ImageKind says what an image is.
+type ImageKind uint8
+
+const (
+	// ImageFile is an ELF file mapped from disk (an executable, a library).
+	ImageFile ImageKind = iota
+	// ImageKernel is the kernel or one of its modules.
+	ImageKernel
+	// ImageAnon is anonymous executable memory of one process: JIT code,
+	// as OProfile's "anon (tgid:N range:0xS-0xE)" bucket.
+	ImageAnon
+	// ImageUnknown holds addresses that were in no known mapping.
+	ImageUnknown
+)
+
+// Image is a binary image or an anonymous code region samples fell in.
+type Image struct {
+	Name    string // path, "[kernel.kallsyms]", "[module]", "[vdso]", "anon (tgid:N range:0xS-0xE)", "[unknown]"
+	BuildID string // hex, "" when unknown
+	Kind    ImageKind
+	// Start, Limit and Offset are the address range and file offset of the
+	// first mapping of the image met (for pprof's mappings).
+	Start, Limit, Offset uint64
+	// NoSymbols says why the image could not be symbolized, or "".
+	NoSymbols string
+}
+
+// Func is a function of an image. A sample in an image without a symbol
+// at its address gets a Func per address, named by the address, as perf
+// reports it.
+type Func struct {
+	Name   string
+	Image  int32  // index in Profile.Images
+	Addr   uint64 // start address of the symbol, or the unresolved address
+	File   string // source file of the function's first line, when known
+	Kernel bool
+}
+
+// Frame is a function, and when lines were asked for, a source line in it.
+type Frame struct {
+	Func int32  // index in Profile.Funcs
+	File int32  // source file, index in Profile.Strings; 0 ("") when unknown or not asked for
+	Line int32  // 0 when unknown or not asked for
+	Addr uint64 // image-relative address, when addresses were asked for
+}
+
+// Node is a node of the call-stack trie: a frame called from Parent.
+type Node struct {
+	Parent int32 // -1 for the root's children
+	Frame  int32 // index in Profile.Frames
+}
+
+// Thread identifies the thread a sample was taken in.
+type Thread struct {
+	PID, TID uint32
+	Comm     int32 // index in Profile.Strings
+}
+
+// Key identifies one aggregated entry.
+type Key struct {
+	Stack  int32 // leaf node in Profile.Nodes; -1 for an empty stack
+	Thread int32 // index in Profile.Threads
+	CPU    int32 // -1 when the recording has no CPU
+	Event  int32 // index in Profile.Events
+}
+
+// Value is what the samples of one entry add up to.
+type Value struct {
+	Count  uint64 // samples
+	Period uint64 // sum of their periods: the event count they stand for
+}
+
+// Entry is one aggregated entry.
+type Entry struct {
+	Key
+	Value
+}
+
+// Event describes one sampled event.
+type Event struct {
+	Name   string `json:"name"`
+	Period uint64 `json:"period,omitempty"` // fixed sample period, 0 in frequency mode
+	Freq   uint64 `json:"freq,omitempty"`   // sampling frequency, 0 with a fixed period
+	Count  uint64 `json:"samples"`          // samples
+	Total  uint64 `json:"total"`            // sum of periods
+}
+
+// Profile is an aggregated profile.
+type Profile struct {
+	Events  []Event
+	Images  []Image
+	Funcs   []Func
+	Frames  []Frame
+	Nodes   []Node
+	Threads []Thread
+	Strings []string
+	Entries []Entry
+
+	// About the recording.
+	Cmdline          []string
+	Hostname         string
+	StartNS, EndNS   uint64 // times of the first and last sample
+	Lost             uint64 // samples lost (LOST and LOST_SAMPLES records)
+	SamplesNoMapping uint64 // samples whose address was in no mapping
+}
+
+// Stack appends the frames of the stack ending at node to dst, leaf first.
+func (p *Profile) Stack(dst []int32, node int32) []int32 {
+	for node >= 0 {
+		dst = append(dst, p.Nodes[node].Frame)
+		node = p.Nodes[node].Parent
+	}
+	return dst
+}
+
+// FuncOf returns the function of a frame.
+func (p *Profile) FuncOf(frame int32) *Func { return &p.Funcs[p.Frames[frame].Func] }
+
+// SortEntries orders the entries by key, so outputs are deterministic.
+func (p *Profile) SortEntries() {
+	sort.Slice(p.Entries, func(i, j int) bool {
+		a, b := p.Entries[i].Key, p.Entries[j].Key
+		if a.Event != b.Event {
+			return a.Event < b.Event
+		}
+		if a.Stack != b.Stack {
+			return a.Stack < b.Stack
+		}
+		if a.Thread != b.Thread {
+			return a.Thread < b.Thread
+		}
+		return a.CPU < b.CPU
+	})
+}

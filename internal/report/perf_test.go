@@ -1,0 +1,185 @@
+package report
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/jitprof/jitprof/internal/perftest"
+	"github.com/jitprof/jitprof/internal/session"
+	"github.com/jitprof/jitprof/perfdata"
+)
+
+// libcSource spends its time in libc (memset, memchr) through the PLT.
+const libcSource = `#include <string.h>
+#include <stdlib.h>
+static volatile char sink;
+int main(int argc, char **argv) {
+	long n = argc > 1 ? atol(argv[1]) : 2000;
+	char *buf = malloc(1 << 20);
+	for (long i = 0; i < n; i++) {
+		memset(buf, (int)i, 1 << 20);
+		sink = *(char *)memchr(buf, (int)i & 0xff, 1 << 20);
+	}
+	return 0;
+}
+`
+
+// TestAgreesWithPerf checks the per-symbol self percentages against
+// perf report --no-children and the children percentages against
+// perf report --children, on the same files: perf's numbers are the
+// same arithmetic on the same periods, so they agree within 0.1 point.
+func TestAgreesWithPerf(t *testing.T) {
+	perftest.Perf(t)
+	busy := perftest.Busy(t)
+	dir := t.TempDir()
+	libc := filepath.Join(dir, "libcloop")
+	src := filepath.Join(dir, "libcloop.c")
+	if err := os.WriteFile(src, []byte(libcSource), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	perftest.Run(t, perftest.Need(t, "gcc"), "-O1", "-fno-omit-frame-pointer", "-o", libc, src)
+	cases := []struct {
+		name string
+		args []string
+	}{
+		{"fp", []string{"-g", "-F", "4000", "--", busy, "100", "1", "1"}},
+		{"libc", []string{"-g", "-c", "100000", "--", libc, "3000"}},
+		{"system", []string{"-a", "-g", "-F", "2000", "--", busy, "100", "1"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			data := perftest.Record(t, c.name+".data", c.args...)
+			f, err := perfdata.Open(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			p, err := session.Load(f, session.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, children := range []bool{false, true} {
+				reps, err := Compute(p, Options{Sort: []string{KeyDSO, KeySym}, Children: children})
+				if err != nil {
+					t.Fatal(err)
+				}
+				ours := map[string]float64{}
+				for _, r := range reps[0].Rows {
+					v := r.Self
+					if children {
+						v = r.Children
+					}
+					ours[rowName(filepath.Base(r.Keys[0]), r.Keys[1])] += pct(v, reps[0].Event.Total)
+				}
+				flag := "--no-children"
+				if children {
+					flag = "--children"
+				}
+				out := perftest.Run(t, "perf", "report", "-i", data, "--stdio", flag, "--sort", "dso,sym", "-q", "--percent-limit", "0", "-g", "none")
+				theirs := parsePerf(t, out)
+				compare(t, flag, ours, theirs)
+			}
+		})
+	}
+}
+
+// parsePerf reads "  12.34%  dso  [.] sym" lines (with a leading
+// children column under --children, of which the first is taken).
+func parsePerf(t *testing.T, out string) map[string]float64 {
+	m := map[string]float64{}
+	for _, line := range strings.Split(out, "\n") {
+		fields := strings.Fields(line)
+		if len(fields) < 3 || !strings.HasSuffix(fields[0], "%") {
+			continue
+		}
+		v, err := strconv.ParseFloat(strings.TrimSuffix(fields[0], "%"), 64)
+		if err != nil {
+			t.Fatalf("perf report line %q: %v", line, err)
+		}
+		rest := fields[1:]
+		if strings.HasSuffix(rest[0], "%") {
+			rest = rest[1:]
+		}
+		m[rowName(rest[0], strings.Join(rest[1:], " "))] += v
+	}
+	return m
+}
+
+// rowName names a row for comparison. Unresolved addresses are summed per
+// image: perf prints a leaf's as a file offset but a caller's as the
+// runtime address. The dynamic loader is summed per image too, because
+// internal/symbolize differs from perf there: it does not extend
+// zero-sized symbols to the next one (_dl_start_user) and picks the
+// shorter of two aliases (mmap, where perf takes mmap64).
+func rowName(dso, sym string) string {
+	name := strings.TrimPrefix(strings.TrimPrefix(sym, "[.] "), "[k] ")
+	if strings.HasPrefix(dso, "ld-linux") {
+		return dso + " [loader]"
+	}
+	if _, err := strconv.ParseUint(strings.TrimPrefix(name, "0x"), 16, 64); err == nil {
+		return dso + " [unresolved]"
+	}
+	return dso + " " + sym
+}
+
+func compare(t *testing.T, what string, ours, theirs map[string]float64) {
+	t.Helper()
+	if what == "--children" {
+		// perf keys a caller's unresolved address by runtime address and
+		// a leaf's by file offset, so one address can make two rows and
+		// the sums say nothing.
+		for k := range theirs {
+			if strings.HasSuffix(k, " [unresolved]") {
+				delete(theirs, k)
+				delete(ours, k)
+			}
+		}
+	}
+	var onlyOurs, onlyTheirs []string
+	for k, v := range theirs {
+		o, ok := ours[k]
+		if !ok {
+			onlyTheirs = append(onlyTheirs, k)
+			continue
+		}
+		tol := 0.1
+		if strings.HasSuffix(k, " [unresolved]") {
+			tol = 0.5 // a sum of many rows, each within 0.1
+		}
+		if d := o - v; d > tol || d < -tol {
+			t.Errorf("%s: %s: ours %.2f%%, perf %.2f%%", what, k, o, v)
+		}
+	}
+	for k := range ours {
+		if _, ok := theirs[k]; !ok {
+			onlyOurs = append(onlyOurs, k)
+		}
+	}
+	// Symbols with aliases: internal/symbolize names the address by one
+	// alias, perf by the longest (readdir and __GI___readdir64, memcpy and
+	// __pi_memcpy). Pair what is left per image by value.
+	sort.Strings(onlyOurs)
+	for _, k := range onlyTheirs {
+		dso := k[:strings.IndexByte(k, ' ')]
+		i := slices.IndexFunc(onlyOurs, func(o string) bool {
+			d := ours[o] - theirs[k]
+			return strings.HasPrefix(o, dso+" ") && d <= 0.1 && d >= -0.1
+		})
+		if i < 0 {
+			t.Errorf("%s: %s: perf %.2f%%, not in ours", what, k, theirs[k])
+			continue
+		}
+		t.Logf("%s: alias? ours %s, perf %s: %.2f%%", what, onlyOurs[i], k, theirs[k])
+		onlyOurs = slices.Delete(onlyOurs, i, i+1)
+	}
+	for _, k := range onlyOurs {
+		if ours[k] >= 0.1 {
+			t.Errorf("%s: %s: ours %.2f%%, not in perf's report", what, k, ours[k])
+		}
+	}
+}

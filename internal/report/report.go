@@ -1,0 +1,408 @@
+package report
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/jitprof/jitprof/internal/profile"
+)
+
+// Format is an output format of Write.
+type Format int
+
+// Formats of Write.
+const (
+	Text Format = iota
+	JSON
+	CSV
+)
+
+// Sort keys, as perf names them.
+const (
+	KeyComm    = "comm"
+	KeyPID     = "pid"
+	KeyTID     = "tid"
+	KeyDSO     = "dso"
+	KeySym     = "sym"
+	KeySrcline = "srcline"
+	KeyCPU     = "cpu"
+)
+
+var keyTitles = map[string]string{
+	KeyComm: "Command", KeyPID: "Pid", KeyTID: "Tid", KeyDSO: "Shared Object",
+	KeySym: "Symbol", KeySrcline: "Source:Line", KeyCPU: "CPU",
+}
+
+// ErrBadKey is returned for a sort key Write does not know.
+var ErrBadKey = errors.New("unknown sort key")
+
+// Options control Write.
+type Options struct {
+	// Sort lists the keys rows are made of, in column order; empty means
+	// dso (OProfile's per-image view).
+	Sort []string
+	// Children adds the inclusive (children) column from the callchains
+	// and orders rows by it, as perf report --children.
+	Children bool
+	// PercentLimit hides rows below this percent (of the sorting column).
+	PercentLimit float64
+	Format       Format
+}
+
+// Row is one line of a report.
+type Row struct {
+	Keys     []string // one per sort key
+	Samples  uint64
+	Self     uint64 // period of the samples whose leaf the row is
+	Children uint64 // period of the samples whose stack holds the row
+}
+
+// EventReport is the report of one event.
+type EventReport struct {
+	Event profile.Event
+	Rows  []Row
+}
+
+const nkeys = 7
+
+type rowKey [nkeys]int64
+
+// Compute builds the rows of every event.
+func Compute(p *profile.Profile, opts Options) ([]EventReport, error) {
+	keys := opts.Sort
+	if len(keys) == 0 {
+		keys = []string{KeyDSO}
+	}
+	for _, k := range keys {
+		if _, ok := keyTitles[k]; !ok {
+			return nil, fmt.Errorf("report: %w %q (want comm, pid, tid, dso, sym, srcline or cpu)", ErrBadKey, k)
+		}
+	}
+	key := func(e *profile.Entry, frame int32) rowKey {
+		var k rowKey
+		th := &p.Threads[e.Thread]
+		for i, name := range keys {
+			switch name {
+			case KeyComm:
+				k[i] = int64(th.Comm)
+			case KeyPID:
+				k[i] = int64(th.PID)
+			case KeyTID:
+				k[i] = int64(th.TID)
+			case KeyCPU:
+				k[i] = int64(e.CPU)
+			case KeyDSO:
+				k[i] = -1
+				if frame >= 0 {
+					k[i] = int64(p.FuncOf(frame).Image)
+				}
+			case KeySym:
+				k[i] = -1
+				if frame >= 0 {
+					k[i] = int64(p.Frames[frame].Func)
+				}
+			case KeySrcline:
+				k[i] = -1
+				if frame >= 0 {
+					fr := &p.Frames[frame]
+					k[i] = int64(fr.File)<<32 | int64(uint32(fr.Line))
+				}
+			}
+		}
+		return k
+	}
+	type acc struct{ samples, self, children uint64 }
+	out := make([]EventReport, len(p.Events))
+	rows := make([]map[rowKey]*acc, len(p.Events))
+	for i := range rows {
+		rows[i] = map[rowKey]*acc{}
+		out[i].Event = p.Events[i]
+	}
+	get := func(m map[rowKey]*acc, k rowKey) *acc {
+		a := m[k]
+		if a == nil {
+			a = &acc{}
+			m[k] = a
+		}
+		return a
+	}
+	var stack []int32
+	var seen []rowKey
+	for i := range p.Entries {
+		e := &p.Entries[i]
+		m := rows[e.Event]
+		leaf := int32(-1)
+		if e.Stack >= 0 {
+			leaf = p.Nodes[e.Stack].Frame
+		}
+		a := get(m, key(e, leaf))
+		a.samples += e.Count
+		a.self += e.Period
+		if !opts.Children {
+			continue
+		}
+		stack = p.Stack(stack[:0], e.Stack)
+		seen = seen[:0]
+	frames:
+		for _, fr := range stack {
+			k := key(e, fr)
+			for _, s := range seen {
+				if s == k {
+					continue frames // a recursive stack counts once
+				}
+			}
+			seen = append(seen, k)
+			get(m, k).children += e.Period
+		}
+	}
+	for ev, m := range rows {
+		total := p.Events[ev].Total
+		if p.Events[ev].Count == 0 {
+			continue
+		}
+		r := make([]Row, 0, len(m))
+		for k, a := range m {
+			sortBy := a.self
+			if opts.Children {
+				sortBy = a.children
+			}
+			if total > 0 && float64(sortBy)*100/float64(total) < opts.PercentLimit {
+				continue
+			}
+			row := Row{Samples: a.samples, Self: a.self, Children: a.children}
+			for i, name := range keys {
+				row.Keys = append(row.Keys, keyString(p, name, k[i]))
+			}
+			r = append(r, row)
+		}
+		sort.Slice(r, func(i, j int) bool {
+			a, b := r[i], r[j]
+			if opts.Children && a.Children != b.Children {
+				return a.Children > b.Children
+			}
+			if a.Self != b.Self {
+				return a.Self > b.Self
+			}
+			return strings.Join(a.Keys, "\x00") < strings.Join(b.Keys, "\x00")
+		})
+		out[ev].Rows = r
+	}
+	// Events without samples (perf's dummy event) make no report.
+	return slices.DeleteFunc(out, func(e EventReport) bool { return e.Event.Count == 0 }), nil
+}
+
+func keyString(p *profile.Profile, name string, v int64) string {
+	switch name {
+	case KeyComm:
+		return p.Strings[v]
+	case KeyPID, KeyTID:
+		return strconv.FormatInt(v, 10)
+	case KeyCPU:
+		if v < 0 {
+			return "-"
+		}
+		return strconv.FormatInt(v, 10)
+	case KeyDSO:
+		if v < 0 {
+			return "[unknown]"
+		}
+		return p.Images[v].Name
+	case KeySym:
+		if v < 0 {
+			return "[unknown]"
+		}
+		f := &p.Funcs[v]
+		if f.Kernel {
+			return "[k] " + f.Name
+		}
+		return "[.] " + f.Name
+	case KeySrcline:
+		file, line := p.Strings[v>>32], int32(v)
+		if v < 0 || file == "" {
+			return "??:0"
+		}
+		return fmt.Sprintf("%s:%d", file, line)
+	}
+	return ""
+}
+
+// Write writes the report of p to w.
+func Write(w io.Writer, p *profile.Profile, opts Options) error {
+	reps, err := Compute(p, opts)
+	if err != nil {
+		return err
+	}
+	keys := opts.Sort
+	if len(keys) == 0 {
+		keys = []string{KeyDSO}
+	}
+	switch opts.Format {
+	case JSON:
+		return writeJSON(w, p, keys, reps, opts)
+	case CSV:
+		return writeCSV(w, keys, reps, opts)
+	}
+	return writeText(w, p, keys, reps, opts)
+}
+
+func pct(v, total uint64) float64 {
+	if total == 0 {
+		return 0
+	}
+	return float64(v) * 100 / float64(total)
+}
+
+// WriteHeader writes the lines a person needs to trust a report: the
+// event, period or frequency, samples, lost samples, time span, command,
+// and a note for every image without symbols.
+func WriteHeader(w io.Writer, p *profile.Profile) {
+	for _, e := range p.Events {
+		rate := fmt.Sprintf("period %d", e.Period)
+		if e.Freq != 0 {
+			rate = fmt.Sprintf("frequency %d Hz", e.Freq)
+		}
+		fmt.Fprintf(w, "# event: %s (%s): %d samples, event count %d\n", e.Name, rate, e.Count, e.Total)
+	}
+	fmt.Fprintf(w, "# lost samples: %d\n", p.Lost)
+	if p.EndNS > p.StartNS {
+		fmt.Fprintf(w, "# time span: %v (%.6f to %.6f)\n", time.Duration(p.EndNS-p.StartNS).Round(time.Microsecond),
+			float64(p.StartNS)/1e9, float64(p.EndNS)/1e9)
+	}
+	if len(p.Cmdline) > 0 {
+		fmt.Fprintf(w, "# command: %s\n", strings.Join(p.Cmdline, " "))
+	}
+	for _, im := range p.Images {
+		if im.NoSymbols != "" {
+			fmt.Fprintf(w, "# note: no symbols for %s: %s\n", im.Name, im.NoSymbols)
+		}
+	}
+	fmt.Fprintln(w, "#")
+}
+
+func writeText(w io.Writer, p *profile.Profile, keys []string, reps []EventReport, opts Options) error {
+	WriteHeader(w, p)
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', tabwriter.AlignRight)
+	for _, rep := range reps {
+		if len(reps) > 1 {
+			fmt.Fprintf(tw, "# %s\n", rep.Event.Name)
+		}
+		if opts.Children {
+			fmt.Fprint(tw, "Children\t")
+		}
+		fmt.Fprint(tw, "Self\tSamples\t")
+		for i, k := range keys {
+			if i == len(keys)-1 {
+				fmt.Fprintf(tw, " %s\n", keyTitles[k])
+			} else {
+				fmt.Fprintf(tw, "%s\t", keyTitles[k])
+			}
+		}
+		for _, r := range rep.Rows {
+			if opts.Children {
+				fmt.Fprintf(tw, "%.2f%%\t", pct(r.Children, rep.Event.Total))
+			}
+			fmt.Fprintf(tw, "%.2f%%\t%d\t", pct(r.Self, rep.Event.Total), r.Samples)
+			for i, k := range r.Keys {
+				if i == len(r.Keys)-1 {
+					fmt.Fprintf(tw, " %s\n", k)
+				} else {
+					fmt.Fprintf(tw, "%s\t", k)
+				}
+			}
+		}
+	}
+	return tw.Flush()
+}
+
+type jsonRow struct {
+	Keys            map[string]string `json:"keys"`
+	Samples         uint64            `json:"samples"`
+	Self            uint64            `json:"self"`
+	SelfPercent     float64           `json:"self_percent"`
+	Children        *uint64           `json:"children,omitempty"`
+	ChildrenPercent *float64          `json:"children_percent,omitempty"`
+}
+
+type jsonEvent struct {
+	profile.Event
+	Rows []jsonRow `json:"rows"`
+}
+
+type jsonImage struct {
+	Name      string `json:"name"`
+	BuildID   string `json:"build_id,omitempty"`
+	NoSymbols string `json:"no_symbols,omitempty"`
+}
+
+func writeJSON(w io.Writer, p *profile.Profile, keys []string, reps []EventReport, opts Options) error {
+	out := struct {
+		Cmdline []string    `json:"cmdline,omitempty"`
+		Lost    uint64      `json:"lost"`
+		StartNS uint64      `json:"start_ns"`
+		EndNS   uint64      `json:"end_ns"`
+		Images  []jsonImage `json:"images"`
+		Sort    []string    `json:"sort"`
+		Events  []jsonEvent `json:"events"`
+	}{Cmdline: p.Cmdline, Lost: p.Lost, StartNS: p.StartNS, EndNS: p.EndNS, Sort: keys, Images: []jsonImage{}}
+	for _, im := range p.Images {
+		out.Images = append(out.Images, jsonImage{im.Name, im.BuildID, im.NoSymbols})
+	}
+	for _, rep := range reps {
+		je := jsonEvent{Event: rep.Event, Rows: []jsonRow{}}
+		for _, r := range rep.Rows {
+			jr := jsonRow{Keys: map[string]string{}, Samples: r.Samples, Self: r.Self, SelfPercent: round(pct(r.Self, rep.Event.Total))}
+			for i, k := range keys {
+				jr.Keys[k] = r.Keys[i]
+			}
+			if opts.Children {
+				c, cp := r.Children, round(pct(r.Children, rep.Event.Total))
+				jr.Children, jr.ChildrenPercent = &c, &cp
+			}
+			je.Rows = append(je.Rows, jr)
+		}
+		out.Events = append(out.Events, je)
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}
+
+// round keeps percentages to 4 decimals so outputs stay stable.
+func round(f float64) float64 {
+	v, _ := strconv.ParseFloat(strconv.FormatFloat(f, 'f', 4, 64), 64)
+	return v
+}
+
+func writeCSV(w io.Writer, keys []string, reps []EventReport, opts Options) error {
+	cw := csv.NewWriter(w)
+	head := []string{"event"}
+	head = append(head, keys...)
+	head = append(head, "samples", "self", "self_percent")
+	if opts.Children {
+		head = append(head, "children", "children_percent")
+	}
+	cw.Write(head)
+	for _, rep := range reps {
+		for _, r := range rep.Rows {
+			rec := []string{rep.Event.Name}
+			rec = append(rec, r.Keys...)
+			rec = append(rec, strconv.FormatUint(r.Samples, 10), strconv.FormatUint(r.Self, 10),
+				strconv.FormatFloat(pct(r.Self, rep.Event.Total), 'f', 4, 64))
+			if opts.Children {
+				rec = append(rec, strconv.FormatUint(r.Children, 10), strconv.FormatFloat(pct(r.Children, rep.Event.Total), 'f', 4, 64))
+			}
+			cw.Write(rec)
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}

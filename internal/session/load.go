@@ -1,0 +1,379 @@
+package session
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/jitprof/jitprof/internal/profile"
+	"github.com/jitprof/jitprof/internal/symbolize"
+	"github.com/jitprof/jitprof/perfdata"
+)
+
+// AnonResolver names code in anonymous executable memory: what a JIT
+// had generated at addr in process pid at time. It returns false for
+// addresses it does not know, which then fall in the mapping's anon bucket.
+type AnonResolver interface {
+	Resolve(pid uint32, addr, time uint64) (AnonFrame, bool)
+}
+
+// AnonFrame is what an AnonResolver knows about an address.
+type AnonFrame struct {
+	Func  string // the JIT's name for the code
+	Image string // the image to report it under, e.g. "[JIT] node"
+	Start uint64 // start address of the code
+	File  string
+	Line  int
+}
+
+// Options control Load.
+type Options struct {
+	// Symbolizer finds the images; nil means symbolize.New with defaults.
+	Symbolizer *symbolize.Symbolizer
+	// Anon names JIT code; nil leaves it in OProfile's anon buckets.
+	Anon AnonResolver
+	// Lines resolves a source line for every frame (DWARF).
+	Lines bool
+	// Addresses keeps each frame's image-relative address (annotate).
+	Addresses bool
+	// Progress, when set, is called now and then with the bytes of
+	// records read and the total.
+	Progress func(done, total int64)
+}
+
+// Load replays a recording into a profile.
+func Load(f *perfdata.File, opts Options) (*profile.Profile, error) {
+	if f.Pipe {
+		return nil, errors.New("session: a pipe-mode stream can be read once only; save it to a file first")
+	}
+	if opts.Symbolizer == nil {
+		opts.Symbolizer = symbolize.New(symbolize.Options{})
+	}
+	tl := newTimeline(f)
+	b := profile.NewBuilder()
+	meta := b.Meta()
+	total := f.DataSize * 2
+	r := f.Records()
+	for n := 0; r.Next(); n++ {
+		switch rec := r.Record().(type) {
+		case *perfdata.Mmap, *perfdata.Comm, *perfdata.Fork:
+			tl.add(rec)
+		case *perfdata.Lost:
+			meta.Lost += rec.Lost
+		case *perfdata.LostSamples:
+			meta.Lost += rec.Lost
+		}
+		if opts.Progress != nil && n&0xffff == 0 {
+			opts.Progress(r.Offset()-f.DataOffset, total)
+		}
+	}
+	if err := r.Err(); err != nil {
+		return nil, fmt.Errorf("session: %w", err)
+	}
+	tl.finish()
+
+	l := &loader{
+		tl: tl, opts: opts, b: b,
+		cache:  map[cacheKey]int32{},
+		images: map[imageKey]*loadedImage{},
+		events: map[*perfdata.Attr]int32{},
+	}
+	meta.Cmdline, _ = f.Features.Cmdline()
+	meta.Hostname, _ = f.Features.String(perfdata.FeatHostname)
+	for _, a := range f.Attrs {
+		l.event(a)
+	}
+	r = f.Records()
+	for n := 0; r.Next(); n++ {
+		if s, ok := r.Record().(*perfdata.Sample); ok {
+			l.sample(s)
+		}
+		if opts.Progress != nil && n&0xffff == 0 {
+			opts.Progress(f.DataSize+r.Offset()-f.DataOffset, total)
+		}
+	}
+	if err := r.Err(); err != nil {
+		return nil, fmt.Errorf("session: %w", err)
+	}
+	if opts.Progress != nil {
+		opts.Progress(total, total)
+	}
+	return b.Profile(), nil
+}
+
+// EventName is perf's name for an attr's event when the file does not
+// name it.
+func EventName(a *perfdata.Attr) string {
+	if a.Name != "" {
+		return a.Name
+	}
+	if a.Type == perfdata.TypeSoftware {
+		names := []string{"cpu-clock", "task-clock", "page-faults", "context-switches", "cpu-migrations", "minor-faults", "major-faults", "alignment-faults", "emulation-faults", "dummy"}
+		if a.Config < uint64(len(names)) {
+			return names[a.Config]
+		}
+	}
+	if a.Type == perfdata.TypeHardware {
+		names := []string{"cycles", "instructions", "cache-references", "cache-misses", "branches", "branch-misses", "bus-cycles"}
+		if a.Config < uint64(len(names)) {
+			return names[a.Config]
+		}
+	}
+	return fmt.Sprintf("event:%d:%#x", a.Type, a.Config)
+}
+
+type cacheKey struct {
+	mapping int32 // Mapping.ID, or one of the cache* values
+	addr    uint64
+}
+
+const (
+	cacheUnknown int32 = -1
+	cacheKernel  int32 = -2
+)
+
+type imageKey struct{ path, buildID string }
+
+type loadedImage struct {
+	im  *symbolize.Image
+	err error
+}
+
+type loader struct {
+	tl     *Timeline
+	opts   Options
+	b      *profile.Builder
+	cache  map[cacheKey]int32
+	images map[imageKey]*loadedImage
+	events map[*perfdata.Attr]int32
+
+	kernel       *symbolize.Kernel
+	kernelErr    error
+	kernelLoaded bool
+
+	frames []int32
+}
+
+func (l *loader) event(a *perfdata.Attr) int32 {
+	if id, ok := l.events[a]; ok {
+		return id
+	}
+	e := profile.Event{Name: EventName(a)}
+	if a.Freq() {
+		e.Freq = a.SamplePeriod
+	} else {
+		e.Period = a.SamplePeriod
+	}
+	id := l.b.Event(e)
+	l.events[a] = id
+	return id
+}
+
+func (l *loader) sample(s *perfdata.Sample) {
+	tm := recTime(&s.Common)
+	meta := l.b.Meta()
+	if meta.StartNS == 0 || tm < meta.StartNS {
+		meta.StartNS = tm
+	}
+	meta.EndNS = max(meta.EndNS, tm)
+
+	pid, tid := s.PID, s.TID
+	mode := s.CPUMode()
+	l.frames = l.frames[:0]
+	l.frames = append(l.frames, l.frame(pid, s.IP, tm, mode, false))
+	skipIP := true
+	for _, ip := range s.Callchain {
+		if ip >= perfdata.CallchainContextMax {
+			switch ip {
+			case perfdata.CallchainKernel:
+				mode = perfdata.MiscKernel
+			case perfdata.CallchainUser:
+				mode = perfdata.MiscUser
+			default:
+				mode = perfdata.MiscGuestKernel // never resolved
+			}
+			continue
+		}
+		if skipIP {
+			skipIP = false
+			if ip == s.IP {
+				continue
+			}
+		}
+		l.frames = append(l.frames, l.frame(pid, ip, tm, mode, true))
+	}
+	node := int32(-1)
+	for i := len(l.frames) - 1; i >= 0; i-- {
+		node = l.b.Push(node, l.frames[i])
+	}
+	cpu := int32(-1)
+	if s.Has(perfdata.SampleCPU) {
+		cpu = int32(s.CPU)
+	}
+	th := l.b.Thread(profile.Thread{PID: pid, TID: tid, Comm: l.b.String(l.tl.Comm(pid, tid, tm))})
+	ev := int32(0)
+	if s.Attr != nil {
+		ev = l.event(s.Attr)
+	}
+	l.b.Add(profile.Key{Stack: node, Thread: th, CPU: cpu, Event: ev}, 1, s.Period)
+}
+
+// frame resolves one address to an interned frame.
+func (l *loader) frame(pid uint32, addr, tm uint64, mode uint16, ret bool) int32 {
+	switch mode {
+	case perfdata.MiscKernel, perfdata.MiscHypervisor:
+		k := cacheKey{cacheKernel, addr}
+		if id, ok := l.cache[k]; ok {
+			return id
+		}
+		id := l.kernelFrame(addr)
+		l.cache[k] = id
+		return id
+	case perfdata.MiscUser:
+	default:
+		return l.unknownFrame(addr)
+	}
+	m := l.tl.Lookup(pid, addr, tm, false)
+	if m == nil {
+		return l.unknownFrame(addr)
+	}
+	if m.Anon {
+		if l.opts.Anon != nil {
+			if af, ok := l.opts.Anon.Resolve(pid, addr, tm); ok {
+				im := l.b.Image(profile.Image{Name: af.Image, Kind: profile.ImageAnon})
+				fn := l.b.Func(profile.Func{Name: af.Func, Image: im, Addr: af.Start, File: af.File})
+				fr := profile.Frame{Func: fn}
+				if l.opts.Lines {
+					fr.File, fr.Line = l.b.String(af.File), int32(af.Line)
+				}
+				if l.opts.Addresses {
+					fr.Addr = addr
+				}
+				return l.b.Frame(fr)
+			}
+		}
+		k := cacheKey{m.ID, 0}
+		if l.opts.Addresses {
+			k.addr = addr
+		}
+		if id, ok := l.cache[k]; ok {
+			return id
+		}
+		name := fmt.Sprintf("anon (tgid:%d range:%#x-%#x)", m.PID, m.Start, m.End)
+		im := l.b.Image(profile.Image{Name: name, Kind: profile.ImageAnon, Start: m.Start, Limit: m.End})
+		fn := l.b.Func(profile.Func{Name: name, Image: im, Addr: m.Start})
+		id := l.b.Frame(profile.Frame{Func: fn, Addr: k.addr})
+		l.cache[k] = id
+		return id
+	}
+	k := cacheKey{m.ID, addr}
+	if id, ok := l.cache[k]; ok {
+		return id
+	}
+	id := l.fileFrame(m, addr, ret)
+	l.cache[k] = id
+	return id
+}
+
+func (l *loader) unknownFrame(addr uint64) int32 {
+	k := cacheKey{cacheUnknown, addr}
+	if id, ok := l.cache[k]; ok {
+		return id
+	}
+	im := l.b.Image(profile.Image{Name: "[unknown]", Kind: profile.ImageUnknown})
+	fn := l.b.Func(profile.Func{Name: fmt.Sprintf("0x%016x", addr), Image: im, Addr: addr})
+	fr := profile.Frame{Func: fn}
+	if l.opts.Addresses {
+		fr.Addr = addr
+	}
+	id := l.b.Frame(fr)
+	l.cache[k] = id
+	return id
+}
+
+func (l *loader) kernelFrame(addr uint64) int32 {
+	if !l.kernelLoaded {
+		l.kernelLoaded = true
+		l.kernel, l.kernelErr = l.opts.Symbolizer.Kernel()
+	}
+	name := "[kernel.kallsyms]"
+	var sym symbolize.Symbol
+	ok := false
+	if l.kernel != nil {
+		sym, ok = l.kernel.Lookup(addr)
+		if ok && sym.Module != "" {
+			name = "[" + sym.Module + "]"
+		}
+	}
+	im := l.b.Image(profile.Image{Name: name, Kind: profile.ImageKernel})
+	if l.kernelErr != nil {
+		l.b.SetNoSymbols(im, l.kernelErr.Error())
+	}
+	f := profile.Func{Image: im, Kernel: true}
+	if ok {
+		f.Name, f.Addr = sym.Name, sym.Start
+	} else {
+		f.Name, f.Addr = fmt.Sprintf("0x%016x", addr), addr
+	}
+	fr := profile.Frame{Func: l.b.Func(f)}
+	if l.opts.Addresses {
+		fr.Addr = addr
+	}
+	return l.b.Frame(fr)
+}
+
+func (l *loader) image(m *Mapping) (*symbolize.Image, error) {
+	k := imageKey{m.Path, m.BuildID}
+	li, ok := l.images[k]
+	if !ok {
+		li = &loadedImage{}
+		li.im, li.err = l.opts.Symbolizer.Open(m.Path, m.BuildID)
+		l.images[k] = li
+	}
+	return li.im, li.err
+}
+
+func (l *loader) fileFrame(m *Mapping, addr uint64, ret bool) int32 {
+	im, err := l.image(m)
+	img := profile.Image{Name: m.Path, BuildID: m.BuildID, Kind: profile.ImageFile, Start: m.Start, Limit: m.End, Offset: m.Pgoff}
+	if img.BuildID == "" && im != nil {
+		img.BuildID = im.BuildID()
+	}
+	imID := l.b.Image(img)
+	off := addr - m.Start + m.Pgoff
+	var fr profile.Frame
+	var sym symbolize.Symbol
+	ok := false
+	if err != nil {
+		l.b.SetNoSymbols(imID, err.Error())
+	} else {
+		sym, ok = im.LookupFileOffset(off)
+		if !ok && im.NumSymbols() == 0 {
+			l.b.SetNoSymbols(imID, "no symbol table")
+		}
+	}
+	// perf names an unresolved address by its offset in the file.
+	f := profile.Func{Image: imID, Name: fmt.Sprintf("0x%016x", off), Addr: off}
+	if ok {
+		f.Name, f.Addr = sym.Name, sym.Start
+	}
+	if im != nil && (l.opts.Lines || l.opts.Addresses) {
+		if va, vok := im.FileOffsetToAddr(off); vok {
+			if l.opts.Addresses {
+				fr.Addr = va
+			}
+			if l.opts.Lines {
+				q := va
+				if ret {
+					q-- // name the call, not the statement after it
+				}
+				if frames, ferr := im.Frames(q); ferr == nil && len(frames) > 0 {
+					fr.File = l.b.String(frames[0].File)
+					fr.Line = int32(frames[0].Line)
+					f.File = frames[len(frames)-1].File
+				}
+			}
+		}
+	}
+	fr.Func = l.b.Func(f)
+	return l.b.Frame(fr)
+}

@@ -1,0 +1,249 @@
+package session
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/jitprof/jitprof/perfdata"
+)
+
+// Mapping is one executable mapping of a process (or of the kernel).
+type Mapping struct {
+	ID         int32 // index in Timeline.Mappings
+	PID        uint32
+	Start, End uint64
+	Pgoff      uint64
+	Path       string
+	BuildID    string // hex, from MMAP2 or the BUILD_ID feature
+	Time       uint64 // when it was mapped
+	Anon       bool   // anonymous memory: JIT code
+	Kernel     bool
+}
+
+// generation is one address space a pid had: a process from its fork or
+// exec until the next exec or reuse of the pid.
+type generation struct {
+	pid     uint32
+	start   uint64
+	parent  *generation // fork parent, nil after exec
+	forked  uint64      // when it forked from parent
+	maps    []*Mapping  // sorted by Start
+	maxEnd  []uint64    // maxEnd[i] is the largest End of maps[:i+1]
+	pending []*Mapping
+}
+
+type commChange struct {
+	time uint64
+	comm string
+}
+
+// Timeline is the process and mapping history of a recording.
+type Timeline struct {
+	Mappings []*Mapping
+	gens     map[uint32][]*generation // by pid, in start order
+	kernel   generation
+	comms    map[uint32][]commChange // by tid
+	threads  map[uint32]threadFork   // tid -> parent thread at creation
+	buildIDs map[string]string       // path -> build-id
+}
+
+type threadFork struct {
+	ptid uint32
+	time uint64
+}
+
+const pidKernel = ^uint32(0)
+
+func newTimeline(f *perfdata.File) *Timeline {
+	t := &Timeline{
+		gens:     map[uint32][]*generation{},
+		comms:    map[uint32][]commChange{},
+		threads:  map[uint32]threadFork{},
+		buildIDs: map[string]string{},
+	}
+	if ids, err := f.Features.BuildIDs(); err == nil {
+		for _, b := range ids {
+			t.buildIDs[b.Filename] = fmt.Sprintf("%x", b.ID)
+		}
+	}
+	return t
+}
+
+func recTime(c *perfdata.Common) uint64 {
+	if c.Has(perfdata.SampleTime) {
+		return c.Time
+	}
+	return 0
+}
+
+// gen returns the generation of pid at time; when pid has none it makes
+// one if create is set and otherwise returns nil.
+func (t *Timeline) gen(pid uint32, time uint64, create bool) *generation {
+	if pid == pidKernel {
+		return &t.kernel
+	}
+	gs := t.gens[pid]
+	for i := len(gs) - 1; i >= 0; i-- {
+		if gs[i].start <= time {
+			return gs[i]
+		}
+	}
+	if len(gs) > 0 {
+		// A record older than the first known start (synthesized
+		// records carry time 0): it belongs to the first generation.
+		return gs[0]
+	}
+	if !create {
+		return nil
+	}
+	g := &generation{pid: pid}
+	t.gens[pid] = []*generation{g}
+	return g
+}
+
+func (t *Timeline) newGen(pid uint32, time uint64, parent *generation) {
+	g := &generation{pid: pid, start: time, parent: parent, forked: time}
+	gs := t.gens[pid]
+	i := sort.Search(len(gs), func(i int) bool { return gs[i].start > time })
+	gs = append(gs, nil)
+	copy(gs[i+1:], gs[i:])
+	gs[i] = g
+	t.gens[pid] = gs
+}
+
+// add takes one non-sample record into the timeline.
+func (t *Timeline) add(rec perfdata.Record) {
+	switch r := rec.(type) {
+	case *perfdata.Mmap:
+		if r.Misc&perfdata.MiscMmapData != 0 {
+			return
+		}
+		if r.Version2 && r.Prot != 0 && r.Prot&0x4 == 0 { // PROT_EXEC
+			return
+		}
+		m := &Mapping{
+			ID: int32(len(t.Mappings)), PID: r.PID,
+			Start: r.Addr, End: r.Addr + r.Len, Pgoff: r.Pgoff,
+			Path: r.Filename, Time: recTime(&r.Common),
+			Kernel: r.PID == pidKernel || r.CPUMode() == perfdata.MiscKernel,
+		}
+		if m.Kernel {
+			m.PID = pidKernel
+		}
+		if len(r.BuildID) > 0 {
+			m.BuildID = fmt.Sprintf("%x", r.BuildID)
+		} else {
+			m.BuildID = t.buildIDs[r.Filename]
+		}
+		m.Anon = !m.Kernel && isAnon(r.Filename)
+		if m.Anon {
+			m.Pgoff = 0
+		}
+		t.Mappings = append(t.Mappings, m)
+		g := t.gen(m.PID, m.Time, true)
+		g.pending = append(g.pending, m)
+	case *perfdata.Comm:
+		tm := recTime(&r.Common)
+		if r.Exec() {
+			t.newGen(r.PID, tm, nil)
+		}
+		t.comms[r.TID] = append(t.comms[r.TID], commChange{tm, r.Comm})
+	case *perfdata.Fork:
+		tm := recTime(&r.Common)
+		if tm == 0 {
+			tm = r.ForkTime
+		}
+		if r.PID != r.PPID {
+			t.newGen(r.PID, tm, t.gen(r.PPID, tm, true))
+		}
+		t.threads[r.TID] = threadFork{r.PTID, tm}
+	}
+}
+
+// isAnon reports whether a mapping's name is perf's for anonymous memory.
+func isAnon(name string) bool {
+	return name == "//anon" || name == "" || name == "/dev/zero" ||
+		strings.HasPrefix(name, "/anon_hugepage") || strings.HasPrefix(name, "[anon:") ||
+		strings.HasPrefix(name, "/memfd:") || strings.HasPrefix(name, "[anon_shmem")
+}
+
+// finish sorts what add collected; the timeline is read-only afterwards.
+func (t *Timeline) finish() {
+	fin := func(g *generation) {
+		g.maps = append(g.maps, g.pending...)
+		g.pending = nil
+		sort.SliceStable(g.maps, func(i, j int) bool { return g.maps[i].Start < g.maps[j].Start })
+		g.maxEnd = make([]uint64, len(g.maps))
+		var me uint64
+		for i, m := range g.maps {
+			me = max(me, m.End)
+			g.maxEnd[i] = me
+		}
+	}
+	fin(&t.kernel)
+	for _, gs := range t.gens {
+		for _, g := range gs {
+			fin(g)
+		}
+	}
+	for _, cs := range t.comms {
+		sort.SliceStable(cs, func(i, j int) bool { return cs[i].time < cs[j].time })
+	}
+}
+
+// lookup finds the mapping of g holding addr at time: of those mapped by
+// then, the latest, since a new mapping replaces what it overlaps.
+func (g *generation) lookup(addr, time uint64) *Mapping {
+	i := sort.Search(len(g.maps), func(i int) bool { return g.maps[i].Start > addr })
+	var best *Mapping
+	for i--; i >= 0 && g.maxEnd[i] > addr; i-- {
+		m := g.maps[i]
+		if addr < m.End && m.Time <= time && (best == nil || m.Time >= best.Time) {
+			best = m
+		}
+	}
+	return best
+}
+
+// Lookup returns the mapping that held addr in process pid at time, or
+// nil. Kernel addresses are looked up in the kernel's mappings.
+func (t *Timeline) Lookup(pid uint32, addr, time uint64, kernel bool) *Mapping {
+	if kernel {
+		return t.kernel.lookup(addr, time)
+	}
+	g := t.gen(pid, time, false)
+	for g != nil {
+		if m := g.lookup(addr, time); m != nil {
+			return m
+		}
+		// Before its first own mapping a forked child still has its
+		// parent's address space as it was at the fork.
+		time = min(time, g.forked)
+		g = g.parent
+	}
+	return nil
+}
+
+// Comm returns the name thread tid had at time.
+func (t *Timeline) Comm(pid, tid uint32, time uint64) string {
+	for range 64 { // bounds a cycle in corrupt fork records
+		cs := t.comms[tid]
+		i := sort.Search(len(cs), func(i int) bool { return cs[i].time > time })
+		if i > 0 {
+			return cs[i-1].comm
+		}
+		if len(cs) > 0 {
+			return cs[0].comm
+		}
+		f, ok := t.threads[tid]
+		if !ok || f.ptid == tid {
+			break
+		}
+		tid, time = f.ptid, min(time, f.time)
+	}
+	if cs := t.comms[pid]; len(cs) > 0 {
+		return cs[0].comm
+	}
+	return ":" + fmt.Sprint(tid)
+}
