@@ -26,7 +26,8 @@ func runReport(args []string) error {
 	fs.BoolVar(&opts.Children, "g", false, "callgraph: children (inclusive) and self percentages from the callchains")
 	fs.BoolVar(&opts.Children, "callgraph", false, "same as -g")
 	fs.Float64Var(&opts.PercentLimit, "percent-limit", 0, "hide rows below this `percent`")
-	format := fs.String("format", "text", "output `format`: text, json or csv")
+	format := fs.String("format", "text", "output `format`: text, json, csv, pprof (.pb.gz) or folded (flame-graph stacks)")
+	output := fs.String("o", "", "write to `file` instead of standard output")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: jitprof report [-i FILE] [-l] [-g] [--sort KEYS] [--format text|json|csv]")
 		fs.PrintDefaults()
@@ -40,7 +41,7 @@ func runReport(args []string) error {
 		return errUsage
 	}
 	switch *format {
-	case "text":
+	case "text", "pprof", "folded":
 	case "json":
 		opts.Format = report.JSON
 	case "csv":
@@ -63,7 +64,33 @@ func runReport(args []string) error {
 	for _, w := range f.Warnings() {
 		fmt.Fprintf(os.Stderr, "jitprof report: %s: warning: %s\n", *input, w)
 	}
-	return report.Write(os.Stdout, p, opts)
+	w := os.Stdout
+	if *output != "" {
+		if w, err = os.Create(*output); err != nil {
+			return err
+		}
+		defer w.Close()
+	}
+	switch *format {
+	case "pprof":
+		pp, err := p.Pprof(0)
+		if err != nil {
+			return err
+		}
+		err = pp.Write(w)
+		if err != nil {
+			return err
+		}
+		return w.Close()
+	case "folded":
+		err = p.WriteFolded(w, 0)
+	default:
+		err = report.Write(w, p, opts)
+	}
+	if err != nil {
+		return err
+	}
+	return w.Close()
 }
 
 // sortList turns opreport's view flags into sort keys: --separate adds the

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/jitprof/jitprof/internal/perftest"
+	"github.com/jitprof/jitprof/internal/profile"
 	"github.com/jitprof/jitprof/internal/session"
 	"github.com/jitprof/jitprof/perfdata"
 )
@@ -84,7 +85,42 @@ func TestAgreesWithPerf(t *testing.T) {
 				theirs := parsePerf(t, out)
 				compare(t, flag, ours, theirs)
 			}
+			if c.name == "fp" {
+				checkPprofTop(t, p)
+			}
 		})
+	}
+}
+
+// checkPprofTop checks that go tool pprof -top on the export names the
+// same top functions as the report.
+func checkPprofTop(t *testing.T, p *profile.Profile) {
+	pp, err := p.Pprof(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "cpu.pb.gz")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pp.Write(f); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	out := perftest.Run(t, perftest.Need(t, "go"), "tool", "pprof", "-top", "-nodecount=2", path)
+	reps, err := Compute(p, Options{Sort: []string{KeySym}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); len(f) == 6 && strings.HasSuffix(f[1], "%") {
+			got = append(got, f[5])
+		}
+	}
+	if len(got) != 2 || "[.] "+got[0] != reps[0].Rows[0].Keys[0] || "[.] "+got[1] != reps[0].Rows[1].Keys[0] {
+		t.Errorf("go tool pprof -top names %q; report's top rows are %q, %q\n%s", got, reps[0].Rows[0].Keys[0], reps[0].Rows[1].Keys[0], out)
 	}
 }
 
