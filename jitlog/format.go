@@ -124,7 +124,7 @@ type Header struct {
 	StartTime uint64
 	Created   uint64 // CLOCK_MONOTONIC ns
 	MaxSize   uint64 // writers never grow the file beyond this
-	Append    uint64 // end of reserved space when the snapshot was taken
+	Append    uint64 // writers' hint of where the next record starts; readers ignore it
 	Seq       uint64 // last sequence number issued
 	Capacity  uint64 // file size as grown by writers
 	Loggers   uint32 // logger ids issued
