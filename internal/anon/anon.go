@@ -1,0 +1,226 @@
+package anon
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// Process is what a handler sees of a recorded process.
+type Process struct {
+	// PID is the process id as recorded (the profiler's pid namespace).
+	PID int
+	// NSPID is the pid the process has in its own pid namespace, which is
+	// the pid a JIT inside a container writes into its file names; equal
+	// to PID outside containers, 0 when unknown.
+	NSPID int
+	// Comm is the process's command name.
+	Comm string
+	// Root is where the process's own files are seen, /proc/PID/root while
+	// it lives; "" means the host's root.
+	Root string
+	// UID owns the process; JIT data written by anyone else (except root
+	// and the user running the report) is refused (see trust.go). The zero
+	// value means root, so an unknown owner trusts only root's files.
+	UID int
+	// Mappings are the process's mappings over the recording, in time
+	// order; JIT data files such as jitdump's marker mapping appear here.
+	Mappings []Mapping
+	// Embedded is JIT data the recorder copied into the recording, by the
+	// path it had; handlers prefer it to files that may be gone or newer.
+	Embedded map[string][]byte
+	// Force overrides the trust checks (the report's --force).
+	Force bool
+}
+
+// Mapping is one mapping of a process, from an MMAP/MMAP2 record.
+type Mapping struct {
+	Start, End, Pgoff uint64
+	Time              uint64 // when it was mapped, in the recording's clock
+	Path              string // "//anon", "[anon:...]", "memfd:...", or a file
+	Exec              bool
+}
+
+// Symbol is what a resolver says of an address.
+type Symbol struct {
+	Name        string
+	Start, Size uint64 // the code's range when the sample hit it
+	Gen         uint64 // the generation: jitdump's code_index, jitlog's sequence number
+	File        string // source file, when the JIT data has lines
+	Line        int
+	// Ambiguous lists the names a timeless source (a perf map) gives the
+	// range when code was re-generated there; Name is then empty, and
+	// the report says the data cannot tell them apart.
+	Ambiguous []string
+}
+
+// Found reports whether s names anything: every symbol a resolver returns
+// covers a non-empty range, so the zero Symbol is "not found".
+func (s Symbol) Found() bool { return s.Size > 0 }
+
+// Query is one anonymous sample to resolve.
+type Query struct {
+	Addr, Time uint64
+}
+
+// BatchResolver is implemented by resolvers for which one call per sample
+// is costly (external handlers: one round trip per batch instead of per
+// address). Use ResolveBatch rather than asserting it.
+type BatchResolver interface {
+	// ResolveBatch returns one Symbol per query, in order; a Symbol that
+	// is not Found means the address is unknown at that time.
+	ResolveBatch(qs []Query) []Symbol
+}
+
+// SeqResolver is implemented by resolvers whose data numbers every
+// generation of code (jitlog): the sample database stores (address,
+// sequence number) instead of times, and resolves with ResolveSeq.
+type SeqResolver interface {
+	ResolveSeq(addr, seq uint64) (Symbol, bool)
+}
+
+// ResolveBatch resolves qs with r in one batch when r supports it, and one
+// query at a time otherwise.
+func ResolveBatch(r Resolver, qs []Query) []Symbol {
+	if b, ok := r.(BatchResolver); ok {
+		return b.ResolveBatch(qs)
+	}
+	out := make([]Symbol, len(qs))
+	for i, q := range qs {
+		out[i], _ = r.Resolve(q.Addr, q.Time)
+	}
+	return out
+}
+
+// Resolver names the anonymous samples of one claimed process.
+type Resolver interface {
+	// Resolve names the code at addr at time t (the sample's time in the
+	// recording's clock, CLOCK_MONOTONIC for jitprof and perf -k mono).
+	Resolve(addr, t uint64) (Symbol, bool)
+	// Source says which data the names come from, for the report's header:
+	// "jitdump /tmp/jit-123.dump (embedded in the recording)".
+	Source() string
+	// Close releases the resolver; for an external handler it also
+	// reports the first protocol error met while resolving, since Resolve
+	// has no error to return.
+	Close() error
+}
+
+// Handler understands one JIT data format. Handlers are shared by every
+// Claim, possibly concurrently, so they keep no per-process state: that
+// belongs in the Resolver.
+type Handler interface {
+	Name() string
+	// Claim returns a Resolver when the handler understands p's JIT data,
+	// (nil, nil) when it does not, and an error wrapping ErrNoData when it
+	// looked for its data and found none (the error says where it looked).
+	Claim(p *Process) (Resolver, error)
+}
+
+var (
+	mu       sync.Mutex
+	builtins = map[string]Handler{}
+)
+
+// DefaultOrder is the order built-in handlers are tried in when the user
+// names none: the time-aware sources first, so a process that writes both
+// a jitdump and a perf map is resolved by generation, not by last writer.
+var DefaultOrder = []string{"jitlog", "jitdump", "pypy", "perfmap"}
+
+// Register adds a built-in handler. It panics on a duplicate name, which
+// is a programming error.
+func Register(h Handler) {
+	mu.Lock()
+	defer mu.Unlock()
+	if _, dup := builtins[h.Name()]; dup {
+		panic("anon: handler " + h.Name() + " registered twice")
+	}
+	builtins[h.Name()] = h
+}
+
+// ErrNoData says a handler found none of its data for a process. Claim
+// keeps such errors only when no handler claimed the process, so the user
+// learns which paths were tried without noise for every other process.
+var ErrNoData = errors.New("no JIT data found")
+
+// ErrUnknownHandler is returned for a name that is neither built in nor an
+// executable jitprof-anon-NAME.
+var ErrUnknownHandler = errors.New("unknown anon handler")
+
+// Select returns the handlers named by --anon-handler values, each of
+// which may be a comma-separated list, in order; with no names, the
+// registered built-ins in DefaultOrder.
+func Select(names []string) ([]Handler, error) {
+	mu.Lock()
+	defer mu.Unlock()
+	var list []string
+	for _, n := range names {
+		for _, part := range strings.Split(n, ",") {
+			if part = strings.TrimSpace(part); part != "" {
+				list = append(list, part)
+			}
+		}
+	}
+	if len(list) == 0 {
+		var hs []Handler
+		for _, n := range DefaultOrder {
+			if h, ok := builtins[n]; ok {
+				hs = append(hs, h)
+			}
+		}
+		return hs, nil
+	}
+	var hs []Handler
+	seen := map[string]bool{}
+	for _, n := range list {
+		if seen[n] {
+			continue
+		}
+		seen[n] = true
+		if h, ok := builtins[n]; ok {
+			hs = append(hs, h)
+			continue
+		}
+		h, err := findExternal(n)
+		if err != nil {
+			return nil, fmt.Errorf("--anon-handler=%s: %w (built in: %s)", n, err, strings.Join(builtinNames(), ", "))
+		}
+		hs = append(hs, h)
+	}
+	return hs, nil
+}
+
+func builtinNames() []string {
+	var l []string
+	for n := range builtins {
+		l = append(l, n)
+	}
+	sort.Strings(l)
+	return l
+}
+
+// Claim asks the handlers in order and returns the first resolver, the
+// handler that claimed, and the errors of handlers that failed on the way
+// (shown to the user; a later handler may still have claimed). ErrNoData
+// errors are returned only when no handler claimed p.
+func Claim(hs []Handler, p *Process) (Resolver, Handler, []error) {
+	var errs, missing []error
+	for _, h := range hs {
+		r, err := h.Claim(p)
+		if err != nil {
+			err = fmt.Errorf("anon handler %s, pid %d: %w", h.Name(), p.PID, err)
+			if errors.Is(err, ErrNoData) {
+				missing = append(missing, err)
+			} else {
+				errs = append(errs, err)
+			}
+			continue
+		}
+		if r != nil {
+			return r, h, errs
+		}
+	}
+	return nil, nil, append(errs, missing...)
+}

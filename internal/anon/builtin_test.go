@@ -1,0 +1,216 @@
+package anon
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/jitprof/jitprof/internal/jitdump"
+	"github.com/jitprof/jitprof/internal/perfmap"
+	"github.com/jitprof/jitprof/jitlog"
+)
+
+// The reuse scenario: a JIT compiles foo at 0x1000, frees it, and
+// compiles bar at the same address.
+const (
+	reuseAddr = 0x7f0000001000
+	tFoo      = 1_000_000_000
+	tBar      = 2_000_000_000
+)
+
+func reuseDump(t *testing.T, pid uint32, flags uint64) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	w, err := jitdump.NewWriter(&buf, jitdump.Header{ElfMach: 62, PID: pid, Timestamp: 1, Flags: flags})
+	if err != nil {
+		t.Fatal(err)
+	}
+	code := make([]byte, 0x100)
+	recs := []jitdump.Record{
+		&jitdump.DebugInfo{RecordHeader: jitdump.RecordHeader{Type: jitdump.TypeCodeDebugInfo, Timestamp: tFoo}, CodeAddr: reuseAddr, Entries: []jitdump.DebugEntry{
+			{Addr: reuseAddr, Line: 3, File: "/app/foo.js"},
+			{Addr: reuseAddr + 0x40, Line: 5, File: "/app/foo.js"},
+		}},
+		&jitdump.CodeLoad{RecordHeader: jitdump.RecordHeader{Type: jitdump.TypeCodeLoad, Timestamp: tFoo}, PID: pid, TID: pid, VMA: reuseAddr, CodeAddr: reuseAddr, CodeSize: 0x100, CodeIndex: 1, Name: "JS:*foo /app/foo.js:3", Code: code},
+		&jitdump.UnwindingInfo{RecordHeader: jitdump.RecordHeader{Type: jitdump.TypeCodeUnwindingInfo, Timestamp: tBar}, Data: []byte{1, 2, 3, 4}},
+		&jitdump.CodeLoad{RecordHeader: jitdump.RecordHeader{Type: jitdump.TypeCodeLoad, Timestamp: tBar}, PID: pid, TID: pid, VMA: reuseAddr, CodeAddr: reuseAddr, CodeSize: 0x80, CodeIndex: 2, Name: "JS:*bar /app/bar.js:9", Code: code[:0x80]},
+		&jitdump.CodeMove{RecordHeader: jitdump.RecordHeader{Type: jitdump.TypeCodeMove, Timestamp: tBar + 1000}, PID: pid, TID: pid, VMA: 0x7f0000009000, OldCodeAddr: reuseAddr, NewCodeAddr: 0x7f0000009000, CodeSize: 0x80, CodeIndex: 2},
+		&jitdump.CodeClose{RecordHeader: jitdump.RecordHeader{Type: jitdump.TypeCodeClose, Timestamp: tBar + 2000}},
+	}
+	for _, r := range recs {
+		if err := w.Write(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return buf.Bytes()
+}
+
+func reuseMap(t *testing.T) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	err := perfmap.Write(&buf, []perfmap.Symbol{
+		{Start: reuseAddr, Size: 0x100, Name: "JS:*foo /app/foo.js:3"},
+		{Start: reuseAddr, Size: 0x80, Name: "JS:*bar /app/bar.js:9"},
+		{Start: 0x7f0000009000, Size: 0x10, Name: "Builtin: with spaces"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func claim(t *testing.T, name string, p *Process) Resolver {
+	t.Helper()
+	hs, err := Select([]string{name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, h, errs := Claim(hs, p)
+	if len(errs) > 0 || r == nil {
+		t.Fatalf("%s did not claim pid %d: %v", name, p.PID, errs)
+	}
+	if h.Name() != name {
+		t.Fatalf("claimed by %s, want %s", h.Name(), name)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r
+}
+
+func TestReuse(t *testing.T) {
+	dir := t.TempDir()
+	dump := filepath.Join(dir, "jit-4242.dump")
+	if err := os.WriteFile(dump, reuseDump(t, 4242, 0), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	marker := Mapping{Start: 0x7f00aa000000, End: 0x7f00aa001000, Path: dump, Exec: true}
+	jd := claim(t, "jitdump", &Process{PID: 4242, Mappings: []Mapping{marker}})
+	if want := "jitdump " + dump; jd.Source() != want {
+		t.Errorf("Source() = %q, want %q", jd.Source(), want)
+	}
+	pm := claim(t, "perfmap", &Process{PID: 4242, Embedded: map[string][]byte{"/tmp/perf-4242.map": reuseMap(t)}})
+	if !strings.HasSuffix(pm.Source(), "(embedded in the recording)") {
+		t.Errorf("Source() = %q, want the embedded copy", pm.Source())
+	}
+	foo := Symbol{Name: "JS:*foo /app/foo.js:3", Start: reuseAddr, Size: 0x100, Gen: 1, File: "/app/foo.js", Line: 5}
+	bar := Symbol{Name: "JS:*bar /app/bar.js:9", Start: reuseAddr, Size: 0x80, Gen: 2}
+	barMoved := bar
+	barMoved.Start = 0x7f0000009000
+	both := Symbol{Start: reuseAddr, Size: 0x80, Ambiguous: []string{foo.Name, bar.Name}}
+	tests := []struct {
+		name    string
+		r       Resolver
+		addr, t uint64
+		want    Symbol
+	}{
+		{"dump foo", jd, reuseAddr + 0x50, tFoo + 5, foo},
+		{"dump bar, same address", jd, reuseAddr + 0x50, tBar + 5, bar},
+		{"dump foo tail, after bar", jd, reuseAddr + 0xf0, tBar + 5, Symbol{}},
+		{"dump before any load", jd, reuseAddr, tFoo - codemapSkew - 1, Symbol{}},
+		{"dump bar moved away", jd, reuseAddr + 0x10, tBar + 5000, Symbol{}},
+		{"dump bar at its new place", jd, 0x7f0000009010, tBar + 5000, barMoved},
+		{"map names both", pm, reuseAddr + 0x50, tFoo + 5, both},
+		{"map foo tail", pm, reuseAddr + 0xf0, 0, Symbol{Name: foo.Name, Start: reuseAddr, Size: 0x100}},
+		{"map name with spaces", pm, 0x7f0000009008, 0, Symbol{Name: "Builtin: with spaces", Start: 0x7f0000009000, Size: 0x10}},
+		{"map miss", pm, 0x10, 0, Symbol{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := tt.r.Resolve(tt.addr, tt.t)
+			if !reflect.DeepEqual(got, tt.want) || ok != tt.want.Found() {
+				t.Errorf("Resolve(%#x, %d) = %+v, %v; want %+v", tt.addr, tt.t, got, ok, tt.want)
+			}
+			if b := ResolveBatch(tt.r, []Query{{tt.addr, tt.t}}); !reflect.DeepEqual(b[0], tt.want) {
+				t.Errorf("ResolveBatch = %+v, want %+v", b[0], tt.want)
+			}
+		})
+	}
+}
+
+// codemapSkew is codemap.DefaultSkew: a sample just before a load may be
+// charged to it.
+const codemapSkew = 10_000
+
+func TestJitdumpArchTimestamp(t *testing.T) {
+	p := &Process{PID: 7, Embedded: map[string][]byte{"/tmp/jit-7.dump": reuseDump(t, 7, jitdump.FlagArchTimestamp)}}
+	r := claim(t, "jitdump", p)
+	got, _ := r.Resolve(reuseAddr+0x10, tBar+5)
+	if len(got.Ambiguous) != 2 {
+		t.Errorf("TSC-stamped dump resolved %+v, want both names: its times cannot be compared with the samples'", got)
+	}
+}
+
+func TestJitdumpOtherPID(t *testing.T) {
+	p := &Process{PID: 8, Embedded: map[string][]byte{"/tmp/jit-8.dump": reuseDump(t, 9, 0)}}
+	hs, _ := Select([]string{"jitdump"})
+	r, _, errs := Claim(hs, p)
+	if r != nil || len(errs) != 1 || !strings.Contains(errs[0].Error(), "written by pid 9, not 8") {
+		t.Errorf("claim of a stale dump: %v, %v", r, errs)
+	}
+}
+
+func TestJitlog(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv(jitlog.EnvDir, dir)
+	l, err := jitlog.Open(jitlog.Options{Name: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s1, err := l.CodeLoad(reuseAddr, 0x100, "foo", &jitlog.Load{Files: []string{"foo.go"}, Lines: []jitlog.LineEntry{{CodeOffset: 0, Line: 10}, {CodeOffset: 0x20, Line: 12}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.CodeUnload(s1); err != nil {
+		t.Fatal(err)
+	}
+	s2, err := l.CodeLoad(reuseAddr, 0x100, "foo", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r := claim(t, "jitlog", &Process{PID: os.Getpid(), UID: os.Getuid()})
+	sr, ok := r.(SeqResolver)
+	if !ok {
+		t.Fatal("jitlog resolver is no SeqResolver")
+	}
+	got1, ok1 := sr.ResolveSeq(reuseAddr+0x30, s1)
+	got2, ok2 := sr.ResolveSeq(reuseAddr+0x30, s2)
+	if !ok1 || !ok2 || got1.Gen != s1 || got1.File != "foo.go" || got1.Line != 12 || got2.Gen != s2 || got2.Line != 0 {
+		t.Errorf("ResolveSeq: %+v %v, %+v %v; want generations %d with foo.go:12 and %d without lines", got1, ok1, got2, ok2, s1, s2)
+	}
+	if got, ok := r.Resolve(reuseAddr, codemapForever); !ok || got.Gen != s2 {
+		t.Errorf("Resolve at the end = %+v, want generation %d", got, s2)
+	}
+}
+
+// codemapForever is later than any load; codemap.Forever itself is past every unload.
+const codemapForever = 1 << 62
+
+func TestContainerPaths(t *testing.T) {
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "tmp"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "tmp", "perf-12.map"), []byte("1000 10 inner\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := &Process{PID: 987654, NSPID: 12, Root: root}
+	r := claim(t, "perfmap", p)
+	if got, _ := r.Resolve(0x1008, 0); got.Name != "inner" {
+		t.Errorf("Resolve = %+v, want inner", got)
+	}
+
+	// Gone: no Root, so the inner pid's map cannot be found, and the error
+	// says where it looked.
+	p = &Process{PID: 987654, NSPID: 12, Root: filepath.Join(root, "gone")}
+	hs, _ := Select([]string{"perfmap"})
+	_, _, errs := Claim(hs, p)
+	if len(errs) != 1 || !errors.Is(errs[0], ErrNoData) || !strings.Contains(errs[0].Error(), filepath.Join(root, "gone", "tmp", "perf-12.map")) {
+		t.Errorf("errors = %v, want ErrNoData naming the path tried", errs)
+	}
+}

@@ -1,0 +1,84 @@
+package anon
+
+import (
+	"sort"
+
+	"github.com/jitprof/jitprof/internal/codemap"
+)
+
+// mapResolver is the Resolver of the built-in handlers: a codemap built
+// from the JIT's data.
+type mapResolver struct {
+	m      *codemap.Map
+	source string
+	// timeless data (perf maps, jitdumps stamped with an architecture
+	// clock) cannot say which of several names at an address was live when
+	// a sample hit, so resolve reports every name instead of guessing.
+	timeless bool
+}
+
+func (r *mapResolver) Source() string { return r.source }
+func (r *mapResolver) Close() error   { return nil }
+
+func (r *mapResolver) Resolve(addr, t uint64) (Symbol, bool) {
+	if r.timeless {
+		es, start, end := r.m.Ambiguous(addr)
+		switch len(es) {
+		case 0:
+			return Symbol{}, false
+		case 1:
+			return symbol(es[0], addr), true
+		}
+		names := make([]string, len(es))
+		for i, e := range es {
+			names[i] = e.Name
+		}
+		return Symbol{Start: start, Size: end - start, Ambiguous: names}, true
+	}
+	e, ok := r.m.Lookup(addr, t)
+	if !ok {
+		return Symbol{}, false
+	}
+	return symbol(e, addr), true
+}
+
+func (r *mapResolver) ResolveSeq(addr, seq uint64) (Symbol, bool) {
+	e, ok := r.m.LookupSeq(addr, seq)
+	if !ok {
+		return Symbol{}, false
+	}
+	return symbol(e, addr), true
+}
+
+func symbol(e *codemap.Entry, addr uint64) Symbol {
+	s := Symbol{Name: e.Name, Start: e.Start, Size: e.End - e.Start, Gen: e.Gen}
+	if lt, ok := e.Payload.(lineTable); ok {
+		s.File, s.Line = lt.at(addr - e.Start)
+	}
+	return s
+}
+
+// lineRow says the code from off (bytes from the start of the code) up to
+// the next row came from file:line. Offsets, not addresses, so that a
+// table survives a move of its code.
+type lineRow struct {
+	off  uint64
+	file string
+	line int
+}
+
+// lineTable is sorted by off.
+type lineTable []lineRow
+
+func (lt lineTable) at(off uint64) (string, int) {
+	i := sort.Search(len(lt), func(i int) bool { return lt[i].off > off })
+	if i == 0 {
+		return "", 0
+	}
+	return lt[i-1].file, lt[i-1].line
+}
+
+func sortLines(lt lineTable) lineTable {
+	sort.SliceStable(lt, func(i, j int) bool { return lt[i].off < lt[j].off })
+	return lt
+}
