@@ -35,6 +35,9 @@ type Options struct {
 	Lines bool
 	// Addresses keeps each frame's image-relative address (annotate).
 	Addresses bool
+	// Timeline, when set, is the file's timeline from BuildTimeline,
+	// which Load then does not build again.
+	Timeline *Timeline
 	// Progress, when set, is called now and then with the bytes of
 	// records read and the total.
 	Progress func(done, total int64)
@@ -48,29 +51,18 @@ func Load(f *perfdata.File, opts Options) (*profile.Profile, error) {
 	if opts.Symbolizer == nil {
 		opts.Symbolizer = symbolize.New(symbolize.Options{})
 	}
-	tl := newTimeline(f)
+	tl := opts.Timeline
+	if tl == nil {
+		var err error
+		if tl, err = buildTimeline(f, opts.Progress); err != nil {
+			return nil, err
+		}
+	}
 	b := profile.NewBuilder()
 	meta := b.Meta()
+	meta.Lost = tl.lost
 	total := f.DataSize * 2
 	r := f.Records()
-	for n := 0; r.Next(); n++ {
-		switch rec := r.Record().(type) {
-		case *perfdata.Mmap, *perfdata.Comm, *perfdata.Fork:
-			tl.add(rec)
-		case *perfdata.Lost:
-			meta.Lost += rec.Lost
-		case *perfdata.LostSamples:
-			meta.Lost += rec.Lost
-		}
-		if opts.Progress != nil && n&0xffff == 0 {
-			opts.Progress(r.Offset()-f.DataOffset, total)
-		}
-	}
-	if err := r.Err(); err != nil {
-		return nil, fmt.Errorf("session: %w", err)
-	}
-	tl.finish()
-
 	l := &loader{
 		tl: tl, opts: opts, b: b,
 		cache:  map[cacheKey]int32{},
@@ -82,7 +74,6 @@ func Load(f *perfdata.File, opts Options) (*profile.Profile, error) {
 	for _, a := range f.Attrs {
 		l.event(a)
 	}
-	r = f.Records()
 	for n := 0; r.Next(); n++ {
 		if s, ok := r.Record().(*perfdata.Sample); ok {
 			l.sample(s)

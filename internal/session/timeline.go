@@ -1,6 +1,7 @@
 package session
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -8,7 +9,7 @@ import (
 	"github.com/jitprof/jitprof/perfdata"
 )
 
-// Mapping is one executable mapping of a process (or of the kernel).
+// Mapping is one mapping of a process (or of the kernel).
 type Mapping struct {
 	ID         int32 // index in Timeline.Mappings
 	PID        uint32
@@ -17,8 +18,20 @@ type Mapping struct {
 	Path       string
 	BuildID    string // hex, from MMAP2 or the BUILD_ID feature
 	Time       uint64 // when it was mapped
-	Anon       bool   // anonymous memory: JIT code
+	Anon       bool   // anonymous memory: JIT code when Exec
 	Kernel     bool
+	// Exec says the mapping is executable. Only executable mappings
+	// resolve samples; the others are kept for Processes.
+	Exec bool
+}
+
+// Process is what a recording says about one pid.
+type Process struct {
+	PID  uint32
+	Comm string // the last name the process had
+	// Mappings are all its mappings, executable or not, across execs,
+	// in time order.
+	Mappings []*Mapping
 }
 
 // generation is one address space a pid had: a process from its fork or
@@ -42,6 +55,8 @@ type commChange struct {
 type Timeline struct {
 	Mappings []*Mapping
 	gens     map[uint32][]*generation // by pid, in start order
+	procs    map[uint32]*Process
+	lost     uint64 // samples lost, from LOST and LOST_SAMPLES records
 	kernel   generation
 	comms    map[uint32][]commChange // by tid
 	threads  map[uint32]threadFork   // tid -> parent thread at creation
@@ -58,6 +73,7 @@ const pidKernel = ^uint32(0)
 func newTimeline(f *perfdata.File) *Timeline {
 	t := &Timeline{
 		gens:     map[uint32][]*generation{},
+		procs:    map[uint32]*Process{},
 		comms:    map[uint32][]commChange{},
 		threads:  map[uint32]threadFork{},
 		buildIDs: map[string]string{},
@@ -116,12 +132,6 @@ func (t *Timeline) newGen(pid uint32, time uint64, parent *generation) {
 func (t *Timeline) add(rec perfdata.Record) {
 	switch r := rec.(type) {
 	case *perfdata.Mmap:
-		if r.Misc&perfdata.MiscMmapData != 0 {
-			return
-		}
-		if r.Version2 && r.Prot != 0 && r.Prot&0x4 == 0 { // PROT_EXEC
-			return
-		}
 		m := &Mapping{
 			ID: int32(len(t.Mappings)), PID: r.PID,
 			Start: r.Addr, End: r.Addr + r.Len, Pgoff: r.Pgoff,
@@ -137,14 +147,24 @@ func (t *Timeline) add(rec perfdata.Record) {
 			m.BuildID = t.buildIDs[r.Filename]
 		}
 		m.Anon = !m.Kernel && isAnon(r.Filename)
-		if m.Anon {
+		m.Exec = r.Misc&perfdata.MiscMmapData == 0 &&
+			(!r.Version2 || r.Prot == 0 || r.Prot&0x4 != 0) // PROT_EXEC
+		if m.Anon && m.Exec {
 			m.Pgoff = 0
 		}
 		t.Mappings = append(t.Mappings, m)
+		if !m.Kernel {
+			p := t.proc(m.PID)
+			p.Mappings = append(p.Mappings, m)
+		}
+		if !m.Exec {
+			return
+		}
 		g := t.gen(m.PID, m.Time, true)
 		g.pending = append(g.pending, m)
 	case *perfdata.Comm:
 		tm := recTime(&r.Common)
+		t.proc(r.PID)
 		if r.Exec() {
 			t.newGen(r.PID, tm, nil)
 		}
@@ -155,10 +175,32 @@ func (t *Timeline) add(rec perfdata.Record) {
 			tm = r.ForkTime
 		}
 		if r.PID != r.PPID {
+			t.proc(r.PID)
 			t.newGen(r.PID, tm, t.gen(r.PPID, tm, true))
 		}
 		t.threads[r.TID] = threadFork{r.PTID, tm}
 	}
+}
+
+func (t *Timeline) proc(pid uint32) *Process {
+	p := t.procs[pid]
+	if p == nil {
+		p = &Process{PID: pid}
+		t.procs[pid] = p
+	}
+	return p
+}
+
+// Processes returns every process the recording names, by pid.
+func (t *Timeline) Processes() []Process {
+	out := make([]Process, 0, len(t.procs))
+	for _, p := range t.procs {
+		q := *p
+		q.Comm = t.Comm(p.PID, p.PID, ^uint64(0))
+		out = append(out, q)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].PID < out[j].PID })
+	return out
 }
 
 // isAnon reports whether a mapping's name is perf's for anonymous memory.
@@ -190,6 +232,48 @@ func (t *Timeline) finish() {
 	for _, cs := range t.comms {
 		sort.SliceStable(cs, func(i, j int) bool { return cs[i].time < cs[j].time })
 	}
+	for _, p := range t.procs {
+		sort.SliceStable(p.Mappings, func(i, j int) bool { return p.Mappings[i].Time < p.Mappings[j].Time })
+	}
+}
+
+// BuildTimeline reads the process and mapping records of a recording
+// into a Timeline, for callers that need the processes before Load
+// (to choose JIT handlers per process); pass it to Load in
+// Options.Timeline so the file's records are not read twice for it.
+func BuildTimeline(f *perfdata.File) (*Timeline, error) {
+	return buildTimeline(f, nil)
+}
+
+// buildTimeline reads the timeline and counts lost samples, reporting
+// progress as the first half of a two-pass read.
+func buildTimeline(f *perfdata.File, progress func(done, total int64)) (*Timeline, error) {
+	if f.Pipe {
+		return nil, errors.New("session: a pipe-mode stream can be read once only; save it to a file first")
+	}
+	tl := newTimeline(f)
+	var lost uint64
+	total := f.DataSize * 2
+	r := f.Records()
+	for n := 0; r.Next(); n++ {
+		switch rec := r.Record().(type) {
+		case *perfdata.Mmap, *perfdata.Comm, *perfdata.Fork:
+			tl.add(rec)
+		case *perfdata.Lost:
+			lost += rec.Lost
+		case *perfdata.LostSamples:
+			lost += rec.Lost
+		}
+		if progress != nil && n&0xffff == 0 {
+			progress(r.Offset()-f.DataOffset, total)
+		}
+	}
+	if err := r.Err(); err != nil {
+		return nil, fmt.Errorf("session: %w", err)
+	}
+	tl.finish()
+	tl.lost = lost
+	return tl, nil
 }
 
 // lookup finds the mapping of g holding addr at time: of those mapped by

@@ -1,0 +1,206 @@
+package session
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/jitprof/jitprof/internal/symbolize"
+	"github.com/jitprof/jitprof/perfdata"
+)
+
+// synth writes a perf.data file of recs, with times and pids in every
+// record (sample_id_all), and opens it.
+func synth(t *testing.T, recs func(a *perfdata.Attr) []perfdata.Record) *perfdata.File {
+	t.Helper()
+	a := &perfdata.Attr{
+		Type: perfdata.TypeSoftware, SamplePeriod: 1000,
+		SampleType: perfdata.SampleIP | perfdata.SampleTID | perfdata.SampleTime | perfdata.SamplePeriod,
+		Flags:      perfdata.FlagSampleIDAll,
+		IDs:        []uint64{1},
+	}
+	path := filepath.Join(t.TempDir(), "synth.data")
+	out, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := perfdata.NewWriter(out, []*perfdata.Attr{a})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range recs(a) {
+		if err := w.WriteRecord(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	out.Close()
+	f, err := perfdata.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
+func common(a *perfdata.Attr, pid, tid uint32, time uint64) perfdata.Common {
+	return perfdata.Common{Attr: a, PID: pid, TID: tid, Time: time, Misc: perfdata.MiscUser}
+}
+
+func mmap(a *perfdata.Attr, pid uint32, time, addr, size uint64, path string) *perfdata.Mmap {
+	return &perfdata.Mmap{Common: common(a, pid, pid, time), PID: pid, TID: pid, Addr: addr, Len: size, Filename: path}
+}
+
+func comm(a *perfdata.Attr, pid uint32, time uint64, name string, exec bool) *perfdata.Comm {
+	c := &perfdata.Comm{Common: common(a, pid, pid, time), PID: pid, TID: pid, Comm: name}
+	if exec {
+		c.Misc |= perfdata.MiscCommExec
+	}
+	return c
+}
+
+func fork(a *perfdata.Attr, pid, ppid uint32, time uint64) *perfdata.Fork {
+	return &perfdata.Fork{Common: common(a, pid, pid, time), PID: pid, PPID: ppid, TID: pid, PTID: ppid, ForkTime: time}
+}
+
+// sample is a sample of pid at ip; its tid names it in the result of
+// leafImages, which is keyed by tid.
+func sample(a *perfdata.Attr, pid, tid uint32, time, ip uint64) *perfdata.Sample {
+	return &perfdata.Sample{Common: common(a, pid, tid, time), IP: ip, Period: 1000}
+}
+
+// leafImages loads f and returns the image each sample's leaf resolved
+// to, by the sample's tid.
+func leafImages(t *testing.T, f *perfdata.File, opts Options) map[uint32]string {
+	t.Helper()
+	opts.Symbolizer = symbolize.New(symbolize.Options{})
+	p, err := Load(f, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[uint32]string{}
+	for _, e := range p.Entries {
+		fn := p.FuncOf(p.Nodes[e.Stack].Frame)
+		out[p.Threads[e.Thread].TID] = p.Images[fn.Image].Name
+	}
+	return out
+}
+
+func TestReplay(t *testing.T) {
+	const base = 0x400000
+	cases := []struct {
+		name string
+		recs func(a *perfdata.Attr) []perfdata.Record
+		want map[uint32]string // tid of a sample -> image
+	}{
+		{"exec replaces the mappings", func(a *perfdata.Attr) []perfdata.Record {
+			return []perfdata.Record{
+				comm(a, 10, 1, "sh", false),
+				mmap(a, 10, 2, base, 0x1000, "/bin/sh"),
+				mmap(a, 10, 2, 0x7f0000, 0x1000, "/lib/libsh.so"),
+				sample(a, 10, 100, 3, base+0x10),
+				comm(a, 10, 5, "prog", true),
+				mmap(a, 10, 6, base, 0x2000, "/bin/prog"),
+				sample(a, 10, 101, 7, base+0x10),
+				// The old library is gone after the exec.
+				sample(a, 10, 102, 8, 0x7f0010),
+			}
+		}, map[uint32]string{100: "/bin/sh", 101: "/bin/prog", 102: "[unknown]"}},
+		{"pid reuse", func(a *perfdata.Attr) []perfdata.Record {
+			return []perfdata.Record{
+				fork(a, 20, 1, 1),
+				mmap(a, 20, 2, base, 0x1000, "/bin/first"),
+				sample(a, 20, 200, 3, base+0x10),
+				// pid 20 exits; a new process gets the pid by fork
+				// from an unrelated parent and execs.
+				fork(a, 20, 1, 10),
+				comm(a, 20, 11, "second", true),
+				mmap(a, 20, 12, base, 0x1000, "/bin/second"),
+				sample(a, 20, 201, 13, base+0x10),
+			}
+		}, map[uint32]string{200: "/bin/first", 201: "/bin/second"}},
+		{"remap at the same address", func(a *perfdata.Attr) []perfdata.Record {
+			return []perfdata.Record{
+				mmap(a, 30, 1, base, 0x1000, "/lib/old.so"),
+				sample(a, 30, 300, 2, base+0x10),
+				mmap(a, 30, 5, base, 0x1000, "/lib/new.so"),
+				sample(a, 30, 301, 6, base+0x10),
+				// Written after the remap but taken before it: per-CPU
+				// buffers interleave so in a real file.
+				sample(a, 30, 302, 4, base+0x20),
+			}
+		}, map[uint32]string{300: "/lib/old.so", 301: "/lib/new.so", 302: "/lib/old.so"}},
+		{"fork inherits the parent's mappings", func(a *perfdata.Attr) []perfdata.Record {
+			return []perfdata.Record{
+				mmap(a, 40, 1, base, 0x1000, "/bin/parent"),
+				fork(a, 41, 40, 2),
+				sample(a, 41, 410, 3, base+0x10),
+				// The parent's later mappings are not the child's.
+				mmap(a, 40, 4, 0x7f0000, 0x1000, "/lib/late.so"),
+				sample(a, 41, 411, 5, 0x7f0010),
+				sample(a, 40, 400, 5, 0x7f0010),
+			}
+		}, map[uint32]string{410: "/bin/parent", 411: "[unknown]", 400: "/lib/late.so"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := leafImages(t, synth(t, c.recs), Options{})
+			for tid, want := range c.want {
+				if got[tid] != want {
+					t.Errorf("sample %d: image %q, want %q", tid, got[tid], want)
+				}
+			}
+		})
+	}
+}
+
+func TestProcesses(t *testing.T) {
+	f := synth(t, func(a *perfdata.Attr) []perfdata.Record {
+		data := mmap(a, 10, 3, 0x600000, 0x1000, "/bin/sh")
+		data.Version2, data.Prot = true, 0x3 // read, write
+		return []perfdata.Record{
+			comm(a, 10, 1, "sh", false),
+			mmap(a, 10, 2, 0x400000, 0x1000, "/bin/sh"),
+			data,
+			comm(a, 10, 5, "prog", true),
+			mmap(a, 10, 7, 0x7f0000, 0x1000, "//anon"),
+			mmap(a, 10, 6, 0x400000, 0x2000, "/bin/prog"),
+			fork(a, 11, 10, 8),
+			sample(a, 10, 10, 9, 0x7f0010),
+		}
+	})
+	tl, err := BuildTimeline(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := tl.Processes()
+	if len(ps) != 2 || ps[0].PID != 10 || ps[1].PID != 11 {
+		t.Fatalf("processes %+v, want pids 10 and 11", ps)
+	}
+	if ps[0].Comm != "prog" || ps[1].Comm != "prog" {
+		t.Errorf("comms %q, %q, want prog (the last name; the child's inherited)", ps[0].Comm, ps[1].Comm)
+	}
+	var got []string
+	for _, m := range ps[0].Mappings {
+		got = append(got, fmt.Sprintf("%d %s %#x-%#x exec=%v anon=%v", m.Time, m.Path, m.Start, m.End, m.Exec, m.Anon))
+	}
+	want := []string{
+		"2 /bin/sh 0x400000-0x401000 exec=true anon=false",
+		"3 /bin/sh 0x600000-0x601000 exec=false anon=false",
+		"6 /bin/prog 0x400000-0x402000 exec=true anon=false",
+		"7 //anon 0x7f0000-0x7f1000 exec=true anon=true",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("mappings of pid 10:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// Load with the timeline resolves as Load without.
+	with := leafImages(t, f, Options{Timeline: tl})
+	if with[10] != "anon (tgid:10 range:0x7f0000-0x7f1000)" {
+		t.Errorf("sample with the given timeline in %q", with[10])
+	}
+}
