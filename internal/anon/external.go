@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -286,12 +287,18 @@ func parseResponse(line string) (response, error) {
 			if err != nil {
 				return response{}, fmt.Errorf("%w: bad generation in %q: %v", ErrProtocol, line, err)
 			}
+			if f[3] == "" {
+				return response{}, fmt.Errorf("%w: empty name in %q", ErrProtocol, line)
+			}
 			s.Gen, s.Name = gen, f[3]
 			return response{kind: "ok", sym: s}, nil
 		}
 		s.Ambiguous = strings.Split(f[2], "\t")
 		if len(s.Ambiguous) < 2 || len(s.Ambiguous) > MaxAmbiguous {
 			return response{}, fmt.Errorf("%w: ambiguous needs 2 to %d names, got %d", ErrProtocol, MaxAmbiguous, len(s.Ambiguous))
+		}
+		if slices.Contains(s.Ambiguous, "") {
+			return response{}, fmt.Errorf("%w: empty name in %q", ErrProtocol, line)
 		}
 		return response{kind: "ok", sym: s}, nil
 	}

@@ -90,4 +90,3 @@ func (jitlogHandler) Claim(p *Process) (Resolver, error) {
 	}
 	return &mapResolver{m: b.Build(), source: d.describe("jitlog")}, nil
 }
-
