@@ -276,3 +276,24 @@ func checkJitlog(t *testing.T, path string, truth *Truth) {
 		t.Errorf("%d exits, want %d", exits, calls)
 	}
 }
+
+// BenchmarkCall measures the cost of calling generated code from Go
+// through the trampoline, with a function that returns at once.
+func BenchmarkCall(b *testing.B) {
+	c, err := newCache(numSlots, slotSize)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.close()
+	code, err := Compile(fib)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := c.write(0, code); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		c.call(0, 0)
+	}
+}
