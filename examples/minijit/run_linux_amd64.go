@@ -135,6 +135,8 @@ func (r *runner) calibrate(g *Generation) {
 func (r *runner) call(g *Generation, arg uint64) int64 {
 	// Enter and Exit make no system call, so they cost the measurement
 	// next to nothing; they give profilers region events to check against.
+	// They fail only when the database is full, which must not stop the
+	// work being profiled.
 	r.lg.Enter(r.tid, g.Seq)
 	t0 := threadCPU()
 	res := r.c.call(g.Slot, arg)
