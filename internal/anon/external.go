@@ -38,6 +38,8 @@ var ExternalTimeout = 10 * time.Second
 // protocol.
 var ErrProtocol = errors.New("anon handler protocol error")
 
+var errExited = errors.New("exited before answering")
+
 // findExternal finds the executable of --anon-handler=name: name itself
 // when it is a path, else jitprof-anon-NAME on PATH.
 func findExternal(name string) (Handler, error) {
@@ -137,9 +139,17 @@ func (c *conn) exchange(req string, n int) ([]response, error) {
 			err = fmt.Errorf("no answer within %v, killed it", ExternalTimeout)
 		}
 		c.kill()
+		// Reaped, its stderr is all there to quote.
+		c.done = true
+		if werr := c.cmd.Wait(); !c.killed.Load() || errors.Is(err, errExited) {
+			err = fmt.Errorf("%w (%v)", err, werr)
+		}
 		return nil, fmt.Errorf("%s: %w%s", c.path, err, c.stderr.context())
 	}
 	if _, err := io.WriteString(c.w, req); err != nil {
+		if errors.Is(err, syscall.EPIPE) {
+			err = errExited
+		}
 		return fail(err)
 	}
 	out := make([]response, 0, n)
@@ -149,7 +159,7 @@ func (c *conn) exchange(req string, n int) ([]response, error) {
 			return fail(fmt.Errorf("%w: response line %d longer than %d bytes", ErrProtocol, len(out)+1, MaxLine))
 		}
 		if err == io.EOF {
-			err = errors.New("exited before answering")
+			err = errExited
 		}
 		if err != nil {
 			return fail(err)

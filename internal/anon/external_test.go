@@ -94,7 +94,7 @@ func TestExternalFailures(t *testing.T) {
 		{"hangs on claim", "read l; sleep 60\n", "no answer within 500ms, killed it", ""},
 		{"child keeps stdout", "read l; sleep 60 & wait\n", "no answer within 500ms, killed it", ""},
 		{"hangs on resolve", "read l; echo yes; sleep 60\n", "", "no answer within 500ms, killed it"},
-		{"exits", "echo oops >&2; exit 3\n", "exited before answering; its stderr: oops", ""},
+		{"exits", "echo oops >&2; exit 3\n", "exited before answering (exit status 3); its stderr: oops", ""},
 		{"garbage", "read l; echo maybe\n", `unknown response "maybe"`, ""},
 		{"error", "read l; echo error cannot read the map\n", "claim: cannot read the map", ""},
 		{"answers out of turn", "read l; echo yes; read l; read l; echo no\n", "", `"no" is no answer to a lookup`},
