@@ -22,7 +22,7 @@ const (
 	tBar      = 2_000_000_000
 )
 
-func reuseDump(t *testing.T, pid uint32, flags uint64) []byte {
+func reuseDump(t testing.TB, pid uint32, flags uint64) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	w, err := jitdump.NewWriter(&buf, jitdump.Header{ElfMach: 62, PID: pid, Timestamp: 1, Flags: flags})
