@@ -279,7 +279,10 @@ func funcSymbols(f *elfFile, dyn bool) ([]candidate, error) {
 			if sec.Flags&elf.SHF_EXECINSTR == 0 {
 				continue
 			}
-			if typ != elf.STT_FUNC && typ != elf.STT_GNU_IFUNC && (typ != elf.STT_OBJECT || s.Size == 0) {
+			// perf also takes labels (NOTYPE, visible): ld.so's
+			// _dl_start_user is one.
+			label := typ == elf.STT_NOTYPE && s.Section != elf.SHN_ABS && elf.ST_VISIBILITY(s.Other) != elf.STV_HIDDEN && elf.ST_VISIBILITY(s.Other) != elf.STV_INTERNAL
+			if !label && typ != elf.STT_FUNC && typ != elf.STT_GNU_IFUNC && (typ != elf.STT_OBJECT || s.Size == 0) {
 				continue
 			}
 			out = append(out, candidate{name: s.Name, start: s.Value, size: s.Size, bind: elf.ST_BIND(s.Info), limit: sec.Addr + sec.Size})

@@ -67,7 +67,7 @@ func pltSymbols(f *elf.File) []candidate {
 				continue
 			}
 			if sym, ok := slots[slot]; ok {
-				out = append(out, candidate{name: sym + "@plt", start: at, size: size, bind: elf.STB_GLOBAL, limit: sec.Addr + sec.Size})
+				out = append(out, candidate{name: sym + "@plt", start: at, size: size, bind: elf.STB_GLOBAL})
 			}
 		}
 	}

@@ -22,7 +22,7 @@ type candidate struct {
 	start uint64
 	size  uint64
 	bind  elf.SymBind
-	limit uint64 // end of the section holding it: bounds sizeless symbols
+	limit uint64 // a sizeless symbol ends at the next candidate or here (section end; kallsyms: next symbol of any type, or the page end), whichever is first
 	mod   string
 }
 
@@ -41,15 +41,26 @@ type table struct {
 	raw       bool
 }
 
-// newTable merges candidates into a table. Aliases at one address become one
-// entry, so every sample at that address is counted under one stable name.
+// newTable merges candidates into a table as perf's symbols__fixup_end
+// and symbols__fixup_duplicate do, so samples get perf's names: a
+// sizeless symbol (assembly labels, kallsyms) runs to the next symbol,
+// which for all but the last of several aliases is at its own address,
+// and then one alias per address is kept (see betterAlias). Candidates
+// at one address keep their input order (the symbol table's), which
+// breaks ties as perf's does.
 func newTable(cands []candidate, raw bool) *table {
-	slices.SortFunc(cands, func(a, b candidate) int {
-		if c := cmp.Compare(a.start, b.start); c != 0 {
-			return c
+	slices.SortStableFunc(cands, func(a, b candidate) int { return cmp.Compare(a.start, b.start) })
+	for i := range cands {
+		c := &cands[i]
+		if c.size != 0 {
+			continue
 		}
-		return betterAlias(a, b)
-	})
+		end := c.limit
+		if i+1 < len(cands) && (end == 0 || cands[i+1].start < end) {
+			end = cands[i+1].start
+		}
+		c.size = max(end, c.start) - c.start
+	}
 	t := &table{raw: raw, names: []string{""}}
 	ids := map[string]uint32{"": 0}
 	intern := func(s string) uint32 {
@@ -62,66 +73,42 @@ func newTable(cands []candidate, raw bool) *table {
 		return id
 	}
 	t.entries = make([]entry, 0, len(cands))
-	limits := make([]uint64, 0, len(cands))
 	for i := 0; i < len(cands); {
 		best := cands[i]
-		size, limit := best.size, best.limit
 		j := i + 1
 		for ; j < len(cands) && cands[j].start == best.start; j++ {
-			size = max(size, cands[j].size)
-			limit = max(limit, cands[j].limit)
+			if betterAlias(cands[j], best) {
+				best = cands[j]
+			}
 		}
-		if best.size != 0 {
-			size = best.size
-		}
-		t.entries = append(t.entries, entry{start: best.start, end: best.start + size, name: intern(best.name), mod: intern(best.mod)})
-		limits = append(limits, limit)
+		t.entries = append(t.entries, entry{start: best.start, end: best.start + best.size, name: intern(best.name), mod: intern(best.mod)})
 		i = j
-	}
-	// Symbols without a size (hand-written assembly, kallsyms) run to the
-	// next symbol, but not past the end of their section.
-	for i := range t.entries {
-		e := &t.entries[i]
-		if e.end > e.start {
-			continue
-		}
-		e.end = limits[i]
-		if i+1 < len(t.entries) && (e.end <= e.start || t.entries[i+1].start < e.end) {
-			e.end = t.entries[i+1].start
-		}
-		e.end = max(e.end, e.start)
 	}
 	t.demangled = make([]atomic.Pointer[string], len(t.names))
 	return t
 }
 
-// betterAlias orders aliases at one address, best first. Global beats weak
-// beats local because the exported name is the one users call (malloc, not
-// a file-local helper at the same address); then fewer leading underscores
-// and a shorter name, because glibc's internal aliases (__libc_malloc,
-// __GI___libc_write) are longer, underscored spellings of the public name;
-// then bytewise order so the choice never depends on input order.
-func betterAlias(a, b candidate) int {
-	rank := func(b elf.SymBind) int {
-		switch b {
-		case elf.STB_GLOBAL:
-			return 0
-		case elf.STB_WEAK:
-			return 1
-		}
-		return 2
+// betterAlias reports whether b replaces a, the alias kept so far, by
+// perf's choose_best_symbol: a symbol with a size, then not weak, then
+// global, then fewer leading underscores, then the longer name; on a tie
+// the earlier stays. So ld.so's mmap64 beats mmap, libc's local
+// __GI___readdir64 beats the weak readdir, and of kallsyms' memcpy,
+// __memcpy and __pi_memcpy the last listed, the only one with a size.
+func betterAlias(b, a candidate) bool {
+	if (a.size == 0) != (b.size == 0) {
+		return a.size == 0
 	}
-	if c := cmp.Compare(rank(a.bind), rank(b.bind)); c != 0 {
-		return c
+	if aw, bw := a.bind == elf.STB_WEAK, b.bind == elf.STB_WEAK; aw != bw {
+		return aw
+	}
+	if ag, bg := a.bind == elf.STB_GLOBAL, b.bind == elf.STB_GLOBAL; ag != bg {
+		return bg
 	}
 	us := func(s string) int { return len(s) - len(strings.TrimLeft(s, "_")) }
-	if c := cmp.Compare(us(a.name), us(b.name)); c != 0 {
-		return c
+	if ua, ub := us(a.name), us(b.name); ua != ub {
+		return ub < ua
 	}
-	if c := cmp.Compare(len(a.name), len(b.name)); c != 0 {
-		return c
-	}
-	return strings.Compare(a.name, b.name)
+	return len(b.name) > len(a.name)
 }
 
 func (t *table) lookup(addr uint64) (Symbol, bool) {
