@@ -37,13 +37,21 @@ type Process struct {
 // generation is one address space a pid had: a process from its fork or
 // exec until the next exec or reuse of the pid.
 type generation struct {
-	pid     uint32
-	start   uint64
-	parent  *generation // fork parent, nil after exec
-	forked  uint64      // when it forked from parent
-	maps    []*Mapping  // sorted by Start
-	maxEnd  []uint64    // maxEnd[i] is the largest End of maps[:i+1]
-	pending []*Mapping
+	pid    uint32
+	start  uint64
+	parent *generation // fork parent, or the image replaced by exec
+	forked uint64      // when it forked from parent or exec'd
+	maps   []*Mapping  // sorted by Start
+	maxEnd []uint64    // maxEnd[i] is the largest End of maps[:i+1]
+}
+
+// genStart is a FORK or exec COMM, kept until finish: records of
+// different CPUs interleave in the file (a child's exec may come before
+// its fork), so generations are made and linked in time order.
+type genStart struct {
+	pid, ppid uint32
+	time      uint64
+	exec      bool
 }
 
 type commChange struct {
@@ -55,6 +63,7 @@ type commChange struct {
 type Timeline struct {
 	Mappings []*Mapping
 	gens     map[uint32][]*generation // by pid, in start order
+	starts   []genStart
 	procs    map[uint32]*Process
 	lost     uint64 // samples lost, from LOST and LOST_SAMPLES records
 	kernel   generation
@@ -118,14 +127,23 @@ func (t *Timeline) gen(pid uint32, time uint64, create bool) *generation {
 	return g
 }
 
-func (t *Timeline) newGen(pid uint32, time uint64, parent *generation) {
-	g := &generation{pid: pid, start: time, parent: parent, forked: time}
-	gs := t.gens[pid]
-	i := sort.Search(len(gs), func(i int) bool { return gs[i].start > time })
-	gs = append(gs, nil)
-	copy(gs[i+1:], gs[i:])
-	gs[i] = g
-	t.gens[pid] = gs
+// newGen starts a generation of s.pid at s.time; generations are made
+// in time order, so the parent's is already there.
+func (t *Timeline) newGen(s genStart) {
+	var parent *generation
+	if s.exec {
+		// Until the exec returns, samples in it carry the old
+		// image's user addresses (libc's execve): like perf, which
+		// keeps a thread's maps across an exec, resolve what the new
+		// image does not map against the old one.
+		if g := t.gen(s.pid, s.time, false); g != nil && g.start <= s.time {
+			parent = g
+		}
+	} else {
+		parent = t.gen(s.ppid, s.time, true)
+	}
+	g := &generation{pid: s.pid, start: s.time, parent: parent, forked: s.time}
+	t.gens[s.pid] = append(t.gens[s.pid], g)
 }
 
 // add takes one non-sample record into the timeline.
@@ -157,16 +175,11 @@ func (t *Timeline) add(rec perfdata.Record) {
 			p := t.proc(m.PID)
 			p.Mappings = append(p.Mappings, m)
 		}
-		if !m.Exec {
-			return
-		}
-		g := t.gen(m.PID, m.Time, true)
-		g.pending = append(g.pending, m)
 	case *perfdata.Comm:
 		tm := recTime(&r.Common)
 		t.proc(r.PID)
 		if r.Exec() {
-			t.newGen(r.PID, tm, nil)
+			t.starts = append(t.starts, genStart{pid: r.PID, time: tm, exec: true})
 		}
 		t.comms[r.TID] = append(t.comms[r.TID], commChange{tm, r.Comm})
 	case *perfdata.Fork:
@@ -176,7 +189,7 @@ func (t *Timeline) add(rec perfdata.Record) {
 		}
 		if r.PID != r.PPID {
 			t.proc(r.PID)
-			t.newGen(r.PID, tm, t.gen(r.PPID, tm, true))
+			t.starts = append(t.starts, genStart{pid: r.PID, ppid: r.PPID, time: tm})
 		}
 		t.threads[r.TID] = threadFork{r.PTID, tm}
 	}
@@ -212,9 +225,18 @@ func isAnon(name string) bool {
 
 // finish sorts what add collected; the timeline is read-only afterwards.
 func (t *Timeline) finish() {
+	sort.SliceStable(t.starts, func(i, j int) bool { return t.starts[i].time < t.starts[j].time })
+	for _, s := range t.starts {
+		t.newGen(s)
+	}
+	t.starts = nil
+	for _, m := range t.Mappings {
+		if m.Exec {
+			g := t.gen(m.PID, m.Time, true)
+			g.maps = append(g.maps, m)
+		}
+	}
 	fin := func(g *generation) {
-		g.maps = append(g.maps, g.pending...)
-		g.pending = nil
 		sort.SliceStable(g.maps, func(i, j int) bool { return g.maps[i].Start < g.maps[j].Start })
 		g.maxEnd = make([]uint64, len(g.maps))
 		var me uint64

@@ -107,10 +107,24 @@ func TestReplay(t *testing.T) {
 				comm(a, 10, 5, "prog", true),
 				mmap(a, 10, 6, base, 0x2000, "/bin/prog"),
 				sample(a, 10, 101, 7, base+0x10),
-				// The old library is gone after the exec.
+				// A sample in the exec syscall, after the exec's COMM,
+				// has the old image's user addresses: perf names them
+				// by the old mappings, and so do we.
 				sample(a, 10, 102, 8, 0x7f0010),
 			}
-		}, map[uint32]string{100: "/bin/sh", 101: "/bin/prog", 102: "[unknown]"}},
+		}, map[uint32]string{100: "/bin/sh", 101: "/bin/prog", 102: "/lib/libsh.so"}},
+		{"exec written before its fork", func(a *perfdata.Attr) []perfdata.Record {
+			// The child's records come from another CPU's buffer than
+			// the parent's FORK, so the file need not be in time order.
+			return []perfdata.Record{
+				mmap(a, 50, 1, 0x7f0000, 0x1000, "/lib/libc.so"),
+				comm(a, 51, 5, "true", true),
+				sample(a, 51, 510, 6, 0x7f0010), // in execve
+				fork(a, 51, 50, 3),
+				mmap(a, 51, 7, base, 0x1000, "/bin/true"),
+				sample(a, 51, 511, 8, base+0x10),
+			}
+		}, map[uint32]string{510: "/lib/libc.so", 511: "/bin/true"}},
 		{"pid reuse", func(a *perfdata.Attr) []perfdata.Record {
 			return []perfdata.Record{
 				fork(a, 20, 1, 1),
