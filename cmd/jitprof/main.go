@@ -10,7 +10,6 @@ import (
 	"io"
 	"os"
 	"sort"
-	"strings"
 )
 
 // command is one subcommand: `jitprof NAME ARGS...`.
@@ -83,6 +82,17 @@ var errUsage = errors.New("usage")
 // parseArgs parses flags anywhere among the positional arguments, as perf
 // does (`jitprof dump FILE --stats`); everything after "--" is positional.
 func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
+	return parse(fs, args, false)
+}
+
+// parseCommand parses flags up to the first positional argument, which
+// starts a command line to run: `jitprof record -g ./app -flag` gives
+// -flag to the app, as perf record does.
+func parseCommand(fs *flag.FlagSet, args []string) ([]string, error) {
+	return parse(fs, args, true)
+}
+
+func parse(fs *flag.FlagSet, args []string, stopAtPositional bool) ([]string, error) {
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
@@ -91,14 +101,19 @@ func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 			}
 			return nil, errUsage
 		}
-		args = fs.Args()
-		if len(args) == 0 {
+		rest := fs.Args()
+		// The flag package consumes a "--" it stops at; if it did, all
+		// that follows is positional.
+		if consumed := len(args) - len(rest); consumed > 0 && args[consumed-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		if len(rest) == 0 {
 			return pos, nil
 		}
-		if args[0] == "--" || len(args) > 0 && strings.HasPrefix(args[0], "-") && args[0] != "-" {
-			return append(pos, args[1:]...), nil
+		if stopAtPositional {
+			return append(pos, rest...), nil
 		}
-		pos = append(pos, args[0])
-		args = args[1:]
+		pos = append(pos, rest[0])
+		args = rest[1:]
 	}
 }
