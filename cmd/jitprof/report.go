@@ -3,9 +3,12 @@ package main
 import (
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
+	"github.com/jitprof/jitprof/internal/anon"
+	"github.com/jitprof/jitprof/internal/anonbind"
 	"github.com/jitprof/jitprof/internal/report"
 	"github.com/jitprof/jitprof/internal/session"
 	"github.com/jitprof/jitprof/perfdata"
@@ -28,6 +31,10 @@ func runReport(args []string) error {
 	fs.Float64Var(&opts.PercentLimit, "percent-limit", 0, "hide rows below this `percent`")
 	format := fs.String("format", "text", "output `format`: text, json, csv, pprof (.pb.gz) or folded (flame-graph stacks)")
 	output := fs.String("o", "", "write to `file` instead of standard output")
+	anonSamples := fs.Bool("anon-samples", false, "include samples in anonymous executable memory (JIT code), named by the anon handlers where they can")
+	var handlers multiFlag
+	fs.Var(&handlers, "anon-handler", "JIT data `handler`s to try, in order (repeatable or comma-separated; built in: jitlog, jitdump, perfmap; NAME runs jitprof-anon-NAME); implies --anon-samples")
+	force := fs.Bool("force", false, "read JIT data files that fail the ownership, symlink and size checks")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: jitprof report [-i FILE] [-l] [-g] [--sort KEYS] [--format text|json|csv]")
 		fs.PrintDefaults()
@@ -57,9 +64,31 @@ func runReport(args []string) error {
 		return err
 	}
 	defer f.Close()
-	p, err := session.Load(f, session.Options{Lines: contains(opts.Sort, report.KeySrcline), Progress: progressBar(os.Stderr)})
+	sopts := session.Options{Lines: contains(opts.Sort, report.KeySrcline), Progress: progressBar(os.Stderr)}
+	var binder *anonbind.Binder
+	if *anonSamples || len(handlers) > 0 {
+		hs, err := anon.Select(handlers)
+		if err != nil {
+			return err
+		}
+		if sopts.Timeline, err = session.BuildTimeline(f); err != nil {
+			return fmt.Errorf("%s: %w", *input, err)
+		}
+		if binder, err = anonbind.New(f, sopts.Timeline, anonbind.Options{Handlers: hs, Force: *force}); err != nil {
+			return fmt.Errorf("%s: %w", *input, err)
+		}
+		defer binder.Close()
+		sopts.Anon = binder
+	}
+	p, err := session.Load(f, sopts)
 	if err != nil {
 		return fmt.Errorf("%s: %w", *input, err)
+	}
+	var excluded anonbind.Excluded
+	if binder == nil {
+		excluded = anonbind.ExcludeAnon(p)
+	} else {
+		reportClaims(os.Stderr, binder.Claims())
 	}
 	for _, w := range f.Warnings() {
 		fmt.Fprintf(os.Stderr, "jitprof report: %s: warning: %s\n", *input, w)
@@ -86,12 +115,42 @@ func runReport(args []string) error {
 		err = p.WriteFolded(w, 0)
 	default:
 		err = report.Write(w, p, opts)
+		if err == nil && excluded.Samples > 0 {
+			fmt.Fprintf(w, "# %d samples (%.2f%% of the event) in anonymous executable memory (JIT code) are left out; use --anon-samples to include and name them\n",
+				excluded.Samples, 100*float64(excluded.Period)/float64(max(excluded.TotalPeriod, 1)))
+		}
 	}
 	if err != nil {
 		return err
 	}
 	return w.Close()
 }
+
+// reportClaims says, per process with JIT samples, which handler named
+// them from what data, or why none could; and where a timeless source
+// could not tell re-generated code apart.
+func reportClaims(w io.Writer, claims []anonbind.Claim) {
+	for _, c := range claims {
+		if c.Handler != "" {
+			fmt.Fprintf(w, "jitprof report: pid %d (%s): JIT code named by %s from %s\n", c.PID, c.Comm, c.Handler, c.Source)
+		} else {
+			fmt.Fprintf(w, "jitprof report: pid %d (%s): no anon handler understood its JIT data; its samples stay in anon buckets\n", c.PID, c.Comm)
+			for _, err := range c.Errs {
+				fmt.Fprintf(w, "  %v\n", err)
+			}
+		}
+		for _, a := range c.Ambiguous {
+			fmt.Fprintf(w, "jitprof report: pid %d: the %s data is ambiguous for %#x-%#x: %s all ran there and it has no times to tell them apart (a jitdump or jitlog can)\n",
+				c.PID, c.Handler, a.Start, a.End, strings.Join(a.Names, ", "))
+		}
+	}
+}
+
+// multiFlag collects a repeatable string flag.
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
+func (m *multiFlag) Set(s string) error { *m = append(*m, s); return nil }
 
 // sortList turns opreport's view flags into sort keys: --separate adds the
 // keys it separates by, --merge takes them away again.

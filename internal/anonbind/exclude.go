@@ -1,0 +1,46 @@
+package anonbind
+
+import "github.com/jitprof/jitprof/internal/profile"
+
+// Excluded is what ExcludeAnon left out of a profile.
+type Excluded struct {
+	Samples, Period uint64 // of the first event, the one reports lead with
+	TotalPeriod     uint64
+}
+
+// ExcludeAnon drops the entries whose sampled address (the leaf of the
+// stack) is in anonymous executable memory, as opreport does without
+// --anon-samples (seed 000: "Default is to not include anonymous samples
+// in reports"), and says how much that was so the report can tell the
+// user. Event totals shrink with it, so percentages stay of what is shown.
+func ExcludeAnon(p *profile.Profile) Excluded {
+	var ex Excluded
+	if len(p.Events) > 0 {
+		ex.TotalPeriod = p.Events[0].Total
+	}
+	kept := p.Entries[:0]
+	for _, e := range p.Entries {
+		if !leafIsAnon(p, e.Stack) {
+			kept = append(kept, e)
+			continue
+		}
+		if e.Event == 0 {
+			ex.Samples += e.Count
+			ex.Period += e.Period
+		}
+		if int(e.Event) < len(p.Events) {
+			p.Events[e.Event].Count -= e.Count
+			p.Events[e.Event].Total -= e.Period
+		}
+	}
+	p.Entries = kept
+	return ex
+}
+
+func leafIsAnon(p *profile.Profile, node int32) bool {
+	if node < 0 || int(node) >= len(p.Nodes) {
+		return false
+	}
+	f := p.FuncOf(p.Nodes[node].Frame)
+	return f != nil && int(f.Image) < len(p.Images) && p.Images[f.Image].Kind == profile.ImageAnon
+}
