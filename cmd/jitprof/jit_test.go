@@ -101,3 +101,125 @@ func TestMinijitGenerations(t *testing.T) {
 		t.Errorf("the report names %q (%.2f%%), which minijit never generated", name, pc)
 	}
 }
+
+// runMinijit records minijit with extra flags and returns the perf.data
+// path, the environment to report with, and minijit's truth.
+func runMinijit(t *testing.T, jitprof, minijit string, flags ...string) (string, []string, map[string]float64) {
+	t.Helper()
+	dir := t.TempDir()
+	env := append(os.Environ(), "JITPROF_JITLOG_DIR="+filepath.Join(dir, "jitlog"))
+	data, truthPath := filepath.Join(dir, "perf.data"), filepath.Join(dir, "truth.json")
+	args := append([]string{"record", "-q", "-o", data, "--", minijit, "-duration", "1500ms", "-truth", truthPath, "-quiet"}, flags...)
+	rec := exec.Command(jitprof, args...)
+	rec.Env = env
+	if out, err := rec.CombinedOutput(); err != nil {
+		t.Fatalf("jitprof record: %v\n%s", err, out)
+	}
+	var truth struct {
+		PID         int
+		Generations []struct {
+			Name    string
+			Seq     uint64
+			Percent float64
+		}
+	}
+	b, err := os.ReadFile(truthPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &truth); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Remove(fmt.Sprintf("/tmp/perf-%d.map", truth.PID)) })
+	m := map[string]float64{}
+	for _, g := range truth.Generations {
+		m[fmt.Sprintf("%s [gen %d]", g.Name, g.Seq)] = g.Percent
+	}
+	return data, env, m
+}
+
+// TestMinijitJitdumpAndPerfMap runs the reuse scenario through the two
+// formats JITs already write: the jitdump, which has times, attributes each
+// generation; the perf map, which has none, must be reported as ambiguous
+// where code was re-generated, not silently named.
+func TestMinijitJitdumpAndPerfMap(t *testing.T) {
+	perftest.Perf(t)
+	jitprof, minijit := buildTools(t)
+	data, env, truth := runMinijit(t, jitprof, minijit, "-jitdump", "-perfmap")
+
+	rep := exec.Command(jitprof, "report", "-i", data, "--anon-handler=jitdump", "-l", "--format", "csv")
+	rep.Env = env
+	var stderr strings.Builder
+	rep.Stderr = &stderr
+	out, err := rep.Output()
+	if err != nil {
+		t.Fatalf("jitprof report --anon-handler=jitdump: %v\n%s", err, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "named by jitdump from") {
+		t.Errorf("the report does not say the jitdump named the code:\n%s", stderr.String())
+	}
+	got, jit := csvShares(t, string(out), "[JIT jitdump]")
+	if jit < 90 {
+		t.Errorf("JIT code has %.1f%% of the samples: %v", jit, got)
+	}
+	for name, want := range truth {
+		if share := 100 * got[name] / jit; math.Abs(share-want) > 2 {
+			t.Errorf("jitdump: %s: %.2f%% of JIT samples, minijit measured %.2f%%", name, share, want)
+		}
+	}
+
+	rep = exec.Command(jitprof, "report", "-i", data, "--anon-handler=perfmap", "-l")
+	rep.Env = env
+	stderr.Reset()
+	rep.Stderr = &stderr
+	out, err = rep.Output()
+	if err != nil {
+		t.Fatalf("jitprof report --anon-handler=perfmap: %v\n%s", err, stderr.String())
+	}
+	for _, want := range []string{"perfmap data is ambiguous for", "fib, collatz", "sum_squares, xorshift"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("the perf-map report does not say %q:\n%s", want, stderr.String())
+		}
+	}
+	if !strings.Contains(string(out), "[ambiguous: fib | collatz]") {
+		t.Errorf("the perf-map report names a generation instead of saying it cannot tell:\n%s", out)
+	}
+	for name := range truth {
+		if strings.Contains(string(out), name) {
+			t.Errorf("the perf-map report claims to know generation %q", name)
+		}
+	}
+}
+
+// csvShares sums the self percentages of the rows whose dso starts with
+// prefix, by symbol, from report --format csv.
+func csvShares(t *testing.T, csv, prefix string) (map[string]float64, float64) {
+	t.Helper()
+	lines := strings.Split(strings.TrimSpace(csv), "\n")
+	if len(lines) < 2 {
+		t.Fatalf("report CSV has no rows:\n%s", csv)
+	}
+	head := strings.Split(lines[0], ",")
+	col := map[string]int{}
+	for i, h := range head {
+		col[h] = i
+	}
+	for _, need := range []string{"dso", "sym", "self_percent"} {
+		if _, ok := col[need]; !ok {
+			t.Fatalf("report CSV has no %s column: %s", need, lines[0])
+		}
+	}
+	got := map[string]float64{}
+	var sum float64
+	for _, l := range lines[1:] {
+		f := strings.Split(l, ",")
+		if len(f) != len(head) || !strings.HasPrefix(f[col["dso"]], prefix) {
+			continue
+		}
+		var pc float64
+		fmt.Sscan(f[col["self_percent"]], &pc)
+		got[strings.TrimPrefix(f[col["sym"]], "[.] ")] += pc
+		sum += pc
+	}
+	return got, sum
+}

@@ -14,6 +14,7 @@ type options struct {
 	Duration  time.Duration
 	JitlogDir string
 	Jitdump   bool
+	PerfMap   bool
 }
 
 func main() {
@@ -21,6 +22,7 @@ func main() {
 	flag.DurationVar(&opts.Duration, "duration", 2*time.Second, "CPU time of JIT work to run")
 	flag.StringVar(&opts.JitlogDir, "jitlog-dir", "", "directory of the jitlog database (default $JITPROF_JITLOG_DIR or /tmp/jitprof-<euid>)")
 	flag.BoolVar(&opts.Jitdump, "jitdump", false, "also write perf's jitdump, jit-<pid>.dump, next to the jitlog database")
+	flag.BoolVar(&opts.PerfMap, "perfmap", false, "also append every load to /tmp/perf-<pid>.map, as V8's --perf-basic-prof does (a map has no times: re-generated code makes it ambiguous)")
 	truthPath := flag.String("truth", "", "write the measured split of JIT CPU time to this file as JSON")
 	quiet := flag.Bool("quiet", false, "print nothing")
 	flag.Parse()

@@ -34,6 +34,13 @@ func jit(opts options, out io.Writer) (truth *Truth, err error) {
 		os.Getpid(), c.addr(0), c.slots(), slotSize, lg.Path())
 
 	r := &runner{c: c, lg: lg, tid: uint32(unix.Gettid()), truth: &Truth{PID: os.Getpid()}}
+	if opts.PerfMap {
+		path := fmt.Sprintf("/tmp/perf-%d.map", os.Getpid())
+		if r.perfMap, err = os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND|os.O_EXCL, 0o644); err != nil {
+			return nil, fmt.Errorf("minijit: %w", err)
+		}
+		defer func() { err = errors.Join(err, r.perfMap.Close()) }()
+	}
 	r.perCall = min(max(opts.Duration.Nanoseconds()/2000, int64(20*time.Microsecond)), int64(time.Millisecond))
 	live := make([]*Generation, numSlots)
 	var gens []*Generation
@@ -91,7 +98,8 @@ type runner struct {
 	lg      *jitlog.Logger
 	tid     uint32
 	truth   *Truth
-	perCall int64 // CPU ns a call should take
+	perCall int64    // CPU ns a call should take
+	perfMap *os.File // nil unless -perfmap
 }
 
 // load compiles rn into its slot, replacing old (nil if the slot is empty),
@@ -113,6 +121,12 @@ func (r *runner) load(rn run, old *Generation) (*Generation, error) {
 	seq, err := r.lg.CodeLoad(addr, len(code), rn.Prog.Name, &jitlog.Load{Code: code})
 	if err != nil {
 		return nil, fmt.Errorf("minijit: load %s: %w", rn.Prog.Name, err)
+	}
+	if r.perfMap != nil {
+		// One write per line, so a reader never sees half of one.
+		if _, err := fmt.Fprintf(r.perfMap, "%x %x %s\n", addr, len(code), rn.Prog.Name); err != nil {
+			return nil, fmt.Errorf("minijit: perf map: %w", err)
+		}
 	}
 	return &Generation{Name: rn.Prog.Name, Seq: seq, Slot: rn.Slot, Addr: uint64(addr), Size: len(code)}, nil
 }
