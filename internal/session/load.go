@@ -68,6 +68,8 @@ func Load(f *perfdata.File, opts Options) (*profile.Profile, error) {
 		cache:  map[cacheKey]int32{},
 		images: map[imageKey]*loadedImage{},
 		events: map[*perfdata.Attr]int32{},
+
+		threads: map[uint64]threadCache{},
 	}
 	meta.Cmdline, _ = f.Features.Cmdline()
 	meta.Hostname, _ = f.Features.String(perfdata.FeatHostname)
@@ -112,14 +114,16 @@ func EventName(a *perfdata.Attr) string {
 	return fmt.Sprintf("event:%d:%#x", a.Type, a.Config)
 }
 
+// cacheKey has no padding, so maps hash it as two words (memhash128)
+// rather than byte by byte.
 type cacheKey struct {
-	mapping int32 // Mapping.ID, or one of the cache* values
+	mapping int64 // Mapping.ID, or one of the cache* values
 	addr    uint64
 }
 
 const (
-	cacheUnknown int32 = -1
-	cacheKernel  int32 = -2
+	cacheUnknown int64 = -1
+	cacheKernel  int64 = -2
 )
 
 type imageKey struct{ path, buildID string }
@@ -141,7 +145,13 @@ type loader struct {
 	kernelErr    error
 	kernelLoaded bool
 
-	frames []int32
+	frames  []int32
+	threads map[uint64]threadCache // by pid<<32 | tid
+}
+
+type threadCache struct {
+	comm string
+	id   int32
 }
 
 func (l *loader) event(a *perfdata.Attr) int32 {
@@ -200,7 +210,16 @@ func (l *loader) sample(s *perfdata.Sample) {
 	if s.Has(perfdata.SampleCPU) {
 		cpu = int32(s.CPU)
 	}
-	th := l.b.Thread(profile.Thread{PID: pid, TID: tid, Comm: l.b.String(l.tl.Comm(pid, tid, tm))})
+	// Interning the thread hashes its name: do it only when the name
+	// changes, not per sample.
+	comm := l.tl.Comm(pid, tid, tm)
+	tk := uint64(pid)<<32 | uint64(tid)
+	tc, ok := l.threads[tk]
+	if !ok || tc.comm != comm {
+		tc = threadCache{comm, l.b.Thread(profile.Thread{PID: pid, TID: tid, Comm: l.b.String(comm)})}
+		l.threads[tk] = tc
+	}
+	th := tc.id
 	ev := int32(0)
 	if s.Attr != nil {
 		ev = l.event(s.Attr)
@@ -242,7 +261,7 @@ func (l *loader) frame(pid uint32, addr, tm uint64, mode uint16, ret bool) int32
 				return l.b.Frame(fr)
 			}
 		}
-		k := cacheKey{m.ID, 0}
+		k := cacheKey{int64(m.ID), 0}
 		if l.opts.Addresses {
 			k.addr = addr
 		}
@@ -256,7 +275,7 @@ func (l *loader) frame(pid uint32, addr, tm uint64, mode uint16, ret bool) int32
 		l.cache[k] = id
 		return id
 	}
-	k := cacheKey{m.ID, addr}
+	k := cacheKey{int64(m.ID), addr}
 	if id, ok := l.cache[k]; ok {
 		return id
 	}
