@@ -1,0 +1,55 @@
+package report
+
+import (
+	"os"
+	"testing"
+
+	"github.com/jitprof/jitprof/internal/session"
+	"github.com/jitprof/jitprof/perfdata"
+)
+
+// benchFile is a big recording for the report benchmarks, from
+// bench/report/run.sh (JITPROF_BENCH_DATA); without it they are skipped.
+func benchFile(b *testing.B) *perfdata.File {
+	path := os.Getenv("JITPROF_BENCH_DATA")
+	if path == "" {
+		b.Skip("set JITPROF_BENCH_DATA to a perf.data recorded with -a -g (bench/report/run.sh keeps one with KEEP=1)")
+	}
+	f, err := perfdata.Open(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { f.Close() })
+	return f
+}
+
+func BenchmarkLoad(b *testing.B) {
+	f := benchFile(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := session.Load(f, session.Options{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkCompute(b *testing.B) {
+	p, err := session.Load(benchFile(b), session.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, children := range []bool{false, true} {
+		name := "flat"
+		if children {
+			name = "children"
+		}
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := Compute(p, Options{Sort: []string{KeyDSO, KeySym}, Children: children}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
