@@ -77,10 +77,12 @@ var finishedRound = []byte{byte(perfdata.RecordFinishedRound), 0, 0, 0, 0, 0, 8,
 // Run records cfg's target into out until the target exits, cfg.Duration
 // passes or ctx is done, and then completes the file. A command that is
 // still running at that point gets SIGTERM, as perf record sends it.
+// Errors come from perfevent and perfdata, which say what failed; a
+// Result comes with an error when recording failed after the file began.
 func Run(ctx context.Context, out io.WriteSeeker, cfg Config) (*Result, error) {
 	ev, err := perfevent.ParseEvent(cfg.Event)
 	if err != nil {
-		return nil, fmt.Errorf("record: %w", err)
+		return nil, err
 	}
 	opts := perfevent.Options{Event: ev, Freq: cfg.Freq, Period: cfg.Period, Callchain: cfg.Callchain, Pages: cfg.Pages}
 	target := perfevent.Target{CPUs: cfg.CPUs, PIDs: cfg.PIDs, TIDs: cfg.TIDs, SystemWide: cfg.SystemWide}
@@ -89,11 +91,11 @@ func Run(ctx context.Context, out io.WriteSeeker, cfg Config) (*Result, error) {
 	var cmd *perfevent.Command
 	if len(cfg.Command) > 0 {
 		if len(cfg.PIDs)+len(cfg.TIDs) > 0 || cfg.SystemWide {
-			return nil, errors.New("record: a command cannot be combined with -p, -t or -a")
+			return nil, errors.New("a command cannot be combined with -p, -t or -a")
 		}
 		cmd, err = perfevent.StartCommand(cfg.Command, cfg.Env, cfg.Stdin, cfg.Stdout, cfg.Stderr)
 		if err != nil {
-			return nil, fmt.Errorf("record: %w", err)
+			return nil, err
 		}
 		target.PIDs = []int{cmd.Pid}
 		opts.EnableOnExec = true
@@ -103,7 +105,7 @@ func Run(ctx context.Context, out io.WriteSeeker, cfg Config) (*Result, error) {
 		if cmd != nil {
 			err = errors.Join(err, killWait(cmd))
 		}
-		return nil, fmt.Errorf("record: %w", err)
+		return nil, err
 	}
 	defer set.Close()
 	if res.UserOnly && cfg.Notice != nil {
@@ -116,23 +118,23 @@ func Run(ctx context.Context, out io.WriteSeeker, cfg Config) (*Result, error) {
 		if cmd != nil {
 			err = errors.Join(err, killWait(cmd))
 		}
-		return nil, fmt.Errorf("record: %w", err)
+		return nil, err
 	}
 	r := newRecorder(w, attr)
 	r.at, _ = out.(io.WriterAt)
 	r.synthKernel()
 	if cmd != nil {
 		if err := cmd.Go(); err != nil {
-			return nil, fmt.Errorf("record: %w", errors.Join(err, killWait(cmd)))
+			return nil, errors.Join(err, killWait(cmd))
 		}
 	} else {
 		// Enabling before reading /proc means a mapping made meanwhile
 		// is seen twice rather than missed.
 		if err := set.Enable(); err != nil {
-			return nil, fmt.Errorf("record: %w", err)
+			return nil, err
 		}
 		if err := r.synthProcesses(cfg); err != nil {
-			return nil, fmt.Errorf("record: %w", err)
+			return nil, err
 		}
 	}
 
@@ -192,7 +194,7 @@ loop:
 	}
 	res.Progress = r.progress()
 	if r.err != nil {
-		return res, fmt.Errorf("record: %w", r.err)
+		return res, r.err
 	}
 	return res, nil
 }
