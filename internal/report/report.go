@@ -40,6 +40,7 @@ const (
 var keyTitles = map[string]string{
 	KeyComm: "Command", KeyPID: "Pid", KeyTID: "Tid", KeyDSO: "Shared Object",
 	KeySym: "Symbol", KeySrcline: "Source:Line", KeyCPU: "CPU",
+	KeyApp: "Application", KeyUserApp: "Application",
 }
 
 // ErrBadKey is returned for a sort key Write does not know.
@@ -72,7 +73,7 @@ type EventReport struct {
 	Rows  []Row
 }
 
-const nkeys = 7
+const nkeys = 9
 
 type rowKey [nkeys]int64
 
@@ -84,9 +85,10 @@ func Compute(p *profile.Profile, opts Options) ([]EventReport, error) {
 	}
 	for _, k := range keys {
 		if _, ok := keyTitles[k]; !ok {
-			return nil, fmt.Errorf("report: %w %q (want comm, pid, tid, dso, sym, srcline or cpu)", ErrBadKey, k)
+			return nil, fmt.Errorf("report: %w %q (want comm, pid, tid, dso, sym, srcline, cpu, app or userapp)", ErrBadKey, k)
 		}
 	}
+	apps := &appIndex{p: p}
 	key := func(e *profile.Entry, frame int32) rowKey {
 		var k rowKey
 		th := &p.Threads[e.Thread]
@@ -100,6 +102,8 @@ func Compute(p *profile.Profile, opts Options) ([]EventReport, error) {
 				k[i] = int64(th.TID)
 			case KeyCPU:
 				k[i] = int64(e.CPU)
+			case KeyApp, KeyUserApp:
+				k[i] = apps.key(e, frame, name == KeyApp)
 			case KeyDSO:
 				k[i] = -1
 				if frame >= 0 {
@@ -211,6 +215,8 @@ func keyString(p *profile.Profile, name string, v int64) string {
 			return "-"
 		}
 		return strconv.FormatInt(v, 10)
+	case KeyApp, KeyUserApp:
+		return appName(p, v)
 	case KeyDSO:
 		if v < 0 {
 			return "[unknown]"

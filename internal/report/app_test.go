@@ -1,0 +1,86 @@
+package report
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/jitprof/jitprof/internal/profile"
+)
+
+// apps builds a profile of three processes sharing libc and the kernel:
+// app (with a worker thread that renamed itself), a program whose name
+// the kernel cut to 15 bytes in its comm, and a process whose samples
+// all fell in libc, whose executable is therefore never seen.
+func apps() *profile.Profile {
+	b := profile.NewBuilder()
+	ev := b.Event(profile.Event{Name: "cpu-clock", Freq: 4000})
+	app := b.Image(profile.Image{Name: "/usr/bin/app"})
+	long := b.Image(profile.Image{Name: "/opt/bin/averyveryverylongname"})
+	libc := b.Image(profile.Image{Name: "/lib/libc.so.6"})
+	kern := b.Image(profile.Image{Name: "[kernel.kallsyms]", Kind: profile.ImageKernel})
+	fr := func(im int32, name string) int32 {
+		return b.Frame(profile.Frame{Func: b.Func(profile.Func{Name: name, Image: im, Kernel: im == kern})})
+	}
+	main, lmain, memcpy, sys := fr(app, "main"), fr(long, "main"), fr(libc, "memcpy"), fr(kern, "do_syscall_64")
+	push := func(frames ...int32) int32 {
+		n := int32(-1)
+		for _, f := range frames {
+			n = b.Push(n, f)
+		}
+		return n
+	}
+	thread := func(pid, tid uint32, comm string) int32 {
+		return b.Thread(profile.Thread{PID: pid, TID: tid, Comm: b.String(comm)})
+	}
+	t1, t2 := thread(7, 7, "app"), thread(7, 8, "worker")
+	t3, t4 := thread(9, 9, "averyveryverylo"), thread(11, 11, "sleepy")
+	add := func(th, stack int32, n uint64) {
+		b.Add(profile.Key{Stack: stack, Thread: th, CPU: -1, Event: ev}, n, n*250000)
+	}
+	add(t1, push(main), 4)
+	add(t1, push(main, memcpy), 2)
+	add(t2, push(memcpy), 3)
+	add(t2, push(memcpy, sys), 1)
+	add(t3, push(lmain), 2)
+	add(t3, push(lmain, memcpy), 1)
+	add(t3, push(lmain, sys), 2)
+	add(t4, push(memcpy), 1)
+	add(t4, push(memcpy, sys), 3)
+	return b.Profile()
+}
+
+func TestAppGolden(t *testing.T) {
+	cases := []struct {
+		name string
+		opts Options
+	}{
+		{"apps.userapp.dso.text", Options{Sort: []string{KeyUserApp, KeyDSO}}},
+		{"apps.app.dso.text", Options{Sort: []string{KeyApp, KeyDSO}}},
+		{"apps.pid.tid.app.dso.sym.text", Options{Sort: []string{KeyPID, KeyTID, KeyApp, KeyDSO, KeySym}}},
+	}
+	p := apps()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			if err := Write(&buf, p, c.opts); err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join("testdata", c.name)
+			if *update {
+				if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run go test -update)", err)
+			}
+			if !bytes.Equal(buf.Bytes(), want) {
+				t.Errorf("differs from %s:\n got:\n%s\nwant:\n%s", path, buf.Bytes(), want)
+			}
+		})
+	}
+}
