@@ -1,0 +1,74 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+
+	"github.com/jitprof/jitprof/internal/annotate"
+	"github.com/jitprof/jitprof/internal/session"
+	"github.com/jitprof/jitprof/perfdata"
+)
+
+func init() {
+	register(&command{name: "annotate", summary: "show a function's instructions with their share of its samples (like perf annotate)", run: runAnnotate})
+}
+
+func runAnnotate(args []string) error {
+	fs := flag.NewFlagSet("annotate", flag.ContinueOnError)
+	opts := annotate.Options{Source: true}
+	input := fs.String("i", "perf.data", "input `file`")
+	symbol := fs.String("s", "", "`symbol` to annotate (or give it as the argument)")
+	fs.StringVar(&opts.DSO, "dso", "", "only annotate the symbol in this `image` (path or base name)")
+	// --stdio is perf's only text mode and ours only mode; accepted for
+	// the command lines people already type.
+	fs.Bool("stdio", true, "text output (the only output)")
+	fs.BoolVar(&opts.Source, "source", true, "interleave source lines")
+	fs.BoolFunc("no-source", "do not interleave source lines", func(string) error { opts.Source = false; return nil })
+	syntax := fs.String("asm-syntax", "att", "assembly `syntax`: att or intel")
+	output := fs.String("o", "", "write to `file` instead of standard output")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: jitprof annotate [-i FILE] [--dso IMAGE] [--no-source] [--asm-syntax att|intel] SYMBOL")
+		fs.PrintDefaults()
+	}
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	opts.Symbol = *symbol
+	if len(pos) == 1 && opts.Symbol == "" {
+		opts.Symbol = pos[0]
+	} else if len(pos) > 0 || opts.Symbol == "" {
+		fs.Usage()
+		return errUsage
+	}
+	switch *syntax {
+	case "att":
+		opts.Syntax = annotate.ATT
+	case "intel":
+		opts.Syntax = annotate.Intel
+	default:
+		fmt.Fprintf(fs.Output(), "jitprof annotate: unknown assembly syntax %q\n", *syntax)
+		return errUsage
+	}
+	f, err := perfdata.Open(*input)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	p, err := session.Load(f, session.Options{Addresses: true, Progress: progressBar(os.Stderr)})
+	if err != nil {
+		return fmt.Errorf("%s: %w", *input, err)
+	}
+	w := os.Stdout
+	if *output != "" {
+		if w, err = os.Create(*output); err != nil {
+			return err
+		}
+		defer w.Close()
+	}
+	if err := annotate.Write(w, p, opts); err != nil {
+		return fmt.Errorf("%s: %w", *input, err)
+	}
+	return w.Close()
+}

@@ -1,0 +1,278 @@
+package annotate
+
+import (
+	"bufio"
+	"cmp"
+	"debug/elf"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"golang.org/x/arch/x86/x86asm"
+
+	"github.com/jitprof/jitprof/internal/profile"
+	"github.com/jitprof/jitprof/internal/symbolize"
+)
+
+// Syntax is an assembly syntax.
+type Syntax int
+
+// Syntaxes, as perf's --asm-syntax names them.
+const (
+	ATT Syntax = iota
+	Intel
+)
+
+// Options control Write.
+type Options struct {
+	// Symbol is the function to annotate, by the name reports give it.
+	Symbol string
+	// DSO, when set, keeps only the images with this path or base name.
+	DSO string
+	// Source interleaves the source lines DWARF gives each instruction.
+	Source bool
+	Syntax Syntax
+	// Symbolizer finds the images; nil means symbolize.New with defaults.
+	Symbolizer *symbolize.Symbolizer
+}
+
+// ErrNoSamples is returned when no sample's leaf is in the symbol.
+var ErrNoSamples = errors.New("no samples")
+
+// maxCode bounds the bytes read for one symbol: a symbol table claiming
+// gigabytes must not exhaust memory.
+const maxCode = 16 << 20
+
+// target is one function of one image in one event, and its self samples.
+type target struct {
+	event, fn int32
+	samples   uint64
+	period    uint64
+	byAddr    map[uint64]uint64 // image-relative address -> period
+}
+
+// Write annotates every function named opts.Symbol that has self samples,
+// per event, hottest first.
+func Write(w io.Writer, p *profile.Profile, opts Options) error {
+	if opts.Symbolizer == nil {
+		opts.Symbolizer = symbolize.New(symbolize.Options{})
+	}
+	targets := map[[2]int32]*target{}
+	for i := range p.Entries {
+		e := &p.Entries[i]
+		if e.Stack < 0 {
+			continue
+		}
+		fr := &p.Frames[p.Nodes[e.Stack].Frame]
+		f := &p.Funcs[fr.Func]
+		if f.Name != opts.Symbol || !dsoMatches(p.Images[f.Image].Name, opts.DSO) {
+			continue
+		}
+		k := [2]int32{e.Event, fr.Func}
+		t := targets[k]
+		if t == nil {
+			t = &target{event: e.Event, fn: fr.Func, byAddr: map[uint64]uint64{}}
+			targets[k] = t
+		}
+		t.samples += e.Count
+		t.period += e.Period
+		t.byAddr[fr.Addr] += e.Period
+	}
+	if len(targets) == 0 {
+		return fmt.Errorf("annotate %s: %w", opts.Symbol, ErrNoSamples)
+	}
+	list := make([]*target, 0, len(targets))
+	for _, t := range targets {
+		list = append(list, t)
+	}
+	slices.SortFunc(list, func(a, b *target) int {
+		return cmp.Or(cmp.Compare(a.event, b.event), cmp.Compare(b.period, a.period), cmp.Compare(a.fn, b.fn))
+	})
+	src := sourceCache{}
+	for _, t := range list {
+		f := &p.Funcs[t.fn]
+		im := &p.Images[f.Image]
+		if im.Kind != profile.ImageFile {
+			// Kernel text needs a vmlinux and JIT code its bytes, which
+			// the recording does not keep.
+			fmt.Fprintf(w, "# %s in %s: %d samples; no code bytes to annotate\n\n", f.Name, im.Name, t.samples)
+			continue
+		}
+		if err := annotate(w, p, t, opts, src); err != nil {
+			return fmt.Errorf("annotate %s in %s: %w", f.Name, im.Name, err)
+		}
+	}
+	return nil
+}
+
+func dsoMatches(name, dso string) bool {
+	return dso == "" || name == dso || filepath.Base(name) == dso
+}
+
+// inst is one decoded instruction.
+type inst struct {
+	pc     uint64
+	text   string
+	period uint64
+}
+
+func annotate(w io.Writer, p *profile.Profile, t *target, opts Options, src sourceCache) error {
+	f := &p.Funcs[t.fn]
+	pim := &p.Images[f.Image]
+	im, err := opts.Symbolizer.Open(pim.Name, pim.BuildID)
+	if err != nil {
+		return err
+	}
+	sym, ok := im.LookupAddr(f.Addr)
+	if !ok || sym.Start != f.Addr {
+		return fmt.Errorf("no symbol at %#x in %s", f.Addr, im.Path())
+	}
+	code, err := readCode(im.Path(), sym.Start, sym.Size)
+	if err != nil {
+		return err
+	}
+	insts := disassemble(code, sym.Start, opts.Syntax, im)
+	for addr, period := range t.byAddr {
+		// A sample between instruction starts (code the decoder misread)
+		// goes to the instruction that covers it.
+		i, found := slices.BinarySearchFunc(insts, addr, func(in inst, a uint64) int { return cmp.Compare(in.pc, a) })
+		if !found {
+			i--
+		}
+		if i < 0 || addr >= sym.Start+sym.Size {
+			return fmt.Errorf("sample at %#x outside %s [%#x, %#x)", addr, sym.Name, sym.Start, sym.Start+sym.Size)
+		}
+		insts[i].period += period
+	}
+
+	title := fmt.Sprintf(" Percent |\tSource code & Disassembly of %s for %s (%d samples, percent: local period)",
+		filepath.Base(pim.Name), p.Events[t.event].Name, t.samples)
+	fmt.Fprintln(w, title)
+	fmt.Fprintln(w, strings.Repeat("-", len(title)+8))
+	fmt.Fprintf(w, "         :\t%016x <%s>:\n", sym.Start, sym.Name)
+	var lastFile string
+	lastLine := -1
+	for _, in := range insts {
+		if opts.Source {
+			if frames, err := im.Frames(in.pc); err == nil && len(frames) > 0 && frames[0].Line > 0 {
+				fr := frames[0]
+				if fr.File != lastFile || fr.Line != lastLine {
+					lastFile, lastLine = fr.File, fr.Line
+					fmt.Fprintf(w, "         :\t%s:%d\n", fr.File, fr.Line)
+					if text, ok := src.line(fr.File, fr.Line); ok {
+						fmt.Fprintf(w, "         :\t%-6d %s\n", fr.Line, text)
+					}
+				}
+			}
+		}
+		fmt.Fprintf(w, "%8.2f :\t%8x:\t%s\n", percent(in.period, t.period), in.pc, in.text)
+	}
+	fmt.Fprintln(w)
+	return nil
+}
+
+func percent(v, total uint64) float64 {
+	if total == 0 {
+		return 0
+	}
+	return float64(v) * 100 / float64(total)
+}
+
+// readCode reads size bytes at the ELF virtual address start from the
+// executable section that holds them.
+func readCode(path string, start, size uint64) (code []byte, err error) {
+	if size > maxCode {
+		return nil, fmt.Errorf("%s: symbol at %#x claims %d bytes", path, start, size)
+	}
+	f, err := elf.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if f.Machine != elf.EM_X86_64 {
+		return nil, fmt.Errorf("%s: %v code: only x86-64 is disassembled", path, f.Machine)
+	}
+	for _, s := range f.Sections {
+		if s.Flags&elf.SHF_EXECINSTR == 0 || s.Type == elf.SHT_NOBITS || start < s.Addr || start+size > s.Addr+s.Size {
+			continue
+		}
+		code = make([]byte, size)
+		if _, err := s.ReadAt(code, int64(start-s.Addr)); err != nil {
+			return nil, fmt.Errorf("%s: %s: %w", path, s.Name, err)
+		}
+		return code, nil
+	}
+	return nil, fmt.Errorf("%s: no executable section holds [%#x, %#x)", path, start, start+size)
+}
+
+func disassemble(code []byte, start uint64, syntax Syntax, im *symbolize.Image) []inst {
+	symname := func(addr uint64) (string, uint64) {
+		if s, ok := im.LookupAddr(addr); ok {
+			return s.Name, s.Start
+		}
+		return "", 0
+	}
+	var out []inst
+	for off := 0; off < len(code); {
+		pc := start + uint64(off)
+		in, err := x86asm.Decode(code[off:], 64)
+		if err != nil {
+			// objdump's spelling; decoding resumes at the next byte.
+			out = append(out, inst{pc: pc, text: "(bad)"})
+			off++
+			continue
+		}
+		text := x86asm.GNUSyntax(in, pc, symname)
+		if syntax == Intel {
+			text = x86asm.IntelSyntax(in, pc, symname)
+		}
+		// Name a branch's target as objdump does, so loops read at a glance.
+		if rel, ok := in.Args[0].(x86asm.Rel); ok {
+			to := pc + uint64(in.Len) + uint64(int64(rel))
+			if name, base := symname(to); name != "" {
+				text += fmt.Sprintf(" <%s+%#x>", name, to-base)
+			}
+		}
+		out = append(out, inst{pc: pc, text: text})
+		off += in.Len
+	}
+	return out
+}
+
+// sourceCache holds the lines of the source files read so far; a file
+// that cannot be read is remembered as nil.
+type sourceCache map[string][]string
+
+// maxSource bounds the size of a source file read for its lines.
+const maxSource = 8 << 20
+
+func (c sourceCache) line(file string, n int) (string, bool) {
+	lines, ok := c[file]
+	if !ok {
+		lines = readLines(file)
+		c[file] = lines
+	}
+	if n < 1 || n > len(lines) {
+		return "", false
+	}
+	return lines[n-1], true
+}
+
+func readLines(file string) []string {
+	fh, err := os.Open(file)
+	if err != nil {
+		return nil
+	}
+	defer fh.Close()
+	var lines []string
+	sc := bufio.NewScanner(io.LimitReader(fh, maxSource))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		lines = append(lines, strings.TrimRight(sc.Text(), "\r"))
+	}
+	return lines
+}
