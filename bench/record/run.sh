@@ -70,3 +70,12 @@ ratio() { echo "scale=3; ${med[$1]} / ${med[alone]}" | bc; }
 	echo
 	echo "The ratios include each recorder's fixed start-up and shut-down cost (last row)."
 } | tee "$root/bench/RESULTS-record.md"
+
+{
+	echo
+	echo "Per-record cost of the drain path (\`go test -bench Handle ./internal/record\`):"
+	echo
+	echo '```'
+	(cd "$root" && go test -run '^$' -bench Handle ./internal/record) | grep '^Benchmark'
+	echo '```'
+} | tee -a "$root/bench/RESULTS-record.md"
