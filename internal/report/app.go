@@ -25,10 +25,10 @@ const commLen = 15
 
 // appIndex names each thread's application. The profile keeps no
 // process-to-executable table, so it is found from the samples: the
-// image the thread ran whose base name the comm was made from; for a
-// thread that renamed itself, the application of its process's other
-// threads; failing both, the only executable (not a shared library) the
-// thread ran; and failing all, the comm itself.
+// image the thread ran whose base name the comm was made from; else the
+// only executable (not a shared library) the thread ran, which names a
+// thread that renamed itself; else the application of its process's
+// other threads; and failing all, the comm itself.
 type appIndex struct {
 	p     *profile.Profile
 	built bool
@@ -89,10 +89,6 @@ func (a *appIndex) build() {
 		if a.byThread[t] >= 0 {
 			continue
 		}
-		if im, ok := byPID[p.Threads[t].PID]; ok {
-			a.byThread[t] = im
-			continue
-		}
 		exe, n := int32(-1), 0
 		for im := range int32(len(p.Images)) {
 			if name := p.Images[im].Name; ran[t][im] && !strings.HasPrefix(name, "[") && !strings.Contains(filepath.Base(name), ".so") {
@@ -101,6 +97,8 @@ func (a *appIndex) build() {
 		}
 		if n == 1 {
 			a.byThread[t] = int64(exe)
+		} else if im, ok := byPID[p.Threads[t].PID]; ok {
+			a.byThread[t] = im
 		}
 	}
 }
