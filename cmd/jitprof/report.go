@@ -153,21 +153,35 @@ func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
 func (m *multiFlag) Set(s string) error { *m = append(*m, s); return nil }
 
 // sortList turns opreport's view flags into sort keys: --separate adds the
-// keys it separates by, --merge takes them away again.
+// keys it separates by, --merge takes them away again. As in OProfile,
+// lib separates library samples by application ("app / lib" rows) and
+// kernel does the same for kernel samples, implying lib; all is
+// thread,cpu,lib,kernel.
 func sortList(sortKeys string, symbols bool, separate, merge string) []string {
 	var keys []string
 	if sortKeys != "" {
 		keys = strings.Split(sortKeys, ",")
 	} else {
+		app := ""
 		for _, s := range strings.Split(separate, ",") {
 			switch s {
 			case "thread":
 				keys = append(keys, report.KeyPID, report.KeyTID)
 			case "cpu":
 				keys = append(keys, report.KeyCPU)
+			case "lib":
+				if app == "" {
+					app = report.KeyUserApp
+				}
+			case "kernel":
+				app = report.KeyApp
 			case "all":
 				keys = append(keys, report.KeyPID, report.KeyTID, report.KeyCPU)
+				app = report.KeyApp
 			}
+		}
+		if app != "" {
+			keys = append(keys, app)
 		}
 		keys = append(keys, report.KeyDSO)
 		if symbols {
@@ -186,8 +200,11 @@ func sortList(sortKeys string, symbols bool, separate, merge string) []string {
 			drop[report.KeyPID] = true
 		case "cpu":
 			drop[report.KeyCPU] = true
+		case "lib":
+			drop[report.KeyApp], drop[report.KeyUserApp] = true, true
 		case "all":
 			drop[report.KeyTID], drop[report.KeyPID], drop[report.KeyCPU] = true, true, true
+			drop[report.KeyApp], drop[report.KeyUserApp] = true, true
 		}
 	}
 	var out []string
