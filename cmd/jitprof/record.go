@@ -118,8 +118,12 @@ func runRecord(args []string) error {
 		fmt.Fprintf(os.Stderr, "jitprof record: %d samples lost; try -F lower or -m more\n", res.Lost)
 	}
 	if !*quiet {
-		fmt.Fprintf(os.Stderr, "[ jitprof record: wrote %.3f MB %s (%d samples, %d build-ids) ]\n",
-			float64(res.Bytes)/1e6, *out, res.Samples, res.BuildIDs)
+		jit := ""
+		if res.JITFiles > 0 {
+			jit = fmt.Sprintf(", %d JIT data files embedded", res.JITFiles)
+		}
+		fmt.Fprintf(os.Stderr, "[ jitprof record: wrote %.3f MB %s (%d samples, %d build-ids%s) ]\n",
+			float64(res.Bytes)/1e6, *out, res.Samples, res.BuildIDs, jit)
 	}
 	if res.ExitStatus > 0 {
 		return exitStatus(res.ExitStatus)

@@ -62,6 +62,9 @@ type Result struct {
 	UserOnly bool
 	// BuildIDs is the number of images in the BUILD_ID feature.
 	BuildIDs int
+	// JITFiles is the number of JIT data files (perf maps, jitdumps,
+	// jitlog databases) embedded in jitprof's feature section.
+	JITFiles int
 	// ExitStatus is the command's exit status as a shell reports it, or
 	// -1 when no command was run.
 	ExitStatus int
@@ -189,6 +192,7 @@ loop:
 		res.ExitStatus = st
 	}
 	res.BuildIDs = r.finish(cfg)
+	res.JITFiles = r.embedJITData(cfg.Notice)
 	if err := w.Close(); err != nil {
 		r.err = errors.Join(r.err, err)
 	}

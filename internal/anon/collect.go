@@ -1,0 +1,108 @@
+package anon
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+
+	"github.com/jitprof/jitprof/internal/jitbundle"
+	"github.com/jitprof/jitprof/jitlog"
+)
+
+// collector is implemented by built-in handlers whose data are files that
+// jitprof record can copy into the recording.
+type collector interface {
+	// paths are where p's data may be, in the order the handler tries.
+	paths(p *Process) []string
+	// used returns the part of a file's bytes worth keeping.
+	used(b []byte) []byte
+}
+
+func (perfmapHandler) paths(p *Process) []string {
+	return filePaths(p, func(pid int) string { return "/tmp/perf-" + itoa(pid) + ".map" })
+}
+func (perfmapHandler) used(b []byte) []byte { return b }
+
+func (jitdumpHandler) paths(p *Process) []string { return jitdumpPaths(p) }
+func (jitdumpHandler) used(b []byte) []byte      { return b }
+
+func (jitlogHandler) paths(p *Process) []string { return jitlogPaths(p) }
+
+// used keeps a jitlog database up to its last record: writers grow the
+// file ahead of need, and the zeros past the records are not data.
+func (jitlogHandler) used(b []byte) []byte {
+	r, err := jitlog.NewReader(bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		return b
+	}
+	for r.Next() {
+	}
+	if end := r.Offset(); end > 0 && end <= int64(len(b)) {
+		return b[:end]
+	}
+	return b
+}
+
+// Collect copies p's JIT data, the first existing file of each built-in
+// handler that reads files, for jitprof record to embed in the recording
+// (jitprof's perf.data section, see internal/jitbundle), so that reports
+// name JIT code after /tmp is cleaned or on another machine. Files go
+// through the same trust checks as when a report reads them; a file that
+// fails them, or would take the total past limit bytes, is left out with
+// an error saying so.
+func Collect(p *Process, limit int64) ([]jitbundle.Entry, []error) {
+	var entries []jitbundle.Entry
+	var errs []error
+	var total int64
+	mu.Lock()
+	defer mu.Unlock()
+	for _, name := range DefaultOrder {
+		h, ok := builtins[name]
+		if !ok {
+			continue
+		}
+		c, ok := h.(collector)
+		if !ok {
+			continue
+		}
+		for _, path := range c.paths(p) {
+			e, err := collectFile(p, path, limit-total)
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			if err != nil {
+				errs = append(errs, fmt.Errorf("pid %d: %s data not embedded: %w", p.PID, name, err))
+				break
+			}
+			e.Kind = name
+			e.Data = c.used(e.Data)
+			total += int64(len(e.Data))
+			entries = append(entries, e)
+			break
+		}
+	}
+	return entries, errs
+}
+
+func collectFile(p *Process, path string, room int64) (jitbundle.Entry, error) {
+	f, size, err := openTrusted(p, path)
+	if err != nil {
+		return jitbundle.Entry{}, err
+	}
+	defer f.Close()
+	if size > room {
+		return jitbundle.Entry{}, fmt.Errorf("%s: %d bytes exceed the %d left for embedded JIT data", path, size, max(room, 0))
+	}
+	b, err := io.ReadAll(io.LimitReader(f, size))
+	if err != nil {
+		return jitbundle.Entry{}, fmt.Errorf("%s: %w", path, err)
+	}
+	st, err := f.Stat()
+	mtime := int64(-1)
+	if err == nil {
+		mtime = st.ModTime().UnixNano()
+	}
+	return jitbundle.Entry{PID: p.PID, Path: path, MTime: mtime, Data: b}, nil
+}
