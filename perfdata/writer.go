@@ -135,12 +135,26 @@ func sizeOf(raw []byte) int {
 // DataSize returns the bytes of records written so far.
 func (w *Writer) DataSize() int64 { return w.dataSize }
 
-// Flush writes buffered records to the underlying writer.
+// dataSizeOffset is where the header keeps the data section's size,
+// after magic, size, attr_size and the attrs section.
+const dataSizeOffset = 48
+
+// Flush writes buffered records to the underlying writer and, when it is
+// an io.WriterAt (a file), records their size in the header: Linux perf
+// refuses a file whose header says the data is empty, as a writer killed
+// before Close leaves it, so each Flush makes the file readable by perf up
+// to here. The feature bitmap stays empty until Close, so such a file
+// never claims feature sections it does not have.
 func (w *Writer) Flush() error {
 	if w.err != nil {
 		return w.err
 	}
-	w.err = w.bw.Flush()
+	if w.err = w.bw.Flush(); w.err != nil {
+		return w.err
+	}
+	if at, ok := w.w.(io.WriterAt); ok && !w.closed {
+		_, w.err = at.WriteAt(le.AppendUint64(nil, uint64(w.dataSize)), dataSizeOffset)
+	}
 	return w.err
 }
 

@@ -196,3 +196,50 @@ func diffLines(a, b string) string {
 	}
 	return out.String()
 }
+
+// TestWriterKilled leaves a Writer unclosed after a Flush, as a killed
+// recorder does: both readers read the flushed records.
+func TestWriterKilled(t *testing.T) {
+	perftest.Perf(t)
+	a := &perfdata.Attr{Type: perfdata.TypeSoftware, SamplePeriod: 1000,
+		SampleType: perfdata.SampleIP | perfdata.SampleTID | perfdata.SampleTime | perfdata.SamplePeriod,
+		Flags:      perfdata.FlagSampleIDAll | perfdata.FlagComm, IDs: []uint64{1}}
+	path := filepath.Join(t.TempDir(), "killed.data")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	w, err := perfdata.NewWriter(f, []*perfdata.Attr{a})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := perfdata.Common{Attr: a, PID: 1, TID: 1}
+	w.WriteRecord(&perfdata.Comm{Common: c, PID: 1, TID: 1, Comm: "x"})
+	for i := 0; i < 100; i++ {
+		c.Time = uint64(i)
+		w.WriteRecord(&perfdata.Sample{Common: c, IP: 0x1000, Period: 1000})
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	// Records after the last Flush are lost with the writer.
+	w.WriteRecord(&perfdata.Sample{Common: c, IP: 0x2000, Period: 1000})
+
+	pf, err := perfdata.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pf.Close()
+	n := 0
+	r := pf.Records()
+	for r.Next() {
+		n++
+	}
+	if r.Err() != nil || n != 101 {
+		t.Errorf("read %d records (err %v), want the 101 flushed", n, r.Err())
+	}
+	if st := perftest.Stats(t, path); st["SAMPLE"] != 100 || st["COMM"] != 1 {
+		t.Errorf("perf report --stats on an unclosed file: %v", st)
+	}
+}

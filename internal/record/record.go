@@ -124,7 +124,6 @@ func Run(ctx context.Context, out io.WriteSeeker, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	r := newRecorder(w, attr)
-	r.at, _ = out.(io.WriterAt)
 	r.synthKernel()
 	if cmd != nil {
 		if err := cmd.Go(); err != nil {
@@ -286,7 +285,6 @@ func fileAttr(set *perfevent.EventSet, name string) *perfdata.Attr {
 // file needs: counts, sample times and the images samples hit.
 type recorder struct {
 	w    *perfdata.Writer
-	at   io.WriterAt // the output, when the header can be updated in place
 	attr *perfdata.Attr
 	err  error
 
@@ -347,28 +345,9 @@ func (r *recorder) drain(set *perfevent.EventSet) {
 	if n > 0 {
 		r.write(finishedRound)
 	}
+	// Flush also keeps the header's data size current, so a killed
+	// jitprof leaves a file perf reads to the last whole round.
 	if err := r.w.Flush(); err != nil && r.err == nil {
-		r.err = err
-	}
-	r.commitDataSize()
-}
-
-// dataSizeOffset is where the header of a perf.data file keeps the size
-// of its data section (after magic, size, attr_size and the attrs
-// section).
-const dataSizeOffset = 48
-
-// commitDataSize writes the size of the flushed data into the header.
-// Linux perf (6.1) refuses a file whose data size is 0, as a killed
-// recorder leaves it, even its own; with the size of the last whole
-// round in place it reads such a file to that round, features aside.
-func (r *recorder) commitDataSize() {
-	if r.at == nil || r.err != nil {
-		return
-	}
-	var b [8]byte
-	binary.LittleEndian.PutUint64(b[:], uint64(r.w.DataSize()))
-	if _, err := r.at.WriteAt(b[:], dataSizeOffset); err != nil {
 		r.err = err
 	}
 }
