@@ -15,6 +15,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#endif
+
 #include "jitlog.h"
 
 #define THREADS 4
@@ -39,6 +43,9 @@ static int cmp(const void *a, const void *b)
 }
 
 static void op_clock(void) { (void)now(); }
+#if defined(__x86_64__)
+static void op_tsc(void) { (void)__rdtsc(); }
+#endif
 static void op_load(void) { jitlog_code_load(jl, 0x1000, 64, name64, NULL); }
 static void op_enter(void) { jitlog_enter(jl, 7); }
 static void op_exit(void) { jitlog_exit(jl); }
@@ -120,6 +127,9 @@ int main(void)
 	measure("jitdump code load, write(2) each", op_jitdump, 1);
 	measure("jitdump code load, write(2) each", op_jitdump, THREADS);
 	measure("clock_gettime(CLOCK_MONOTONIC) alone", op_clock, 1);
+#if defined(__x86_64__)
+	measure("rdtsc alone", op_tsc, 1);
+#endif
 	measure("jitlog enter", op_enter, 1);
 	measure("jitlog exit", op_exit, 1);
 	measure("jitlog enter", op_enter, THREADS);

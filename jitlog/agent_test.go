@@ -43,13 +43,29 @@ func TestCAgent(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "db")
 	cmd := exec.Command(filepath.Join(out, "testjit"))
 	cmd.Env = append(os.Environ(), EnvDir+"="+dir)
+	lo := monoNow(t)
 	stdout, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("testjit: %v", err)
 	}
+	hi := monoNow(t)
 	recs, err := Read(DatabasePath(dir, cmd.Process.Pid), nil)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// Enter and exit times, TSC-stamped where the TSC is usable, must
+	// read as CLOCK_MONOTONIC ns like every other time.
+	for _, r := range recs {
+		switch r := r.(type) {
+		case *EnterRecord:
+			if r.Time < lo || r.Time > hi {
+				t.Errorf("enter time %d outside the run [%d, %d]", r.Time, lo, hi)
+			}
+		case *ExitRecord:
+			if r.Time < lo || r.Time > hi {
+				t.Errorf("exit time %d outside the run [%d, %d]", r.Time, lo, hi)
+			}
+		}
 	}
 	loads := map[uint64]*LoadRecord{}
 	var order []Record
@@ -126,14 +142,18 @@ func TestCAgent(t *testing.T) {
 		}
 		kinds = append(kinds, s)
 	}
-	want := []string{"header", "logger-open testjit",
+	want := []string{"header", "logger-open testjit"}
+	if tscUsable() {
+		want = append(want, "clock", "clock")
+	}
+	want = append(want,
 		"code-load 1", "region-enter 1", "region-exit",
 		"code-load 2", "region-enter 2", "region-exit",
 		"code-load 3", "region-enter 3", "region-exit",
 		"code-unload 1",
 		"code-load 4", "region-enter 4", "region-exit",
 		"code-move 4 true",
-		"logger-close"}
+		"logger-close")
 	if !reflect.DeepEqual(kinds, want) {
 		t.Errorf("records:\n got %q\nwant %q", kinds, want)
 	}

@@ -10,8 +10,9 @@ import (
 const (
 	// Magic opens every database.
 	Magic = "JITPLOG\x00"
-	// Version is the format version this package writes and reads.
-	Version = 1
+	// Version is the format version this package writes; it reads 1 and 2.
+	// Version 2 added the clock record and TSC-stamped enter and exit.
+	Version = 2
 
 	// HeaderSize is the size of the file header; the first record follows it.
 	HeaderSize = 128
@@ -49,6 +50,7 @@ const (
 	exitSize      = 24
 	openFixed     = 24
 	closeSize     = 24
+	clockSize     = 32
 	lineEntrySize = 12
 	bcEntrySize   = 8
 
@@ -73,9 +75,16 @@ const (
 	// KindPad fills the space a writer reserved but could not use (the file
 	// reached its maximum size); readers skip it.
 	KindPad Kind = 8
+	// KindClock pairs a logger's TSC with CLOCK_MONOTONIC (version 2).
+	KindClock Kind = 9
+	// KindRegionEnterTSC and KindRegionExitTSC are enter and exit stamped
+	// with the raw TSC (version 2); a Reader converts them to ns by the
+	// logger's clock records and returns them as *EnterRecord, *ExitRecord.
+	KindRegionEnterTSC Kind = 10
+	KindRegionExitTSC  Kind = 11
 )
 
-var kindNames = [...]string{"header", "code-load", "code-move", "code-unload", "region-enter", "region-exit", "logger-open", "logger-close", "pad"}
+var kindNames = [...]string{"header", "code-load", "code-move", "code-unload", "region-enter", "region-exit", "logger-open", "logger-close", "pad", "clock", "region-enter-tsc", "region-exit-tsc"}
 
 func (k Kind) String() string {
 	if int(k) < len(kindNames) {
@@ -196,6 +205,13 @@ type CloseRecord struct {
 	Logger uint32
 }
 
+// ClockRecord pairs a TSC value of logger Logger with the CLOCK_MONOTONIC
+// time it was read at: readers convert the logger's TSC stamps by them.
+type ClockRecord struct {
+	TSC, Time uint64
+	Logger    uint32
+}
+
 // UnknownRecord keeps a record of a kind this version does not know, so
 // newer files still read.
 type UnknownRecord struct {
@@ -211,6 +227,7 @@ func (*EnterRecord) Kind() Kind     { return KindRegionEnter }
 func (*ExitRecord) Kind() Kind      { return KindRegionExit }
 func (*OpenRecord) Kind() Kind      { return KindLoggerOpen }
 func (*CloseRecord) Kind() Kind     { return KindLoggerClose }
+func (*ClockRecord) Kind() Kind     { return KindClock }
 func (r *UnknownRecord) Kind() Kind { return r.Type }
 
 func align8(n uint64) uint64 { return (n + 7) &^ 7 }
@@ -295,7 +312,7 @@ func decodeHeader(b []byte) (*Header, error) {
 		Capacity:  le.Uint64(b[offCapacity:]),
 		Loggers:   le.Uint32(b[offLoggerID:]),
 	}
-	if h.Version != Version {
+	if h.Version < 1 || h.Version > Version {
 		return nil, fmt.Errorf("jitlog: header: version %d, this reader knows %d: %w", h.Version, Version, ErrFormat)
 	}
 	if hs := le.Uint32(b[offHdrSize:]); hs != HeaderSize {
@@ -326,12 +343,12 @@ func decodeRecord(kind Kind, b []byte) (Record, error) {
 			return nil, err
 		}
 		return &UnloadRecord{Seq: le.Uint64(b[8:]), Time: le.Uint64(b[16:]), Logger: le.Uint32(b[24:])}, nil
-	case KindRegionEnter:
+	case KindRegionEnter, KindRegionEnterTSC:
 		if err := need(enterSize); err != nil {
 			return nil, err
 		}
 		return &EnterRecord{Seq: le.Uint64(b[8:]), Time: le.Uint64(b[16:]), TID: le.Uint32(b[24:]), Logger: le.Uint32(b[28:])}, nil
-	case KindRegionExit:
+	case KindRegionExit, KindRegionExitTSC:
 		if err := need(exitSize); err != nil {
 			return nil, err
 		}
@@ -350,6 +367,11 @@ func decodeRecord(kind Kind, b []byte) (Record, error) {
 			return nil, err
 		}
 		return &CloseRecord{Time: le.Uint64(b[8:]), Logger: le.Uint32(b[16:])}, nil
+	case KindClock:
+		if err := need(clockSize); err != nil {
+			return nil, err
+		}
+		return &ClockRecord{TSC: le.Uint64(b[8:]), Time: le.Uint64(b[16:]), Logger: le.Uint32(b[24:])}, nil
 	}
 	return &UnknownRecord{Type: kind, Data: append([]byte(nil), b[frameSize:]...)}, nil
 }
@@ -443,4 +465,42 @@ func decodeLoad(b []byte) (Record, error) {
 		}
 	}
 	return r, nil
+}
+
+// clocks converts loggers' TSC stamps to CLOCK_MONOTONIC ns by their
+// clock records, in file order: from the latest pair, at the rate between
+// the first and the latest, so no later record is needed and the error is
+// about one pair's (the writers recalibrate at doubling intervals).
+type clocks map[uint32]*calibration
+
+type calibration struct {
+	first, last ClockRecord
+}
+
+func (c clocks) add(r *ClockRecord) {
+	if k := c[r.Logger]; k != nil {
+		k.last = *r
+		return
+	}
+	c[r.Logger] = &calibration{first: *r, last: *r}
+}
+
+// convert rewrites the time of a TSC-stamped enter or exit in place.
+func (c clocks) convert(kind Kind, rec Record) error {
+	var t *uint64
+	var logger uint32
+	switch r := rec.(type) {
+	case *EnterRecord:
+		t, logger = &r.Time, r.Logger
+	case *ExitRecord:
+		t, logger = &r.Time, r.Logger
+	}
+	k := c[logger]
+	if k == nil || k.last.TSC <= k.first.TSC || k.last.Time <= k.first.Time {
+		return fmt.Errorf("%v record of logger %d before two of its clock records: %w", kind, logger, ErrFormat)
+	}
+	rate := float64(k.last.Time-k.first.Time) / float64(k.last.TSC-k.first.TSC)
+	d := float64(int64(*t - k.last.TSC))
+	*t = uint64(int64(k.last.Time) + int64(d*rate))
+	return nil
 }

@@ -29,7 +29,17 @@ const (
 	maxGrowStep = 16 << 20
 	// EnvDir names the environment variable that overrides the directory.
 	EnvDir = "JITPROF_JITLOG_DIR"
+
+	// TSC calibration: two clock records calFirst apart at open, then one
+	// whenever the interval since the last has passed, doubling up to
+	// calMax, so a reader extrapolating from the last pair errs by about
+	// one pair's error.
+	calFirst = 200_000
+	calMax   = 100_000_000
 )
+
+// useTSC is whether enter and exit stamp the TSC; tests turn it off.
+var useTSC = tscUsable()
 
 // Options configure Open. The zero value is usable.
 type Options struct {
@@ -75,6 +85,11 @@ type Logger struct {
 	growMu  sync.Mutex
 	closed  atomic.Bool
 	jd      *jitdump
+
+	tsc        bool // enter and exit stamp the TSC
+	ticksPerNs float64
+	calNs      uint64        // current calibration interval
+	nextCal    atomic.Uint64 // TSC of the next calibration; ^0 while one runs
 }
 
 // DefaultDir is $JITPROF_JITLOG_DIR, else /tmp/jitprof-<euid>.
@@ -138,6 +153,12 @@ func Open(opts Options) (*Logger, error) {
 	if err := l.logOpen(opts.Name); err != nil {
 		l.Close()
 		return nil, err
+	}
+	if useTSC {
+		if err := l.startTSC(); err != nil {
+			l.Close()
+			return nil, err
+		}
 	}
 	return l, nil
 }
@@ -388,7 +409,9 @@ func (l *Logger) CodeUnload(seq uint64) error {
 // Enter logs that execution context tid entered the code of generation seq.
 // tid is the caller's: an OS thread id (from a goroutine locked to its
 // thread) or any id stable for one goroutine; readers pair Enter and Exit by
-// it. Enter neither allocates nor makes a system call.
+// it. Enter neither allocates nor makes a system call. Where the TSC is
+// usable it stamps the raw TSC (12 ns where nanotime takes 21) and readers
+// convert by the logger's clock records.
 func (l *Logger) Enter(tid uint32, seq uint64) error {
 	off, err := l.reserve(enterSize)
 	if err != nil {
@@ -396,9 +419,16 @@ func (l *Logger) Enter(tid uint32, seq uint64) error {
 	}
 	b := l.mem[off : off+enterSize]
 	le.PutUint64(b[8:], seq)
-	le.PutUint64(b[16:], uint64(nanotime()))
 	le.PutUint32(b[24:], tid)
 	le.PutUint32(b[28:], l.id)
+	if l.tsc {
+		t := rdtsc()
+		le.PutUint64(b[16:], t)
+		l.publish(off, KindRegionEnterTSC)
+		l.recalibrate(t)
+		return nil
+	}
+	le.PutUint64(b[16:], uint64(nanotime()))
 	l.publish(off, KindRegionEnter)
 	return nil
 }
@@ -410,11 +440,82 @@ func (l *Logger) Exit(tid uint32) error {
 		return err
 	}
 	b := l.mem[off : off+exitSize]
-	le.PutUint64(b[8:], uint64(nanotime()))
 	le.PutUint32(b[16:], tid)
 	le.PutUint32(b[20:], l.id)
+	if l.tsc {
+		t := rdtsc()
+		le.PutUint64(b[8:], t)
+		l.publish(off, KindRegionExitTSC)
+		l.recalibrate(t)
+		return nil
+	}
+	le.PutUint64(b[8:], uint64(nanotime()))
 	l.publish(off, KindRegionExit)
 	return nil
+}
+
+// clockPair reads the monotonic clock between two TSC reads, three times,
+// and pairs the tightest with its midpoint.
+func clockPair() (tsc, ns uint64) {
+	best := ^uint64(0)
+	for range 3 {
+		a := rdtsc()
+		n := uint64(nanotime())
+		b := rdtsc()
+		if b-a < best {
+			best, tsc, ns = b-a, a+(b-a)/2, n
+		}
+	}
+	return tsc, ns
+}
+
+// logClock logs a clock record and returns its pair.
+func (l *Logger) logClock() (tsc, ns uint64, err error) {
+	off, err := l.reserve(clockSize)
+	if err != nil {
+		return 0, 0, err
+	}
+	tsc, ns = clockPair()
+	b := l.mem[off : off+clockSize]
+	le.PutUint64(b[8:], tsc)
+	le.PutUint64(b[16:], ns)
+	le.PutUint32(b[24:], l.id)
+	l.publish(off, KindClock)
+	return tsc, ns, nil
+}
+
+// startTSC logs two clock records calFirst apart, so readers have a rate
+// from the start, and switches enter and exit to the TSC.
+func (l *Logger) startTSC() error {
+	t0, n0, err := l.logClock()
+	if err != nil {
+		return err
+	}
+	for _, n := clockPair(); n-n0 < calFirst; _, n = clockPair() {
+	}
+	t1, n1, err := l.logClock()
+	if err != nil {
+		return err
+	}
+	l.ticksPerNs = float64(t1-t0) / float64(n1-n0)
+	l.calNs = 2 * calFirst
+	l.nextCal.Store(t1 + uint64(float64(l.calNs)*l.ticksPerNs))
+	l.tsc = true
+	return nil
+}
+
+// recalibrate logs a clock record once the TSC passes nextCal; one
+// goroutine wins the swap to ^0 and does it. An error (a full file) keeps
+// the old schedule: readers extrapolate.
+func (l *Logger) recalibrate(seen uint64) {
+	next := l.nextCal.Load()
+	if seen < next || !l.nextCal.CompareAndSwap(next, ^uint64(0)) {
+		return
+	}
+	if _, _, err := l.logClock(); err == nil && l.calNs < calMax {
+		l.calNs *= 2
+	}
+	l.nextCal.Store(rdtsc() + uint64(float64(l.calNs)*l.ticksPerNs))
 }
 
 func (l *Logger) logOpen(name string) error {

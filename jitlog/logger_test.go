@@ -52,6 +52,9 @@ func stripTimes(t *testing.T, recs []Record, lo, hi uint64) {
 			p = &r.Time
 		case *CloseRecord:
 			p = &r.Time
+		case *ClockRecord:
+			p = &r.Time
+			r.TSC = 0
 		case *Header:
 			p = &r.Created
 			r.Append, r.Capacity = 0, 0
@@ -124,6 +127,9 @@ func TestRoundTrip(t *testing.T) {
 	want := []Record{
 		&Header{Version: Version, PID: uint32(os.Getpid()), ClockID: ClockMonotonic, PageSize: uint32(os.Getpagesize()), MaxSize: DefaultMaxSize, Loggers: 1},
 		&OpenRecord{Logger: l.ID(), Name: "testjit"},
+	}
+	if useTSC {
+		want = append(want, &ClockRecord{Logger: l.ID()}, &ClockRecord{Logger: l.ID()})
 	}
 	for _, o := range ops {
 		r, err := o.do()
@@ -260,6 +266,12 @@ func TestConcurrent(t *testing.T) {
 		}
 	}
 	want := map[Kind]int{KindHeader: 1, KindLoggerOpen: 2, KindLoggerClose: 2, KindCodeLoad: workers * per, KindRegionEnter: workers * per, KindRegionExit: workers * per}
+	if useTSC {
+		want[KindClock] = kinds[KindClock] // two per logger, then as time passes
+		if kinds[KindClock] < 4 {
+			t.Errorf("%d clock records, want at least two per logger", kinds[KindClock])
+		}
+	}
 	if !reflect.DeepEqual(kinds, want) {
 		t.Errorf("record counts %v, want %v", kinds, want)
 	}
@@ -369,7 +381,7 @@ func TestTail(t *testing.T) {
 		want    []Kind
 		wantErr error
 	}{
-		{"header and open", func() {}, []Kind{KindHeader, KindLoggerOpen}, nil},
+		{"header and open", func() {}, openKinds(), nil},
 		{"nothing new", func() {}, nil, nil},
 		{"one load", func() { l.CodeLoad(1, 1, "a", nil) }, []Kind{KindCodeLoad}, nil},
 		{"pending holds back", func() {
@@ -534,4 +546,78 @@ func TestDefaultDir(t *testing.T) {
 	if got, want := DefaultDir(), filepath.Join(os.TempDir(), "jitprof-"+strconv.Itoa(os.Geteuid())); got != want {
 		t.Errorf("DefaultDir: %s, want %s", got, want)
 	}
+}
+
+// TestRegionTimes checks that enter and exit times read as CLOCK_MONOTONIC
+// ns, with the TSC (converted by clock records, across recalibrations) and
+// without it, and that every stamp falls between clock readings taken
+// around the call, to within a microsecond of calibration error.
+func TestRegionTimes(t *testing.T) {
+	for _, tsc := range []bool{false, true} {
+		t.Run(fmt.Sprint("tsc=", tsc), func(t *testing.T) {
+			if tsc && !useTSC {
+				t.Skip("the kernel does not keep time with the TSC here, so the logger does not use it")
+			}
+			defer func(v bool) { useTSC = v }(useTSC)
+			useTSC = tsc
+			l := openTest(t, Options{Dir: t.TempDir()})
+			type window struct{ lo, hi uint64 }
+			var want []window
+			end := monoNow(t) + 50_000_000 // several recalibrations
+			for i := uint64(0); monoNow(t) < end; i++ {
+				lo := monoNow(t)
+				if err := l.Enter(1, i); err != nil {
+					t.Fatal(err)
+				}
+				if err := l.Exit(1); err != nil {
+					t.Fatal(err)
+				}
+				want = append(want, window{lo, monoNow(t)})
+				time.Sleep(100 * time.Microsecond)
+			}
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			recs, err := Read(l.Path(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var times []uint64
+			kinds := map[Kind]int{}
+			for _, r := range recs {
+				switch r := r.(type) {
+				case *EnterRecord:
+					times = append(times, r.Time)
+				case *ExitRecord:
+					times = append(times, r.Time)
+				}
+				kinds[r.Kind()]++
+			}
+			if len(times) != 2*len(want) {
+				t.Fatalf("%d enter and exit records, want %d", len(times), 2*len(want))
+			}
+			const slack = 1000
+			for i, w := range want {
+				for _, tm := range times[2*i : 2*i+2] {
+					if tm+slack < w.lo || tm > w.hi+slack {
+						t.Fatalf("call %d: time %d outside [%d, %d] by more than %d ns", i, tm, w.lo, w.hi, slack)
+					}
+				}
+			}
+			if tsc && kinds[KindClock] < 5 {
+				t.Errorf("%d clock records in 50 ms, want at least 5 (two at open and recalibrations)", kinds[KindClock])
+			}
+			if !tsc && kinds[KindClock] != 0 {
+				t.Errorf("%d clock records without the TSC", kinds[KindClock])
+			}
+		})
+	}
+}
+
+// openKinds are the records a logger's Open writes, after the header.
+func openKinds() []Kind {
+	if useTSC {
+		return []Kind{KindHeader, KindLoggerOpen, KindClock, KindClock}
+	}
+	return []Kind{KindHeader, KindLoggerOpen}
 }

@@ -57,6 +57,7 @@ type Reader struct {
 	err      error
 	torn     error
 	started  bool
+	clocks   clocks
 }
 
 const readChunk = 64 << 10
@@ -77,7 +78,7 @@ func NewReader(r io.ReaderAt, size int64) (*Reader, error) {
 	}
 	// Records end at the first unclaimed frame; the header's append
 	// offset is only a writers' hint.
-	return &Reader{r: r, hdr: h, off: HeaderSize, end: uint64(size)}, nil
+	return &Reader{r: r, hdr: h, off: HeaderSize, end: uint64(size), clocks: clocks{}}, nil
 }
 
 // Header is the file header.
@@ -161,6 +162,13 @@ func (r *Reader) Next() bool {
 			return false
 		}
 		rec, err := decodeRecord(kind, b)
+		switch {
+		case err != nil:
+		case kind == KindClock:
+			r.clocks.add(rec.(*ClockRecord))
+		case kind == KindRegionEnterTSC || kind == KindRegionExitTSC:
+			err = r.clocks.convert(kind, rec)
+		}
 		if err != nil {
 			r.err = fmt.Errorf("jitlog: record at offset %d: %w", off, err)
 			return false

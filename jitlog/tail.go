@@ -19,12 +19,13 @@ type Tail struct {
 	// Warn receives ErrTorn errors from Follow; they are dropped if nil.
 	Warn func(error)
 
-	f     *os.File
-	path  string
-	opts  ReadOptions
-	hdr   *Header
-	off   uint64
-	frame Reader // buffered reads of frames for the publication scan
+	f      *os.File
+	path   string
+	opts   ReadOptions
+	hdr    *Header
+	off    uint64
+	frame  Reader // buffered reads of frames for the publication scan
+	clocks clocks // loggers' TSC calibration, across polls
 }
 
 // OpenTail opens path, after the checks in opts (nil for the defaults),
@@ -34,7 +35,7 @@ func OpenTail(path string, opts *ReadOptions) (*Tail, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &Tail{Alive: ProcessAlive, f: f, path: path}
+	t := &Tail{Alive: ProcessAlive, f: f, path: path, clocks: clocks{}}
 	if opts != nil {
 		t.opts = *opts
 	}
@@ -108,7 +109,7 @@ func (t *Tail) Poll() ([]Record, error) {
 		}
 		pos += size
 	}
-	rd := &Reader{r: t.f, hdr: t.hdr, off: t.off, end: pos, started: true}
+	rd := &Reader{r: t.f, hdr: t.hdr, off: t.off, end: pos, started: true, clocks: t.clocks}
 	for rd.Next() {
 		recs = append(recs, rd.Record())
 	}
