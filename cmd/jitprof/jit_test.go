@@ -223,3 +223,46 @@ func csvShares(t *testing.T, csv, prefix string) (map[string]float64, float64) {
 	}
 	return got, sum
 }
+
+// TestSelfContainedRecording: jitprof record copies the JIT data of the
+// processes it recorded into perf.data, so the report names JIT code after
+// the files are gone, says it used the embedded copy, and perf still reads
+// the file.
+func TestSelfContainedRecording(t *testing.T) {
+	perftest.Perf(t)
+	jitprof, minijit := buildTools(t)
+	data, env, truth := runMinijit(t, jitprof, minijit, "-jitdump", "-perfmap")
+	for _, e := range env {
+		if dir, ok := strings.CutPrefix(e, "JITPROF_JITLOG_DIR="); ok {
+			if err := os.RemoveAll(dir); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, pid := range pidsOf(t, data, "minijit") {
+		os.Remove(fmt.Sprintf("/tmp/perf-%d.map", pid))
+	}
+	for _, h := range []string{"jitlog", "jitdump", "perfmap"} {
+		rep := exec.Command(jitprof, "report", "-i", data, "--anon-handler", h, "-l")
+		rep.Env = env
+		var stderr strings.Builder
+		rep.Stderr = &stderr
+		out, err := rep.Output()
+		if err != nil {
+			t.Fatalf("report --anon-handler %s: %v\n%s", h, err, stderr.String())
+		}
+		if !strings.Contains(stderr.String(), "named by "+h) || !strings.Contains(stderr.String(), "(embedded in the recording)") {
+			t.Errorf("report --anon-handler %s does not say it used the embedded copy:\n%s", h, stderr.String())
+		}
+		if h != "perfmap" {
+			for name := range truth {
+				if !strings.Contains(string(out), name) {
+					t.Errorf("report --anon-handler %s lacks %s after the files were removed", h, name)
+				}
+			}
+		}
+	}
+	if st := perftest.Stats(t, data); st["SAMPLE"] < 1000 {
+		t.Errorf("perf report --stats on a recording with jitprof's section: %v", st)
+	}
+}

@@ -3,12 +3,10 @@ package anonbind
 import (
 	"errors"
 	"fmt"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 
 	"github.com/jitprof/jitprof/internal/anon"
 	"github.com/jitprof/jitprof/internal/jitbundle"
@@ -126,7 +124,7 @@ func (b *Binder) claim(pid uint32) *procState {
 	for _, m := range sp.Mappings {
 		p.Mappings = append(p.Mappings, anon.Mapping{Start: m.Start, End: m.End, Pgoff: m.Pgoff, Time: m.Time, Path: m.Path, Exec: m.Exec})
 	}
-	b.live(p)
+	p.FillLive(b.opts.ProcRoot)
 	st := &procState{claim: Claim{PID: pid, Comm: sp.Comm}, amb: map[uint64]int{}}
 	r, h, errs := anon.Claim(b.opts.Handlers, p)
 	st.claim.Errs = errs
@@ -136,35 +134,6 @@ func (b *Binder) claim(pid uint32) *procState {
 		st.claim.Source = r.Source()
 	}
 	return st
-}
-
-// live fills in what only a running process can tell: where its files
-// are (its root, for containers), its pid inside its namespace and its
-// owner. A process that is gone, or a pid now used by another program,
-// leaves these at their defaults.
-func (b *Binder) live(p *anon.Process) {
-	dir := b.opts.ProcRoot + "/" + strconv.Itoa(p.PID)
-	comm, err := os.ReadFile(dir + "/comm")
-	if err != nil || p.Comm != "" && strings.TrimSpace(string(comm)) != p.Comm {
-		return
-	}
-	if st, err := os.Stat(dir); err == nil {
-		if sys, ok := st.Sys().(*syscall.Stat_t); ok {
-			p.UID = int(sys.Uid)
-		}
-	}
-	p.Root = dir + "/root"
-	status, err := os.ReadFile(dir + "/status")
-	if err != nil {
-		return
-	}
-	for _, line := range strings.Split(string(status), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == "NSpid:" {
-			if n, err := strconv.Atoi(f[len(f)-1]); err == nil {
-				p.NSPID = n
-			}
-		}
-	}
 }
 
 // Claims returns how each process with anonymous samples was handled, by
