@@ -2,12 +2,14 @@
 # Compares the disturbance of jitprof record and perf record on a CPU-bound
 # C workload in one run: wall time alone, under perf and under jitprof at
 # -F 999 and -F 4999, with and without -g; and the fixed cost of
-# recording `true`. Prints a table and writes bench/RESULTS-record.md.
+# recording `true`. Prints a table and writes the record section of
+# bench/RESULTS.md.
 # Usage: bench/record/run.sh [RUNS] (default 5; the median is reported).
 set -euo pipefail
 runs=${1:-5}
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
+. "$root/bench/lib.sh"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -24,6 +26,7 @@ wall() {
 	echo "scale=4; ($t1 - $t0) / 1000000000" | bc
 }
 
+# median here reads stdin, unlike lib.sh's, which takes arguments.
 median() { sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 
 declare -A cmds=(
@@ -55,7 +58,7 @@ for c in "${order[@]}"; do med[$c]=$(median <"$tmp/$c.times"); done
 ratio() { echo "scale=3; ${med[$1]} / ${med[alone]}" | bc; }
 
 {
-	echo "# jitprof record vs perf record"
+	echo "## jitprof record vs perf record (bench/record/run.sh)"
 	echo
 	echo "$(date -u +%Y-%m-%d), $(uname -r), $(nproc) CPUs, $(perf version), median of $runs interleaved runs."
 	echo "Workload: bench/record/work.c ($iters iterations, one thread, CPU-bound, about 2.4 s alone); wall time in seconds."
@@ -69,7 +72,7 @@ ratio() { echo "scale=3; ${med[$1]} / ${med[alone]}" | bc; }
 	echo "| start-up + shut-down (\`record -- true\`) | ${med[perf-true]} | | ${med[jitprof-true]} | |"
 	echo
 	echo "The ratios include each recorder's fixed start-up and shut-down cost (last row)."
-} | tee "$root/bench/RESULTS-record.md"
+} | tee "$tmp/section.md"
 
 {
 	echo
@@ -78,4 +81,5 @@ ratio() { echo "scale=3; ${med[$1]} / ${med[alone]}" | bc; }
 	echo '```'
 	(cd "$root" && go test -run '^$' -bench Handle ./internal/record) | grep '^Benchmark'
 	echo '```'
-} | tee -a "$root/bench/RESULTS-record.md"
+} | tee -a "$tmp/section.md"
+update_section record "$tmp/section.md"
