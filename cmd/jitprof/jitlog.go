@@ -1,0 +1,136 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"syscall"
+
+	"github.com/jitprof/jitprof/jitlog"
+)
+
+func init() {
+	register(&command{name: "jitlog", summary: "clean up or dump JIT data logger databases (anon.PID)", run: runJitlog})
+}
+
+func runJitlog(args []string) error { return jitlogMain(os.Stdout, os.Stderr, args) }
+
+// jitlogMain runs "jitprof jitlog clean|dump" writing to stdout and stderr.
+func jitlogMain(stdout, stderr io.Writer, args []string) error {
+	usage := func() {
+		fmt.Fprintln(stderr, "usage: jitprof jitlog clean [--dir DIR]\n       jitprof jitlog dump [-p PID | DATABASE] [--force]")
+	}
+	if len(args) == 0 {
+		usage()
+		return errUsage
+	}
+	switch args[0] {
+	case "clean":
+		return jitlogClean(stdout, stderr, args[1:])
+	case "dump":
+		return jitlogDump(stdout, stderr, args[1:])
+	}
+	usage()
+	return errUsage
+}
+
+// jitlogClean removes the databases of processes that are gone, as seed
+// 000 asks at the start of a session; live processes' stay.
+func jitlogClean(stdout, stderr io.Writer, args []string) error {
+	fs := flag.NewFlagSet("jitlog clean", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	dir := fs.String("dir", jitlog.DefaultDir(), "the jitlog `directory`")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 0 {
+		fs.Usage()
+		return errUsage
+	}
+	removed, err := jitlog.Cleanup(*dir)
+	for _, p := range removed {
+		fmt.Fprintf(stdout, "removed %s\n", p)
+	}
+	if err != nil {
+		return fmt.Errorf("jitlog clean %s: %w", *dir, err)
+	}
+	if len(removed) == 0 {
+		fmt.Fprintf(stdout, "nothing to remove in %s\n", *dir)
+	}
+	return nil
+}
+
+// jitlogDump prints a database's records, one line each, in file order.
+func jitlogDump(stdout, stderr io.Writer, args []string) error {
+	fs := flag.NewFlagSet("jitlog dump", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	pid := fs.Int("p", 0, "dump the database of process `pid` (in $JITPROF_JITLOG_DIR or /tmp/jitprof-UID)")
+	force := fs.Bool("force", false, "read a database not owned by you or root")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	var path string
+	owner := os.Getuid()
+	switch {
+	case *pid != 0 && len(pos) == 0:
+		path = jitlog.DatabasePath(jitlog.DefaultDir(), *pid)
+		// Trust the process's own user's database, as pathtime does.
+		if st, err := os.Stat("/proc/" + strconv.Itoa(*pid)); err == nil {
+			if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+				owner = int(sys.Uid)
+			}
+		}
+	case *pid == 0 && len(pos) == 1:
+		path = pos[0]
+	default:
+		fs.Usage()
+		return errUsage
+	}
+	recs, err := jitlog.Read(path, &jitlog.ReadOptions{Owner: owner, Force: *force})
+	if err != nil && (len(recs) == 0 || !errors.Is(err, jitlog.ErrTorn)) {
+		return fmt.Errorf("jitlog dump: %w", err)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "jitprof jitlog dump: warning: %v\n", err)
+	}
+	fmt.Fprintf(stdout, "# %s\n", path)
+	for _, r := range recs {
+		fmt.Fprintln(stdout, formatRecord(r))
+	}
+	return nil
+}
+
+// formatRecord is one record as "kind field=value ...", times in
+// CLOCK_MONOTONIC ns (TSC stamps already converted by the reader).
+func formatRecord(r jitlog.Record) string {
+	switch r := r.(type) {
+	case *jitlog.Header:
+		return fmt.Sprintf("header version=%d pid=%d start=%d created=%d clock=%d max=%d loggers=%d seq=%d",
+			r.Version, r.PID, r.StartTime, r.Created, r.ClockID, r.MaxSize, r.Loggers, r.Seq)
+	case *jitlog.OpenRecord:
+		return fmt.Sprintf("logger-open time=%d logger=%d name=%q", r.Time, r.Logger, r.Name)
+	case *jitlog.CloseRecord:
+		return fmt.Sprintf("logger-close time=%d logger=%d", r.Time, r.Logger)
+	case *jitlog.ClockRecord:
+		return fmt.Sprintf("clock time=%d tsc=%d logger=%d", r.Time, r.TSC, r.Logger)
+	case *jitlog.LoadRecord:
+		return fmt.Sprintf("code-load seq=%d time=%d addr=%#x size=%d logger=%d name=%q code=%d files=%d lines=%d bytecode=%d",
+			r.Seq, r.Time, r.Addr, r.Size, r.Logger, r.Name, len(r.Code), len(r.Files), len(r.Lines), len(r.Bytecode))
+	case *jitlog.MoveRecord:
+		return fmt.Sprintf("code-move seq=%d time=%d from=%#x to=%#x logger=%d", r.Seq, r.Time, r.OldAddr, r.NewAddr, r.Logger)
+	case *jitlog.UnloadRecord:
+		return fmt.Sprintf("code-unload seq=%d time=%d logger=%d", r.Seq, r.Time, r.Logger)
+	case *jitlog.EnterRecord:
+		return fmt.Sprintf("region-enter seq=%d time=%d tid=%d logger=%d", r.Seq, r.Time, r.TID, r.Logger)
+	case *jitlog.ExitRecord:
+		return fmt.Sprintf("region-exit time=%d tid=%d logger=%d", r.Time, r.TID, r.Logger)
+	case *jitlog.UnknownRecord:
+		return fmt.Sprintf("%v bytes=%d", r.Type, len(r.Data))
+	}
+	return fmt.Sprintf("%v", r.Kind())
+}
