@@ -55,33 +55,35 @@ func records(t *testing.T, r *perfdata.Reader, next func() bool) []string {
 	return out
 }
 
-func TestChunksReadAsRecords(t *testing.T) {
+func TestRecordsInReadsAsRecords(t *testing.T) {
 	f := chunkFile(t)
 	all := f.Records()
 	want := records(t, all, all.Next)
-	for _, n := range []int{1, 2, 3, 7, 100000} {
-		chunks := f.Chunks(n)
-		if len(chunks) == 0 || len(chunks) > n {
-			t.Fatalf("Chunks(%d) gave %d chunks", n, len(chunks))
-		}
-		if chunks[0].Start != f.DataOffset || chunks[len(chunks)-1].End != f.DataOffset+f.DataSize {
-			t.Errorf("Chunks(%d) = %v, do not cover the data section at %d+%d", n, chunks, f.DataOffset, f.DataSize)
-		}
+	var offs []int64
+	for r := f.Records(); r.Next(); {
+		offs = append(offs, r.Offset())
+	}
+	for _, n := range []int{1, 2, 3, 7, len(offs)} {
 		var got []string
-		for i, c := range chunks {
-			if i > 0 && c.Start != chunks[i-1].End {
-				t.Fatalf("Chunks(%d): chunk %d starts at %d, not where chunk %d ends (%d)", n, i, c.Start, i-1, chunks[i-1].End)
+		start := f.DataOffset
+		for i := 1; i <= n; i++ {
+			end := f.DataOffset + f.DataSize
+			if i < n {
+				end = offs[i*len(offs)/n]
 			}
+			c := perfdata.Chunk{Start: start, End: end}
 			r := f.RecordsIn(c)
 			got = append(got, records(t, r, r.Next)...)
 			f.Release(c) // reading again after a release must see the same bytes
+			start = end
 		}
 		if !slices.Equal(got, want) {
-			t.Errorf("Chunks(%d): the chunks read %d records, not the %d Records reads, or other ones", n, len(got), len(want))
+			t.Errorf("%d chunks read %d records, not the %d Records reads, or other ones", n, len(got), len(want))
 		}
 	}
-	if n := len(f.Chunks(7)); n != 7 {
-		t.Errorf("Chunks(7) of %d records gave %d chunks", len(want), n)
+	r := f.Records()
+	if got := records(t, r, r.Next); !slices.Equal(got, want) {
+		t.Errorf("after Release, Records reads %d records, not the %d it read before, or other ones", len(got), len(want))
 	}
 }
 

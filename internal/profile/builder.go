@@ -143,3 +143,52 @@ func (b *Builder) Profile() *Profile {
 	p.SortEntries()
 	return p
 }
+
+// Merge adds the tables and entries of p, built by another Builder with the
+// same events, interning each table in p's order. Merging the profiles of
+// consecutive parts of a recording in order thus gives the ids one Builder
+// reading the whole recording would have given.
+func (b *Builder) Merge(p *Profile) {
+	strs := make([]int32, len(p.Strings))
+	for i, s := range p.Strings {
+		strs[i] = b.String(s)
+	}
+	images := make([]int32, len(p.Images))
+	for i, im := range p.Images {
+		images[i] = b.Image(im)
+		if im.NoSymbols != "" {
+			b.SetNoSymbols(images[i], im.NoSymbols)
+		}
+	}
+	funcs := make([]int32, len(p.Funcs))
+	for i, f := range p.Funcs {
+		f.Image = images[f.Image]
+		funcs[i] = b.Func(f)
+	}
+	frames := make([]int32, len(p.Frames))
+	for i, f := range p.Frames {
+		f.Func, f.File = funcs[f.Func], strs[f.File]
+		frames[i] = b.Frame(f)
+	}
+	nodes := make([]int32, len(p.Nodes))
+	for i, n := range p.Nodes {
+		parent := n.Parent
+		if parent >= 0 {
+			parent = nodes[parent] // a parent is always made before its children
+		}
+		nodes[i] = b.Push(parent, frames[n.Frame])
+	}
+	threads := make([]int32, len(p.Threads))
+	for i, t := range p.Threads {
+		t.Comm = strs[t.Comm]
+		threads[i] = b.Thread(t)
+	}
+	for _, e := range p.Entries {
+		k := e.Key
+		if k.Stack >= 0 {
+			k.Stack = nodes[k.Stack]
+		}
+		k.Thread = threads[k.Thread]
+		b.Add(k, e.Count, e.Period)
+	}
+}

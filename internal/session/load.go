@@ -1,8 +1,13 @@
 package session
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"runtime"
+	"slices"
+	"sync/atomic"
+	"time"
 
 	"github.com/jitprof/jitprof/internal/profile"
 	"github.com/jitprof/jitprof/internal/symbolize"
@@ -35,6 +40,9 @@ type Options struct {
 	Lines bool
 	// Addresses keeps each frame's image-relative address (annotate).
 	Addresses bool
+	// LeafOnly keeps only the sampled address of each stack, for flat
+	// reports: the callchains are not resolved.
+	LeafOnly bool
 	// Timeline, when set, is the file's timeline from BuildTimeline,
 	// which Load then does not build again.
 	Timeline *Timeline
@@ -43,13 +51,30 @@ type Options struct {
 	Progress func(done, total int64)
 }
 
-// Load replays a recording into a profile.
+// Load replays a recording into a profile. It reads the samples in
+// parallel, in parts that it merges in file order, so the profile is the
+// same as one read in a single pass.
 func Load(f *perfdata.File, opts Options) (*profile.Profile, error) {
+	workers := runtime.GOMAXPROCS(0)
+	// A part per worker would do on idle cores; more parts let a worker
+	// on a busy core do less, for a little more merging.
+	return load(f, opts, min(2*workers, int(f.DataSize/minChunk)+1), workers)
+}
+
+// minChunk keeps small recordings in one part: merging parts costs more
+// than reading them.
+const minChunk = 8 << 20
+
+// load reads the samples in at most nchunks parts with that many workers.
+func load(f *perfdata.File, opts Options, nchunks, workers int) (*profile.Profile, error) {
 	if f.Pipe {
 		return nil, errors.New("session: a pipe-mode stream can be read once only; save it to a file first")
 	}
 	if opts.Symbolizer == nil {
 		opts.Symbolizer = symbolize.New(symbolize.Options{})
+	}
+	if kernelSampled(f) {
+		go opts.Symbolizer.Kernel() // parse kallsyms while the timeline is read
 	}
 	tl := opts.Timeline
 	if tl == nil {
@@ -58,39 +83,121 @@ func Load(f *perfdata.File, opts Options) (*profile.Profile, error) {
 			return nil, err
 		}
 	}
+	chunks := tl.chunks(f, nchunks)
+	parts := make([]chan part, len(chunks))
+	for i := range parts {
+		parts[i] = make(chan part, 1)
+	}
+	var next, done atomic.Int64
+	for range min(workers, len(chunks)) {
+		go func() {
+			for i := int(next.Add(1)) - 1; i < len(chunks); i = int(next.Add(1)) - 1 {
+				p, err := loadChunk(f, chunks[i], tl, opts, &done)
+				parts[i] <- part{p, err}
+			}
+		}()
+	}
+
 	b := profile.NewBuilder()
 	meta := b.Meta()
-	meta.Lost = tl.lost
-	total := f.DataSize * 2
-	r := f.Records()
-	l := &loader{
-		tl: tl, opts: opts, b: b,
-		cache:  map[cacheKey]int32{},
-		images: map[imageKey]*loadedImage{},
-		events: map[*perfdata.Attr]int32{},
-
-		threads: map[uint64]threadCache{},
-	}
-	meta.Cmdline, _ = f.Features.Cmdline()
-	meta.Hostname, _ = f.Features.String(perfdata.FeatHostname)
 	for _, a := range f.Attrs {
-		l.event(a)
+		b.Event(event(a))
 	}
-	for n := 0; r.Next(); n++ {
-		if s, ok := r.Record().(*perfdata.Sample); ok {
-			l.sample(s)
-		}
-		if opts.Progress != nil && n&0xffff == 0 {
-			opts.Progress(f.DataSize+r.Offset()-f.DataOffset, total)
-		}
+	var tick <-chan time.Time
+	if opts.Progress != nil {
+		t := time.NewTicker(50 * time.Millisecond)
+		defer t.Stop()
+		tick = t.C
 	}
-	if err := r.Err(); err != nil {
+	total := f.DataSize * 2
+	var err error
+	for _, ch := range parts {
+		var pt part
+	wait:
+		for {
+			select {
+			case pt = <-ch:
+				break wait
+			case <-tick:
+				opts.Progress(f.DataSize+done.Load(), total)
+			}
+		}
+		if err != nil || pt.err != nil {
+			err = cmp.Or(err, pt.err) // the first part's error, as one pass would meet it
+			continue
+		}
+		if len(parts) == 1 {
+			b, meta = pt.b, pt.b.Meta()
+			break
+		}
+		b.Merge(pt.b.Meta())
+		p := pt.b.Meta()
+		if p.StartNS != 0 && (meta.StartNS == 0 || p.StartNS < meta.StartNS) {
+			meta.StartNS = p.StartNS
+		}
+		meta.EndNS = max(meta.EndNS, p.EndNS)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("session: %w", err)
 	}
+	meta.Lost = tl.lost
+	meta.Cmdline, _ = f.Features.Cmdline()
+	meta.Hostname, _ = f.Features.String(perfdata.FeatHostname)
 	if opts.Progress != nil {
 		opts.Progress(total, total)
 	}
 	return b.Profile(), nil
+}
+
+// part is the profile of one chunk of a recording, unsorted.
+type part struct {
+	b   *profile.Builder
+	err error
+}
+
+// releaseEvery is how many bytes of records a worker reads before it
+// lets their pages go, which keeps the mapped file out of the memory
+// a report takes.
+const releaseEvery = 4 << 20
+
+func loadChunk(f *perfdata.File, c perfdata.Chunk, tl *Timeline, opts Options, done *atomic.Int64) (*profile.Builder, error) {
+	b := profile.NewBuilder()
+	l := &loader{
+		tl: tl, opts: opts, b: b,
+		cache:   map[cacheKey]int32{},
+		images:  map[imageKey]*loadedImage{},
+		events:  map[*perfdata.Attr]int32{},
+		threads: map[uint64]threadState{},
+		chains:  map[uint64]chainEntry{},
+	}
+	for _, a := range f.Attrs {
+		l.events[a] = b.Event(event(a))
+	}
+	r := f.RecordsIn(c)
+	released := c.Start
+	for r.Next() {
+		if s, ok := r.Record().(*perfdata.Sample); ok {
+			l.sample(s)
+		}
+		if off := r.Offset(); off-released >= releaseEvery {
+			f.Release(perfdata.Chunk{Start: released, End: off})
+			done.Add(off - released)
+			released = off
+		}
+	}
+	f.Release(perfdata.Chunk{Start: released, End: c.End})
+	done.Add(c.End - released)
+	return b, r.Err()
+}
+
+// kernelSampled reports whether the recording may hold kernel samples.
+func kernelSampled(f *perfdata.File) bool {
+	for _, a := range f.Attrs {
+		if a.Flags&perfdata.FlagExcludeKernel == 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // EventName is perf's name for an attr's event when the file does not
@@ -146,27 +253,29 @@ type loader struct {
 	kernelLoaded bool
 
 	frames  []int32
-	threads map[uint64]threadCache // by pid<<32 | tid
+	threads map[uint64]threadState // by pid<<32 | tid
+
+	chains map[uint64]chainEntry // by hash of the key words
+	arena  []uint64              // key words of the chains
+	key    []uint64              // the current sample's key words
+	timed  bool                  // the current stack depends on more than the epoch
 }
 
-type threadCache struct {
-	comm string
-	id   int32
+type threadState struct {
+	from, to uint64 // the span of time in which the rest holds
+	comm     string
+	id       int32 // the interned thread
+	epoch    uint64
 }
 
-func (l *loader) event(a *perfdata.Attr) int32 {
-	if id, ok := l.events[a]; ok {
-		return id
-	}
+func event(a *perfdata.Attr) profile.Event {
 	e := profile.Event{Name: EventName(a)}
 	if a.Freq() {
 		e.Freq = a.SamplePeriod
 	} else {
 		e.Period = a.SamplePeriod
 	}
-	id := l.b.Event(e)
-	l.events[a] = id
-	return id
+	return e
 }
 
 func (l *loader) sample(s *perfdata.Sample) {
@@ -177,12 +286,79 @@ func (l *loader) sample(s *perfdata.Sample) {
 	}
 	meta.EndNS = max(meta.EndNS, tm)
 
-	pid, tid := s.PID, s.TID
+	th := l.thread(s.PID, s.TID, tm)
+	node := l.stack(s, tm, th.epoch)
+	cpu := int32(-1)
+	if s.Has(perfdata.SampleCPU) {
+		cpu = int32(s.CPU)
+	}
+	l.b.Add(profile.Key{Stack: node, Thread: th.id, CPU: cpu, Event: l.events[s.Attr]}, 1, s.Period)
+}
+
+// thread returns what the timeline says of a thread at tm, asking it
+// once per span of time in which the answer holds.
+func (l *loader) thread(pid, tid uint32, tm uint64) threadState {
+	k := uint64(pid)<<32 | uint64(tid)
+	ts, ok := l.threads[k]
+	if ok && ts.from <= tm && tm < ts.to {
+		return ts
+	}
+	epoch, comm, from, to := l.tl.threadSpan(pid, tid, tm)
+	// Interning the thread hashes its name: do it only when the name
+	// changes.
+	if !ok || ts.comm != comm {
+		ts.comm, ts.id = comm, l.b.Thread(profile.Thread{PID: pid, TID: tid, Comm: l.b.String(comm)})
+	}
+	ts.epoch, ts.from, ts.to = epoch, from, to
+	l.threads[k] = ts
+	return ts
+}
+
+// chainEntry is a resolved callchain: its key words in loader.arena and
+// its leaf node.
+type chainEntry struct {
+	off, n int
+	node   int32
+}
+
+// stack returns the leaf node of the sample's stack. A callchain resolves
+// the same way in a process as long as its mappings do not change, so
+// each is resolved once per epoch and then found by its hash.
+func (l *loader) stack(s *perfdata.Sample, tm, epoch uint64) int32 {
+	key := append(l.key[:0], uint64(s.PID)<<32|uint64(s.CPUMode()), epoch, s.IP)
+	if !l.opts.LeafOnly {
+		key = append(key, s.Callchain...)
+	}
+	l.key = key
+	h := uint64(len(key))
+	for _, w := range key {
+		h = (h ^ w) * 0x9e3779b97f4a7c15
+		h ^= h >> 29
+	}
+	e, found := l.chains[h]
+	if found && slices.Equal(l.arena[e.off:e.off+e.n], key) {
+		return e.node
+	}
+	l.timed = false
+	node := l.resolve(s, tm)
+	if !found && !l.timed {
+		l.chains[h] = chainEntry{len(l.arena), len(key), node}
+		l.arena = append(l.arena, key...)
+	}
+	return node
+}
+
+// resolve interns the sample's stack and returns its leaf node.
+func (l *loader) resolve(s *perfdata.Sample, tm uint64) int32 {
+	pid := s.PID
 	mode := s.CPUMode()
 	l.frames = l.frames[:0]
 	l.frames = append(l.frames, l.frame(pid, s.IP, tm, mode, false))
 	skipIP := true
 	for _, ip := range s.Callchain {
+		if l.opts.LeafOnly {
+			break
+		}
 		if ip >= perfdata.CallchainContextMax {
 			switch ip {
 			case perfdata.CallchainKernel:
@@ -206,25 +382,7 @@ func (l *loader) sample(s *perfdata.Sample) {
 	for i := len(l.frames) - 1; i >= 0; i-- {
 		node = l.b.Push(node, l.frames[i])
 	}
-	cpu := int32(-1)
-	if s.Has(perfdata.SampleCPU) {
-		cpu = int32(s.CPU)
-	}
-	// Interning the thread hashes its name: do it only when the name
-	// changes, not per sample.
-	comm := l.tl.Comm(pid, tid, tm)
-	tk := uint64(pid)<<32 | uint64(tid)
-	tc, ok := l.threads[tk]
-	if !ok || tc.comm != comm {
-		tc = threadCache{comm, l.b.Thread(profile.Thread{PID: pid, TID: tid, Comm: l.b.String(comm)})}
-		l.threads[tk] = tc
-	}
-	th := tc.id
-	ev := int32(0)
-	if s.Attr != nil {
-		ev = l.event(s.Attr)
-	}
-	l.b.Add(profile.Key{Stack: node, Thread: th, CPU: cpu, Event: ev}, 1, s.Period)
+	return node
 }
 
 // frame resolves one address to an interned frame.
@@ -248,6 +406,7 @@ func (l *loader) frame(pid uint32, addr, tm uint64, mode uint16, ret bool) int32
 	}
 	if m.Anon {
 		if l.opts.Anon != nil {
+			l.timed = true // JIT code changes at any time, not with mappings
 			if af, ok := l.opts.Anon.Resolve(pid, addr, tm); ok {
 				im := l.b.Image(profile.Image{Name: af.Image, Kind: profile.ImageAnon})
 				fn := l.b.Func(profile.Func{Name: af.Func, Image: im, Addr: af.Start, File: af.File})

@@ -3,6 +3,7 @@ package session
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -43,6 +44,10 @@ type generation struct {
 	forked uint64      // when it forked from parent or exec'd
 	maps   []*Mapping  // sorted by Start
 	maxEnd []uint64    // maxEnd[i] is the largest End of maps[:i+1]
+	// changes are the times, sorted, at which what Lookup finds in the
+	// generation can change: when its or its ancestors' mappings appeared.
+	changes []uint64
+	seen    bool // changes is computed
 }
 
 // genStart is a FORK or exec COMM, kept until finish: records of
@@ -70,6 +75,12 @@ type Timeline struct {
 	comms    map[uint32][]commChange // by tid
 	threads  map[uint32]threadFork   // tid -> parent thread at creation
 	buildIDs map[string]string       // path -> build-id
+	// tchanges are, by tid, the times at which Comm's answer for the
+	// thread can change: its and its creators' renames and forks.
+	tchanges map[uint32][]uint64
+	// bounds are the offsets of the non-sample records, where the data
+	// can be split for reading in parallel.
+	bounds []int64
 }
 
 type threadFork struct {
@@ -251,8 +262,21 @@ func (t *Timeline) finish() {
 			fin(g)
 		}
 	}
+	t.kernel.computeChanges()
+	for _, gs := range t.gens {
+		for _, g := range gs {
+			g.computeChanges()
+		}
+	}
 	for _, cs := range t.comms {
 		sort.SliceStable(cs, func(i, j int) bool { return cs[i].time < cs[j].time })
+	}
+	t.tchanges = map[uint32][]uint64{}
+	for tid := range t.comms {
+		t.threadChanges(tid)
+	}
+	for tid := range t.threads {
+		t.threadChanges(tid)
 	}
 	for _, p := range t.procs {
 		sort.SliceStable(p.Mappings, func(i, j int) bool { return p.Mappings[i].Time < p.Mappings[j].Time })
@@ -277,7 +301,8 @@ func buildTimeline(f *perfdata.File, progress func(done, total int64)) (*Timelin
 	var lost uint64
 	total := f.DataSize * 2
 	r := f.Records()
-	for n := 0; r.Next(); n++ {
+	for n := 0; r.NextNonSample(); n++ {
+		tl.bounds = append(tl.bounds, r.Offset())
 		switch rec := r.Record().(type) {
 		case *perfdata.Mmap, *perfdata.Comm, *perfdata.Fork:
 			tl.add(rec)
@@ -295,7 +320,70 @@ func buildTimeline(f *perfdata.File, progress func(done, total int64)) (*Timelin
 	}
 	tl.finish()
 	tl.lost = lost
+	// The samples are read later, in parts; keep only those in memory.
+	f.Release(perfdata.Chunk{Start: f.DataOffset, End: f.DataOffset + f.DataSize})
 	return tl, nil
+}
+
+// chunks splits the data section of f, whose timeline t is, into at most
+// n parts of about equal size at record boundaries.
+func (t *Timeline) chunks(f *perfdata.File, n int) []perfdata.Chunk {
+	start, end := f.DataOffset, f.DataOffset+f.DataSize
+	var out []perfdata.Chunk
+	for i := 1; i < n; i++ {
+		target := f.DataOffset + f.DataSize*int64(i)/int64(n)
+		j, _ := slices.BinarySearch(t.bounds, target)
+		if j == len(t.bounds) {
+			break
+		}
+		if b := t.bounds[j]; b > start {
+			out = append(out, perfdata.Chunk{Start: start, End: b})
+			start = b
+		}
+	}
+	return append(out, perfdata.Chunk{Start: start, End: end})
+}
+
+// computeChanges fills g.changes: its mappings' times and, as Lookup
+// falls back to the parent as it was at the fork, the parent's changes
+// up to then.
+func (g *generation) computeChanges() {
+	if g.seen {
+		return
+	}
+	g.seen = true
+	for _, m := range g.maps {
+		g.changes = append(g.changes, m.Time)
+	}
+	if p := g.parent; p != nil {
+		p.computeChanges()
+		for _, c := range p.changes {
+			if c <= g.forked {
+				g.changes = append(g.changes, c)
+			}
+		}
+	}
+	slices.Sort(g.changes)
+	g.changes = slices.Compact(g.changes)
+}
+
+// epoch numbers the spans of time in which every user address of pid
+// resolves the same way: equal epochs, equal answers from Lookup.
+func (t *Timeline) epoch(pid uint32, time uint64) uint64 {
+	gs := t.gens[pid]
+	if pid == pidKernel {
+		gs = []*generation{&t.kernel}
+	}
+	if len(gs) == 0 {
+		return 0
+	}
+	i := len(gs) - 1
+	for i > 0 && gs[i].start > time {
+		i-- // as gen does
+	}
+	g := gs[i]
+	n := sort.Search(len(g.changes), func(j int) bool { return g.changes[j] > time })
+	return uint64(i)<<32 | uint64(n)
 }
 
 // lookup finds the mapping of g holding addr at time: of those mapped by
@@ -329,6 +417,57 @@ func (t *Timeline) Lookup(pid uint32, addr, time uint64, kernel bool) *Mapping {
 		g = g.parent
 	}
 	return nil
+}
+
+// threadChanges computes t.tchanges[tid], following its creators as
+// Comm does.
+func (t *Timeline) threadChanges(tid uint32) []uint64 {
+	if cs, ok := t.tchanges[tid]; ok {
+		return cs
+	}
+	t.tchanges[tid] = nil // a cycle in corrupt fork records ends here
+	var cs []uint64
+	for _, c := range t.comms[tid] {
+		cs = append(cs, c.time)
+	}
+	if f, ok := t.threads[tid]; ok && f.ptid != tid {
+		cs = append(cs, f.time)
+		cs = append(cs, t.threadChanges(f.ptid)...)
+	}
+	slices.Sort(cs)
+	cs = slices.Compact(cs)
+	t.tchanges[tid] = cs
+	return cs
+}
+
+// threadSpan returns the epoch of pid at time, the name of thread tid
+// then, and the span of time [from, to) around time in which both stay
+// the same, so callers can reuse them for the thread's other samples.
+func (t *Timeline) threadSpan(pid, tid uint32, time uint64) (epoch uint64, comm string, from, to uint64) {
+	from, to = 0, ^uint64(0)
+	narrow := func(changes []uint64) {
+		i := sort.Search(len(changes), func(j int) bool { return changes[j] > time })
+		if i > 0 {
+			from = max(from, changes[i-1])
+		}
+		if i < len(changes) {
+			to = min(to, changes[i])
+		}
+	}
+	gs := t.gens[pid]
+	if pid == pidKernel {
+		gs = []*generation{&t.kernel}
+	}
+	if len(gs) > 0 {
+		starts := make([]uint64, len(gs))
+		for i, g := range gs {
+			starts[i] = g.start
+		}
+		narrow(starts)
+		narrow(t.gen(pid, time, false).changes)
+	}
+	narrow(t.tchanges[tid])
+	return t.epoch(pid, time), t.Comm(pid, tid, time), from, to
 }
 
 // Comm returns the name thread tid had at time.

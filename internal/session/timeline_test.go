@@ -91,77 +91,91 @@ func leafImages(t *testing.T, f *perfdata.File, opts Options) map[uint32]string 
 	return out
 }
 
+const base = 0x400000
+
+// replayCases are recordings whose samples resolve differently over time.
+var replayCases = []struct {
+	name string
+	recs func(a *perfdata.Attr) []perfdata.Record
+	want map[uint32]string // tid of a sample -> image
+}{
+	{"exec replaces the mappings", func(a *perfdata.Attr) []perfdata.Record {
+		return []perfdata.Record{
+			comm(a, 10, 1, "sh", false),
+			mmap(a, 10, 2, base, 0x1000, "/bin/sh"),
+			mmap(a, 10, 2, 0x7f0000, 0x1000, "/lib/libsh.so"),
+			sample(a, 10, 100, 3, base+0x10),
+			comm(a, 10, 5, "prog", true),
+			mmap(a, 10, 6, base, 0x2000, "/bin/prog"),
+			sample(a, 10, 101, 7, base+0x10),
+			// A sample in the exec syscall, after the exec's COMM,
+			// has the old image's user addresses: perf names them
+			// by the old mappings, and so do we.
+			sample(a, 10, 102, 8, 0x7f0010),
+		}
+	}, map[uint32]string{100: "/bin/sh", 101: "/bin/prog", 102: "/lib/libsh.so"}},
+	{"exec written before its fork", func(a *perfdata.Attr) []perfdata.Record {
+		// The child's records come from another CPU's buffer than
+		// the parent's FORK, so the file need not be in time order.
+		return []perfdata.Record{
+			mmap(a, 50, 1, 0x7f0000, 0x1000, "/lib/libc.so"),
+			comm(a, 51, 5, "true", true),
+			sample(a, 51, 510, 6, 0x7f0010), // in execve
+			fork(a, 51, 50, 3),
+			mmap(a, 51, 7, base, 0x1000, "/bin/true"),
+			sample(a, 51, 511, 8, base+0x10),
+		}
+	}, map[uint32]string{510: "/lib/libc.so", 511: "/bin/true"}},
+	{"pid reuse", func(a *perfdata.Attr) []perfdata.Record {
+		return []perfdata.Record{
+			fork(a, 20, 1, 1),
+			mmap(a, 20, 2, base, 0x1000, "/bin/first"),
+			sample(a, 20, 200, 3, base+0x10),
+			// pid 20 exits; a new process gets the pid by fork
+			// from an unrelated parent and execs.
+			fork(a, 20, 1, 10),
+			comm(a, 20, 11, "second", true),
+			mmap(a, 20, 12, base, 0x1000, "/bin/second"),
+			sample(a, 20, 201, 13, base+0x10),
+		}
+	}, map[uint32]string{200: "/bin/first", 201: "/bin/second"}},
+	{"remap at the same address", func(a *perfdata.Attr) []perfdata.Record {
+		return []perfdata.Record{
+			mmap(a, 30, 1, base, 0x1000, "/lib/old.so"),
+			sample(a, 30, 300, 2, base+0x10),
+			mmap(a, 30, 5, base, 0x1000, "/lib/new.so"),
+			sample(a, 30, 301, 6, base+0x10),
+			// Written after the remap but taken before it: per-CPU
+			// buffers interleave so in a real file.
+			sample(a, 30, 302, 4, base+0x20),
+		}
+	}, map[uint32]string{300: "/lib/old.so", 301: "/lib/new.so", 302: "/lib/old.so"}},
+	{"same address before and after a remap", func(a *perfdata.Attr) []perfdata.Record {
+		// Resolved stacks are reused until the mappings change.
+		return []perfdata.Record{
+			mmap(a, 31, 1, base, 0x1000, "/lib/old.so"),
+			sample(a, 31, 310, 2, base+0x10),
+			mmap(a, 31, 5, base, 0x1000, "/lib/new.so"),
+			sample(a, 31, 311, 6, base+0x10),
+			sample(a, 31, 312, 4, base+0x10),
+			sample(a, 31, 313, 7, base+0x10),
+		}
+	}, map[uint32]string{310: "/lib/old.so", 311: "/lib/new.so", 312: "/lib/old.so", 313: "/lib/new.so"}},
+	{"fork inherits the parent's mappings", func(a *perfdata.Attr) []perfdata.Record {
+		return []perfdata.Record{
+			mmap(a, 40, 1, base, 0x1000, "/bin/parent"),
+			fork(a, 41, 40, 2),
+			sample(a, 41, 410, 3, base+0x10),
+			// The parent's later mappings are not the child's.
+			mmap(a, 40, 4, 0x7f0000, 0x1000, "/lib/late.so"),
+			sample(a, 41, 411, 5, 0x7f0010),
+			sample(a, 40, 400, 5, 0x7f0010),
+		}
+	}, map[uint32]string{410: "/bin/parent", 411: "[unknown]", 400: "/lib/late.so"}},
+}
+
 func TestReplay(t *testing.T) {
-	const base = 0x400000
-	cases := []struct {
-		name string
-		recs func(a *perfdata.Attr) []perfdata.Record
-		want map[uint32]string // tid of a sample -> image
-	}{
-		{"exec replaces the mappings", func(a *perfdata.Attr) []perfdata.Record {
-			return []perfdata.Record{
-				comm(a, 10, 1, "sh", false),
-				mmap(a, 10, 2, base, 0x1000, "/bin/sh"),
-				mmap(a, 10, 2, 0x7f0000, 0x1000, "/lib/libsh.so"),
-				sample(a, 10, 100, 3, base+0x10),
-				comm(a, 10, 5, "prog", true),
-				mmap(a, 10, 6, base, 0x2000, "/bin/prog"),
-				sample(a, 10, 101, 7, base+0x10),
-				// A sample in the exec syscall, after the exec's COMM,
-				// has the old image's user addresses: perf names them
-				// by the old mappings, and so do we.
-				sample(a, 10, 102, 8, 0x7f0010),
-			}
-		}, map[uint32]string{100: "/bin/sh", 101: "/bin/prog", 102: "/lib/libsh.so"}},
-		{"exec written before its fork", func(a *perfdata.Attr) []perfdata.Record {
-			// The child's records come from another CPU's buffer than
-			// the parent's FORK, so the file need not be in time order.
-			return []perfdata.Record{
-				mmap(a, 50, 1, 0x7f0000, 0x1000, "/lib/libc.so"),
-				comm(a, 51, 5, "true", true),
-				sample(a, 51, 510, 6, 0x7f0010), // in execve
-				fork(a, 51, 50, 3),
-				mmap(a, 51, 7, base, 0x1000, "/bin/true"),
-				sample(a, 51, 511, 8, base+0x10),
-			}
-		}, map[uint32]string{510: "/lib/libc.so", 511: "/bin/true"}},
-		{"pid reuse", func(a *perfdata.Attr) []perfdata.Record {
-			return []perfdata.Record{
-				fork(a, 20, 1, 1),
-				mmap(a, 20, 2, base, 0x1000, "/bin/first"),
-				sample(a, 20, 200, 3, base+0x10),
-				// pid 20 exits; a new process gets the pid by fork
-				// from an unrelated parent and execs.
-				fork(a, 20, 1, 10),
-				comm(a, 20, 11, "second", true),
-				mmap(a, 20, 12, base, 0x1000, "/bin/second"),
-				sample(a, 20, 201, 13, base+0x10),
-			}
-		}, map[uint32]string{200: "/bin/first", 201: "/bin/second"}},
-		{"remap at the same address", func(a *perfdata.Attr) []perfdata.Record {
-			return []perfdata.Record{
-				mmap(a, 30, 1, base, 0x1000, "/lib/old.so"),
-				sample(a, 30, 300, 2, base+0x10),
-				mmap(a, 30, 5, base, 0x1000, "/lib/new.so"),
-				sample(a, 30, 301, 6, base+0x10),
-				// Written after the remap but taken before it: per-CPU
-				// buffers interleave so in a real file.
-				sample(a, 30, 302, 4, base+0x20),
-			}
-		}, map[uint32]string{300: "/lib/old.so", 301: "/lib/new.so", 302: "/lib/old.so"}},
-		{"fork inherits the parent's mappings", func(a *perfdata.Attr) []perfdata.Record {
-			return []perfdata.Record{
-				mmap(a, 40, 1, base, 0x1000, "/bin/parent"),
-				fork(a, 41, 40, 2),
-				sample(a, 41, 410, 3, base+0x10),
-				// The parent's later mappings are not the child's.
-				mmap(a, 40, 4, 0x7f0000, 0x1000, "/lib/late.so"),
-				sample(a, 41, 411, 5, 0x7f0010),
-				sample(a, 40, 400, 5, 0x7f0010),
-			}
-		}, map[uint32]string{410: "/bin/parent", 411: "[unknown]", 400: "/lib/late.so"}},
-	}
-	for _, c := range cases {
+	for _, c := range replayCases {
 		t.Run(c.name, func(t *testing.T) {
 			got := leafImages(t, synth(t, c.recs), Options{})
 			for tid, want := range c.want {
