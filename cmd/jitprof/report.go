@@ -64,7 +64,8 @@ func runReport(args []string) error {
 		return err
 	}
 	defer f.Close()
-	sopts := session.Options{Lines: contains(opts.Sort, report.KeySrcline), Progress: progressBar(os.Stderr)}
+	sopts := session.Options{Lines: contains(opts.Sort, report.KeySrcline), Progress: progressBar(os.Stderr),
+		LeafOnly: !opts.Children && *format != "pprof" && *format != "folded"} // a flat report needs no callchains
 	var binder *anonbind.Binder
 	if *anonSamples || len(handlers) > 0 {
 		hs, err := anon.Select(handlers)
