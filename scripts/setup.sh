@@ -8,6 +8,8 @@ set -euo pipefail
 need_apt=()
 command -v perf >/dev/null 2>&1 && perf --version >/dev/null 2>&1 || need_apt+=(linux-perf)
 command -v gcc >/dev/null 2>&1 || need_apt+=(gcc)
+command -v g++ >/dev/null 2>&1 || need_apt+=(g++)
+command -v make >/dev/null 2>&1 || need_apt+=(make)
 command -v nm >/dev/null 2>&1 || need_apt+=(binutils)
 command -v xz >/dev/null 2>&1 || need_apt+=(xz-utils)
 [ -x /usr/bin/time ] || need_apt+=(time)
