@@ -2,15 +2,12 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strings"
 	"testing"
 
 	"github.com/jitprof/jitprof/internal/perftest"
@@ -45,55 +42,7 @@ func TestCAgentGenerations(t *testing.T) {
 	}
 	truth := readSplitTruth(t, truthPath)
 
-	rep := exec.Command(jitprof, "report", "-i", data, "--anon-samples", "-l", "--format", "json")
-	rep.Env = env
-	var stderr bytes.Buffer
-	rep.Stderr = &stderr
-	out, err := rep.Output()
-	if err != nil {
-		t.Fatalf("jitprof report: %v\n%s", err, stderr.Bytes())
-	}
-	var r struct {
-		Events []struct {
-			Samples uint64
-			Rows    []struct {
-				Keys        map[string]string
-				SelfPercent float64 `json:"self_percent"`
-			}
-		}
-	}
-	if err := json.Unmarshal(out, &r); err != nil {
-		t.Fatalf("report JSON: %v\n%.500s", err, out)
-	}
-	if len(r.Events) == 0 || r.Events[0].Samples < 4000 {
-		t.Fatalf("too few samples to test a 2-point split: %+v", r.Events)
-	}
-	// The truth is per cent of JIT time; the report's of all time.
-	got := map[string]float64{}
-	var jit float64
-	for _, row := range r.Events[0].Rows {
-		if strings.HasPrefix(row.Keys["dso"], "[JIT jitlog]") {
-			got[strings.TrimPrefix(row.Keys["sym"], "[.] ")] += row.SelfPercent
-			jit += row.SelfPercent
-		}
-	}
-	if jit < 90 {
-		t.Fatalf("JIT code has %.1f%% of the samples, want most of them: %v", jit, got)
-	}
-	var worst float64
-	for name, want := range truth {
-		share := 100 * got[name] / jit
-		if d := math.Abs(share - want); d > 2 {
-			t.Errorf("%s: %.2f%% of JIT samples, splitjit measured %.2f%%", name, share, want)
-		} else {
-			worst = max(worst, d)
-		}
-		delete(got, name)
-	}
-	t.Logf("%d samples; the generations are within %.2f points of the truth", r.Events[0].Samples, worst)
-	for name, pc := range got {
-		t.Errorf("the report names %q (%.2f%%), which splitjit never generated", name, pc)
-	}
+	checkGenerations(t, jitprof, data, env, "[JIT jitlog]", truth, "--anon-samples")
 }
 
 // readSplitTruth reads splitjit's JSON lines into "name [gen SEQ]" -> per

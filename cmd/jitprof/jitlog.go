@@ -74,29 +74,9 @@ func jitlogDump(stdout, stderr io.Writer, args []string) error {
 	if err != nil {
 		return err
 	}
-	var path string
-	owner := os.Getuid()
-	switch {
-	case *pid != 0 && len(pos) == 0:
-		path = jitlog.DatabasePath(jitlog.DefaultDir(), *pid)
-		// Trust the process's own user's database, as pathtime does.
-		if st, err := os.Stat("/proc/" + strconv.Itoa(*pid)); err == nil {
-			if sys, ok := st.Sys().(*syscall.Stat_t); ok {
-				owner = int(sys.Uid)
-			}
-		}
-	case *pid == 0 && len(pos) == 1:
-		path = pos[0]
-	default:
-		fs.Usage()
-		return errUsage
-	}
-	recs, err := jitlog.Read(path, &jitlog.ReadOptions{Owner: owner, Force: *force})
-	if err != nil && (len(recs) == 0 || !errors.Is(err, jitlog.ErrTorn)) {
-		return fmt.Errorf("jitlog dump: %w", err)
-	}
+	recs, path, err := readDatabase(fs, *pid, pos, *force, stderr)
 	if err != nil {
-		fmt.Fprintf(stderr, "jitprof jitlog dump: warning: %v\n", err)
+		return err
 	}
 	fmt.Fprintf(stdout, "# %s\n", path)
 	for _, r := range recs {
@@ -133,4 +113,35 @@ func formatRecord(r jitlog.Record) string {
 		return fmt.Sprintf("%v bytes=%d", r.Type, len(r.Data))
 	}
 	return fmt.Sprintf("%v", r.Kind())
+}
+
+// readDatabase reads the jitlog database named by -p PID or a path, for
+// the commands that read one. A process's database is trusted when its
+// owner wrote it, not only ours; a torn last record (the JIT was killed)
+// is a warning, the records before it are read.
+func readDatabase(fs *flag.FlagSet, pid int, pos []string, force bool, stderr io.Writer) ([]jitlog.Record, string, error) {
+	var path string
+	owner := os.Getuid()
+	switch {
+	case pid != 0 && len(pos) == 0:
+		path = jitlog.DatabasePath(jitlog.DefaultDir(), pid)
+		if st, err := os.Stat("/proc/" + strconv.Itoa(pid)); err == nil {
+			if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+				owner = int(sys.Uid)
+			}
+		}
+	case pid == 0 && len(pos) == 1:
+		path = pos[0]
+	default:
+		fs.Usage()
+		return nil, "", errUsage
+	}
+	recs, err := jitlog.Read(path, &jitlog.ReadOptions{Owner: owner, Force: force})
+	if err != nil && (len(recs) == 0 || !errors.Is(err, jitlog.ErrTorn)) {
+		return nil, path, err
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "jitprof %s: warning: %v\n", fs.Name(), err)
+	}
+	return recs, path, nil
 }

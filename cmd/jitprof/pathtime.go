@@ -5,11 +5,9 @@ import (
 	"fmt"
 	"os"
 	"strconv"
-	"syscall"
 	"time"
 
 	"github.com/jitprof/jitprof/internal/pathtime"
-	"github.com/jitprof/jitprof/jitlog"
 )
 
 func init() {
@@ -29,29 +27,9 @@ func runPathtime(args []string) error {
 	if err != nil {
 		return err
 	}
-	var path string
-	owner := os.Getuid()
-	switch {
-	case *pid != 0 && len(pos) == 0:
-		path = jitlog.DatabasePath(jitlog.DefaultDir(), *pid)
-		// Trust the process's own user's database, not only ours.
-		if st, err := os.Stat("/proc/" + strconv.Itoa(*pid)); err == nil {
-			if sys, ok := st.Sys().(*syscall.Stat_t); ok {
-				owner = int(sys.Uid)
-			}
-		}
-	case *pid == 0 && len(pos) == 1:
-		path = pos[0]
-	default:
-		fs.Usage()
-		return errUsage
-	}
-	recs, err := jitlog.Read(path, &jitlog.ReadOptions{Owner: owner, Force: *force})
-	if err != nil && len(recs) == 0 {
-		return err
-	}
+	recs, path, err := readDatabase(fs, *pid, pos, *force, os.Stderr)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "jitprof pathtime: %s: warning: %v\n", path, err)
+		return err
 	}
 	events, regions := pathtime.FromJitlog(recs)
 	res, err := pathtime.Compute(events, pathtime.Options{Nested: *nested})
