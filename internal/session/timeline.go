@@ -301,8 +301,16 @@ func buildTimeline(f *perfdata.File, progress func(done, total int64)) (*Timelin
 	var lost uint64
 	total := f.DataSize * 2
 	r := f.Records()
+	released := f.DataOffset
 	for n := 0; r.NextNonSample(); n++ {
-		tl.bounds = append(tl.bounds, r.Offset())
+		off := r.Offset()
+		tl.bounds = append(tl.bounds, off)
+		if off-released >= releaseEvery {
+			// The samples are read later, in parts: keep only those
+			// parts in memory.
+			f.Release(perfdata.Chunk{Start: released, End: off})
+			released = off
+		}
 		switch rec := r.Record().(type) {
 		case *perfdata.Mmap, *perfdata.Comm, *perfdata.Fork:
 			tl.add(rec)
@@ -320,8 +328,7 @@ func buildTimeline(f *perfdata.File, progress func(done, total int64)) (*Timelin
 	}
 	tl.finish()
 	tl.lost = lost
-	// The samples are read later, in parts; keep only those in memory.
-	f.Release(perfdata.Chunk{Start: f.DataOffset, End: f.DataOffset + f.DataSize})
+	f.Release(perfdata.Chunk{Start: released, End: f.DataOffset + f.DataSize})
 	return tl, nil
 }
 
