@@ -96,3 +96,29 @@ func BenchmarkWrite(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkReadSkipCallchains is BenchmarkRead for flat reports, which
+// need only the sampled address.
+func BenchmarkReadSkipCallchains(b *testing.B) {
+	path := benchFile(b, 100000)
+	b.ReportAllocs()
+	for b.Loop() {
+		f, err := perfdata.Open(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		r := f.Records()
+		r.SkipCallchains = true
+		var sum uint64
+		for r.Next() {
+			if s, ok := r.Record().(*perfdata.Sample); ok {
+				sum += s.IP + uint64(len(s.Callchain))
+			}
+		}
+		if r.Err() != nil || sum == 0 {
+			b.Fatal(r.Err())
+		}
+		f.Close()
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/100000, "ns/sample")
+}

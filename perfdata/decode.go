@@ -42,8 +42,9 @@ func decodeSampleID(c *Common, body []byte, swap bool) error {
 	return nil
 }
 
-// decodeSample decodes the body of a SAMPLE by its attr's sample_type.
-func decodeSample(s *Sample, body []byte, swap bool) error {
+// decodeSample decodes the body of a SAMPLE by its attr's sample_type;
+// with skipChain it steps over the callchain without copying it.
+func decodeSample(s *Sample, body []byte, swap, skipChain bool) error {
 	a := s.Attr
 	t := a.SampleType
 	d := dec{b: body, swap: swap}
@@ -90,7 +91,12 @@ func decodeSample(s *Sample, body []byte, swap bool) error {
 		if n > uint64(len(d.b)-d.off)/8 {
 			return fmt.Errorf("callchain of %d entries is longer than the %d bytes left in the record", n, len(d.b)-d.off)
 		}
-		s.Callchain = d.u64s(s.Callchain, n)
+		if skipChain {
+			s.Callchain = s.Callchain[:0]
+			d.off += int(n) * 8
+		} else {
+			s.Callchain = d.u64s(s.Callchain, n)
+		}
 	}
 	if t&SampleRaw != 0 {
 		n := d.u32()

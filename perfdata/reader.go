@@ -17,6 +17,11 @@ import (
 // It keeps one value per record type and reuses it, so reading does not
 // allocate per record; a record is valid until the next call to Next.
 type Reader struct {
+	// SkipCallchains leaves Sample.Callchain empty, for readers that need
+	// only the sampled address: copying the chains is most of the cost of
+	// decoding a -g recording.
+	SkipCallchains bool
+
 	f      *File
 	off    int64 // offset of the next record
 	end    int64 // end of the data section; -1 in pipe mode
@@ -246,7 +251,7 @@ func (r *Reader) decode(raw []byte, off int64) (Record, error) {
 		if attr == nil {
 			return nil, fmt.Errorf("SAMPLE record at offset %d: the file has no attrs", off)
 		}
-		if err := decodeSample(s, body, f.Swapped); err != nil {
+		if err := decodeSample(s, body, f.Swapped, r.SkipCallchains); err != nil {
 			return nil, fmt.Errorf("SAMPLE record at offset %d: %w", off, err)
 		}
 		return s, nil

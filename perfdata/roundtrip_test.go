@@ -187,3 +187,38 @@ func TestPerfCountsEveryRecord(t *testing.T) {
 		}
 	}
 }
+
+// TestSkipCallchains: with SkipCallchains every other field of a sample
+// still decodes, and the chain is empty.
+func TestSkipCallchains(t *testing.T) {
+	a := fullAttr()
+	s := allRecords(a)[0].(*perfdata.Sample)
+	path := filepath.Join(t.TempDir(), "skip.data")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, _ := perfdata.NewWriter(f, []*perfdata.Attr{a})
+	if err := w.WriteRecord(s); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	f.Close()
+	pf, err := perfdata.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pf.Close()
+	r := pf.Records()
+	r.SkipCallchains = true
+	if !r.Next() {
+		t.Fatal(r.Err())
+	}
+	got := r.Record().(*perfdata.Sample)
+	if len(got.Callchain) != 0 {
+		t.Errorf("callchain %x with SkipCallchains", got.Callchain)
+	}
+	if got.IP != s.IP || got.Period != s.Period || string(got.Raw) != string(s.Raw) || got.Aux[0] != s.Aux[0] || got.CodePage != s.CodePage {
+		t.Errorf("fields after the callchain differ: %+v", got)
+	}
+}
