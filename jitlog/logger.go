@@ -82,9 +82,14 @@ type Logger struct {
 	appendp *uint64
 	seqp    *uint64
 	capp    *uint64
-	growMu  sync.Mutex
-	closed  atomic.Bool
-	jd      *jitdump
+	base    unsafe.Pointer // &mem[0]
+	// mark is where reserve's fast path ends: the capacity less the grow
+	// margin as last seen by the slow path, 0 before it ran and once
+	// closed. The capacity only grows, so a stale mark is only too low.
+	mark   atomic.Uint64
+	growMu sync.Mutex
+	closed atomic.Bool
+	jd     *jitdump
 
 	tsc        bool // enter and exit stamp the TSC
 	ticksPerNs float64
@@ -202,7 +207,7 @@ func (l *Logger) attach(pid int, start, maxSize, page uint64) error {
 	if err != nil {
 		return fmt.Errorf("jitlog: map %s: %w", l.path, err)
 	}
-	l.mem, l.max = mem, maxSize
+	l.mem, l.max, l.base = mem, maxSize, unsafe.Pointer(&mem[0])
 	l.appendp = (*uint64)(unsafe.Pointer(&mem[offAppend]))
 	l.seqp = (*uint64)(unsafe.Pointer(&mem[offSeq]))
 	l.capp = (*uint64)(unsafe.Pointer(&mem[offCapacity]))
@@ -234,8 +239,34 @@ func (l *Logger) ID() uint32 { return l.id }
 // is the compare-and-swap of the record's size word from 0 to n, so no
 // reserved record ever lacks its size: a writer killed at any point leaves
 // a record readers can step over. The append offset is only a hint that
-// claimers move on, helping each other, so it never needs to be exact.
+// claimers move on, helping each other, so it never needs to be exact: the
+// winner moves it with one store (storeHint) rather than a second
+// compare-and-swap, and should a racing store move it back, the next
+// claimers find the size words there taken and help it forward again.
 func (l *Logger) reserve(n uint64) (uint64, error) {
+	if off, ok := l.claim(n); ok {
+		return off, nil
+	}
+	return l.reserveSlow(n)
+}
+
+// claim is reserve's common case, small enough to inline into Enter and
+// Exit: an uncontended claim below the mark, which is within the file.
+func (l *Logger) claim(n uint64) (uint64, bool) {
+	m := l.mark.Load()
+	if m == 0 {
+		return 0, false // perhaps closed: the file is no longer mapped
+	}
+	off := atomic.LoadUint64(l.appendp)
+	if off+n <= m && atomic.CompareAndSwapUint32((*uint32)(unsafe.Add(l.base, off)), 0, uint32(n)) {
+		storeHint(l.appendp, off+n)
+		return off, true
+	}
+	return 0, false
+}
+
+// reserveSlow is reserve's loop: contention, growth, a closed logger.
+func (l *Logger) reserveSlow(n uint64) (uint64, error) {
 	if l.closed.Load() {
 		return 0, ErrClosed
 	}
@@ -250,11 +281,13 @@ func (l *Logger) reserve(n uint64) (uint64, error) {
 		}
 		w := (*uint32)(unsafe.Pointer(&l.mem[off]))
 		if atomic.CompareAndSwapUint32(w, 0, uint32(n)) {
-			atomic.CompareAndSwapUint64(l.appendp, off, off+n)
+			storeHint(l.appendp, off+n)
 			if off+n > c-ahead(c) && c < l.max {
 				// Grow before anyone must wait; an error here reaches the
 				// writer that finds the space missing.
 				l.grow(off, n, false)
+			} else if !l.closed.Load() {
+				l.mark.Store(c - ahead(c))
 			}
 			return off, nil
 		}
@@ -413,19 +446,23 @@ func (l *Logger) CodeUnload(seq uint64) error {
 // usable it stamps the raw TSC (12 ns where nanotime takes 21) and readers
 // convert by the logger's clock records.
 func (l *Logger) Enter(tid uint32, seq uint64) error {
-	off, err := l.reserve(enterSize)
-	if err != nil {
-		return err
+	off, ok := l.claim(enterSize)
+	if !ok {
+		var err error
+		if off, err = l.reserveSlow(enterSize); err != nil {
+			return err
+		}
 	}
-	b := l.mem[off : off+enterSize]
+	// An array within the file (claim checked): no bounds checks.
+	b := (*[enterSize]byte)(unsafe.Add(l.base, off))
 	le.PutUint64(b[8:], seq)
 	le.PutUint32(b[24:], tid)
 	le.PutUint32(b[28:], l.id)
 	if l.tsc {
-		t := rdtsc()
-		le.PutUint64(b[16:], t)
-		l.publish(off, KindRegionEnterTSC)
-		l.recalibrate(t)
+		t := stampTSC(&b[0], 16, commitTag|uint32(KindRegionEnterTSC))
+		if t >= l.nextCal.Load() {
+			l.recalibrate(t)
+		}
 		return nil
 	}
 	le.PutUint64(b[16:], uint64(nanotime()))
@@ -435,18 +472,21 @@ func (l *Logger) Enter(tid uint32, seq uint64) error {
 
 // Exit logs that execution context tid left the region it last entered.
 func (l *Logger) Exit(tid uint32) error {
-	off, err := l.reserve(exitSize)
-	if err != nil {
-		return err
+	off, ok := l.claim(exitSize)
+	if !ok {
+		var err error
+		if off, err = l.reserveSlow(exitSize); err != nil {
+			return err
+		}
 	}
-	b := l.mem[off : off+exitSize]
+	b := (*[exitSize]byte)(unsafe.Add(l.base, off))
 	le.PutUint32(b[16:], tid)
 	le.PutUint32(b[20:], l.id)
 	if l.tsc {
-		t := rdtsc()
-		le.PutUint64(b[8:], t)
-		l.publish(off, KindRegionExitTSC)
-		l.recalibrate(t)
+		t := stampTSC(&b[0], 8, commitTag|uint32(KindRegionExitTSC))
+		if t >= l.nextCal.Load() {
+			l.recalibrate(t)
+		}
 		return nil
 	}
 	le.PutUint64(b[8:], uint64(nanotime()))
@@ -504,8 +544,9 @@ func (l *Logger) startTSC() error {
 	return nil
 }
 
-// recalibrate logs a clock record once the TSC passes nextCal; one
-// goroutine wins the swap to ^0 and does it. An error (a full file) keeps
+// recalibrate logs a clock record once the TSC passes nextCal (which
+// callers check first, inline); one goroutine wins the swap to ^0 and does
+// it. An error (a full file) keeps
 // the old schedule: readers extrapolate.
 func (l *Logger) recalibrate(seen uint64) {
 	next := l.nextCal.Load()
@@ -558,6 +599,7 @@ func (l *Logger) Close() error {
 }
 
 func (l *Logger) unmap() error {
+	l.mark.Store(0)
 	l.closed.Store(true)
 	err := unix.Munmap(l.mem)
 	if cerr := unix.Close(l.fd); err == nil {

@@ -1,0 +1,16 @@
+//go:build !race
+
+#include "textflag.h"
+
+// func stampTSC(rec *byte, toff uintptr, commit uint32) uint64
+TEXT ·stampTSC(SB), NOSPLIT, $0-32
+	MOVQ rec+0(FP), DI
+	MOVQ toff+8(FP), SI
+	RDTSC
+	SHLQ $32, DX
+	ORQ  DX, AX
+	MOVQ AX, (DI)(SI*1)
+	MOVL commit+16(FP), BX
+	MOVL BX, 4(DI)
+	MOVQ AX, ret+24(FP)
+	RET
