@@ -11,7 +11,7 @@ package jitlog
 // understands.
 
 // stampTSC stores the TSC at rec+toff, then the commit word at rec+4, and
-// returns the TSC.
+// returns the TSC. It also prefetches the file ahead of rec.
 //
 //go:noescape
 func stampTSC(rec *byte, toff uintptr, commit uint32) uint64
