@@ -1,7 +1,6 @@
 package symbolize
 
 import (
-	"bufio"
 	"cmp"
 	"fmt"
 	"io"
@@ -9,8 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-
-	"debug/elf"
+	"sync/atomic"
 )
 
 // Kernel is the kernel's symbol table from kallsyms, modules included.
@@ -35,78 +33,127 @@ func LoadKallsyms(path string, opts LoadOptions) (*Kernel, error) {
 // kernelPage bounds the last symbol, as perf does, since kallsyms has no sizes.
 const kernelPage = 4096
 
+// ksym is one kallsyms line; name and mod are substrings of the whole
+// text, so parsing allocates per table, not per line.
+type ksym struct {
+	start     uint64
+	name, mod string
+	text      bool
+}
+
 // ParseKallsyms parses "address type name [module]" lines, keeping text
 // symbols (types t, T, w, W). It fails with ErrKptrRestrict when every
 // address reads as zero, which is what an unprivileged reader sees under
 // kernel.kptr_restrict.
 func ParseKallsyms(r io.Reader, opts LoadOptions) (*Kernel, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 4096), 1<<20)
-	var all []kallsym
-	lineNo, nonzero := 0, false
-	for sc.Scan() {
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("kallsyms: %w", err)
+	}
+	text := string(b)
+	all := make([]ksym, 0, strings.Count(text, "\n")+1)
+	lineNo, nonzero, sorted := 0, false, true
+	for line := range strings.Lines(text) {
 		lineNo++
-		fields := strings.Fields(sc.Text())
-		if len(fields) == 0 {
+		var fields [4]string
+		n := 0
+		for i := 0; n < len(fields); n++ {
+			for i < len(line) && isSpace(line[i]) {
+				i++
+			}
+			if i == len(line) {
+				break
+			}
+			j := i
+			for j < len(line) && !isSpace(line[j]) {
+				j++
+			}
+			fields[n], i = line[i:j], j
+		}
+		if n == 0 {
 			continue
 		}
-		if len(fields) < 3 || len(fields[1]) != 1 {
-			return nil, fmt.Errorf("kallsyms line %d: want \"address type name [module]\", got %q", lineNo, sc.Text())
+		if n < 3 || len(fields[1]) != 1 {
+			return nil, fmt.Errorf("kallsyms line %d: want \"address type name [module]\", got %q", lineNo, strings.TrimRight(line, "\r\n"))
 		}
 		addr, err := strconv.ParseUint(fields[0], 16, 64)
 		if err != nil {
 			return nil, fmt.Errorf("kallsyms line %d: address: %w", lineNo, err)
 		}
 		nonzero = nonzero || addr != 0
-		s := kallsym{candidate: candidate{name: fields[2], start: addr}, text: true}
-		switch fields[1] {
-		case "T":
-			s.bind = elf.STB_GLOBAL
-		case "t":
-			s.bind = elf.STB_LOCAL
-		case "W", "w":
-			s.bind = elf.STB_WEAK
-		default:
-			s.text = false
-		}
-		if len(fields) > 3 {
+		t := fields[1][0]
+		s := ksym{start: addr, name: fields[2], text: t == 'T' || t == 't' || t == 'W' || t == 'w'}
+		if n > 3 {
 			s.mod = strings.Trim(fields[3], "[]")
 		}
+		sorted = sorted && (len(all) == 0 || all[len(all)-1].start <= addr)
 		all = append(all, s)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("kallsyms: %w", err)
 	}
 	if lineNo > 0 && !nonzero {
 		return nil, fmt.Errorf("kallsyms: %w: run as root or set sysctl kernel.kptr_restrict=0", ErrKptrRestrict)
 	}
-	// kallsyms has no sizes. A text symbol ends where the next symbol of any
-	// type starts; at the edge of the core kernel or a module, where the
-	// next symbol may be far away, it ends at the next page (as perf's
-	// symbols__fixup_end does), so the gap is not charged to it.
-	slices.SortStableFunc(all, func(a, b kallsym) int { return cmp.Compare(a.start, b.start) })
-	var cands []candidate
-	for i, s := range all {
-		if !s.text {
-			continue
-		}
-		j := i + 1
-		for j < len(all) && all[j].start == s.start {
-			j++
-		}
-		if j < len(all) && all[j].mod == s.mod {
-			s.limit = all[j].start
-		} else {
-			s.limit = (s.start/kernelPage + 1) * kernelPage
-		}
-		cands = append(cands, s.candidate)
+	if !sorted {
+		// Stable, so aliases keep their order, which picks the alias
+		// kept below.
+		slices.SortStableFunc(all, func(a, b ksym) int { return cmp.Compare(a.start, b.start) })
 	}
-	return &Kernel{syms: newTable(cands, opts.RawNames)}, nil
+	return &Kernel{syms: kallsymsTable(all, opts.RawNames)}, nil
 }
 
-type kallsym struct {
-	candidate
-	text bool
+func isSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'
+}
+
+// kallsymsTable builds the table of the text symbols of all, sorted by
+// address, as newTable would from sizeless candidates, without its sort
+// and name interning: the names are substrings of one text already.
+// kallsyms has no sizes. A text symbol ends where the next symbol of any
+// type starts; at the edge of the core kernel or a module, where the next
+// symbol may be far away, it ends at the next page (as perf's
+// symbols__fixup_end does), so the gap is not charged to it. Of aliases,
+// newTable keeps the only one with a size: the last listed.
+func kallsymsTable(all []ksym, raw bool) *table {
+	t := &table{raw: raw, names: make([]string, 1, len(all)+1), entries: make([]entry, 0, len(all))}
+	mods := map[string]uint32{"": 0}
+	for i := 0; i < len(all); {
+		j := i + 1
+		for j < len(all) && all[j].start == all[i].start {
+			j++
+		}
+		last := -1 // the last text alias at this address
+		for k := i; k < j; k++ {
+			if all[k].text {
+				last = k
+			}
+		}
+		if last < 0 {
+			i = j
+			continue
+		}
+		s := all[last]
+		end := (s.start/kernelPage + 1) * kernelPage
+		if j < len(all) && all[j].mod == s.mod {
+			end = all[j].start
+		}
+		// A text symbol of another module may start before the page ends.
+		for k := j; k < len(all) && all[k].start < end; k++ {
+			if all[k].text {
+				end = all[k].start
+				break
+			}
+		}
+		mod, ok := mods[s.mod]
+		if !ok {
+			mod = uint32(len(t.names))
+			t.names = append(t.names, s.mod)
+			mods[s.mod] = mod
+		}
+		t.entries = append(t.entries, entry{start: s.start, end: end, name: uint32(len(t.names)), mod: mod})
+		t.names = append(t.names, s.name)
+		i = j
+	}
+	t.demangled = make([]atomic.Pointer[string], len(t.names))
+	return t
 }
 
 // Lookup returns the kernel function containing addr.

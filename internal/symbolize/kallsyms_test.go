@@ -110,3 +110,18 @@ func TestLiveKallsyms(t *testing.T) {
 		t.Errorf("Lookup(schedule+1) = %+v, %v", s, ok)
 	}
 }
+
+// BenchmarkParseKallsyms parses the running kernel's table, which a
+// report of kernel samples waits for.
+func BenchmarkParseKallsyms(b *testing.B) {
+	text, err := os.ReadFile("/proc/kallsyms")
+	if err != nil {
+		b.Skipf("no /proc/kallsyms here: %v", err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := ParseKallsyms(bytes.NewReader(text), LoadOptions{}); err != nil {
+			b.Skipf("kernel symbols not visible here: %v", err)
+		}
+	}
+}
