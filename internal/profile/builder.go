@@ -11,6 +11,10 @@ type Builder struct {
 	threads map[Thread]int32
 	strings map[string]int32
 	entries map[Key]int32
+	// last is the entry Add found last: consecutive samples of one CPU
+	// often share their key, and comparing it is cheaper than hashing it.
+	last   Key
+	lastID int32
 }
 
 type imageKey struct {
@@ -123,12 +127,18 @@ func (b *Builder) Add(k Key, count, period uint64) {
 	ev := &b.p.Events[k.Event]
 	ev.Count += count
 	ev.Total += period
-	if id, ok := b.entries[k]; ok {
+	id, ok := b.lastID, k == b.last && len(b.p.Entries) > 0
+	if !ok {
+		id, ok = b.entries[k]
+	}
+	if ok {
 		e := &b.p.Entries[id]
 		e.Count += count
 		e.Period += period
+		b.last, b.lastID = k, id
 		return
 	}
+	b.last, b.lastID = k, int32(len(b.p.Entries))
 	b.entries[k] = int32(len(b.p.Entries))
 	b.p.Entries = append(b.p.Entries, Entry{k, Value{count, period}})
 }

@@ -166,14 +166,18 @@ func loadChunk(f *perfdata.File, c perfdata.Chunk, tl *Timeline, opts Options, d
 		tl: tl, opts: opts, b: b,
 		cache:   map[cacheKey]int32{},
 		images:  map[imageKey]*loadedImage{},
+		mapped:  make([]*loadedImage, len(tl.Mappings)),
+		ksyms:   map[uint64]int32{},
 		events:  map[*perfdata.Attr]int32{},
 		threads: map[uint64]threadState{},
 		chains:  map[uint64]chainEntry{},
+		leaves:  map[leafKey]int32{},
 	}
 	for _, a := range f.Attrs {
 		l.events[a] = b.Event(event(a))
 	}
 	r := f.RecordsIn(c)
+	r.SkipCallchains = opts.LeafOnly
 	released := c.Start
 	for r.Next() {
 		if s, ok := r.Record().(*perfdata.Sample); ok {
@@ -238,6 +242,10 @@ type imageKey struct{ path, buildID string }
 type loadedImage struct {
 	im  *symbolize.Image
 	err error
+	id  int32 // in the profile; -1 until a sample falls in the image
+	// syms are the frames of the image's symbols met, by symbol start:
+	// interning a frame hashes its names, a symbol lookup does not.
+	syms map[uint64]int32
 }
 
 type loader struct {
@@ -246,6 +254,8 @@ type loader struct {
 	b      *profile.Builder
 	cache  map[cacheKey]int32
 	images map[imageKey]*loadedImage
+	mapped []*loadedImage   // by Mapping.ID
+	ksyms  map[uint64]int32 // frames of the kernel symbols met, by start
 	events map[*perfdata.Attr]int32
 
 	kernel       *symbolize.Kernel
@@ -256,6 +266,7 @@ type loader struct {
 	threads map[uint64]threadState // by pid<<32 | tid
 
 	chains map[uint64]chainEntry // by hash of the key words
+	leaves map[leafKey]int32     // the stacks of LeafOnly
 	arena  []uint64              // key words of the chains
 	key    []uint64              // the current sample's key words
 	timed  bool                  // the current stack depends on more than the epoch
@@ -314,6 +325,9 @@ func (l *loader) thread(pid, tid uint32, tm uint64) threadState {
 	return ts
 }
 
+// leafKey is the key words of a stack without its callchain.
+type leafKey struct{ pidMode, epoch, ip uint64 }
+
 // chainEntry is a resolved callchain: its key words in loader.arena and
 // its leaf node.
 type chainEntry struct {
@@ -325,10 +339,22 @@ type chainEntry struct {
 // the same way in a process as long as its mappings do not change, so
 // each is resolved once per epoch and then found by its hash.
 func (l *loader) stack(s *perfdata.Sample, tm, epoch uint64) int32 {
-	key := append(l.key[:0], uint64(s.PID)<<32|uint64(s.CPUMode()), epoch, s.IP)
-	if !l.opts.LeafOnly {
-		key = append(key, s.Callchain...)
+	if l.opts.LeafOnly {
+		// One lookup of a fixed-size key, without the hashing and
+		// comparing a chain of any length needs.
+		k := leafKey{uint64(s.PID)<<32 | uint64(s.CPUMode()), epoch, s.IP}
+		if node, ok := l.leaves[k]; ok {
+			return node
+		}
+		l.timed = false
+		node := l.resolve(s, tm)
+		if !l.timed {
+			l.leaves[k] = node
+		}
+		return node
 	}
+	key := append(l.key[:0], uint64(s.PID)<<32|uint64(s.CPUMode()), epoch, s.IP)
+	key = append(key, s.Callchain...)
 	l.key = key
 	h := uint64(len(key))
 	for _, w := range key {
@@ -355,10 +381,7 @@ func (l *loader) resolve(s *perfdata.Sample, tm uint64) int32 {
 	l.frames = l.frames[:0]
 	l.frames = append(l.frames, l.frame(pid, s.IP, tm, mode, false))
 	skipIP := true
-	for _, ip := range s.Callchain {
-		if l.opts.LeafOnly {
-			break
-		}
+	for _, ip := range s.Callchain { // empty when LeafOnly
 		if ip >= perfdata.CallchainContextMax {
 			switch ip {
 			case perfdata.CallchainKernel:
@@ -389,6 +412,9 @@ func (l *loader) resolve(s *perfdata.Sample, tm uint64) int32 {
 func (l *loader) frame(pid uint32, addr, tm uint64, mode uint16, ret bool) int32 {
 	switch mode {
 	case perfdata.MiscKernel, perfdata.MiscHypervisor:
+		if l.opts.LeafOnly {
+			return l.kernelFrame(addr) // stack caches the address already
+		}
 		k := cacheKey{cacheKernel, addr}
 		if id, ok := l.cache[k]; ok {
 			return id
@@ -434,6 +460,9 @@ func (l *loader) frame(pid uint32, addr, tm uint64, mode uint16, ret bool) int32
 		l.cache[k] = id
 		return id
 	}
+	if l.opts.LeafOnly {
+		return l.fileFrame(m, addr, ret)
+	}
 	k := cacheKey{int64(m.ID), addr}
 	if id, ok := l.cache[k]; ok {
 		return id
@@ -464,14 +493,26 @@ func (l *loader) kernelFrame(addr uint64) int32 {
 		l.kernelLoaded = true
 		l.kernel, l.kernelErr = l.opts.Symbolizer.Kernel()
 	}
-	name := "[kernel.kallsyms]"
 	var sym symbolize.Symbol
 	ok := false
 	if l.kernel != nil {
 		sym, ok = l.kernel.Lookup(addr)
-		if ok && sym.Module != "" {
-			name = "[" + sym.Module + "]"
-		}
+	}
+	if !ok || l.opts.Addresses {
+		return l.newKernelFrame(addr, sym, ok)
+	}
+	id, hit := l.ksyms[sym.Start]
+	if !hit {
+		id = l.newKernelFrame(addr, sym, ok)
+		l.ksyms[sym.Start] = id
+	}
+	return id
+}
+
+func (l *loader) newKernelFrame(addr uint64, sym symbolize.Symbol, ok bool) int32 {
+	name := "[kernel.kallsyms]"
+	if ok && sym.Module != "" {
+		name = "[" + sym.Module + "]"
 	}
 	im := l.b.Image(profile.Image{Name: name, Kind: profile.ImageKernel})
 	if l.kernelErr != nil {
@@ -490,43 +531,58 @@ func (l *loader) kernelFrame(addr uint64) int32 {
 	return l.b.Frame(fr)
 }
 
-func (l *loader) image(m *Mapping) (*symbolize.Image, error) {
+// image returns the image of m and its id in the profile, which the
+// first mapping of the image to be sampled describes.
+func (l *loader) image(m *Mapping) *loadedImage {
+	if li := l.mapped[m.ID]; li != nil {
+		return li
+	}
 	k := imageKey{m.Path, m.BuildID}
 	li, ok := l.images[k]
 	if !ok {
-		li = &loadedImage{}
+		li = &loadedImage{id: -1, syms: map[uint64]int32{}}
 		li.im, li.err = l.opts.Symbolizer.Open(m.Path, m.BuildID)
 		l.images[k] = li
 	}
-	return li.im, li.err
+	if li.id < 0 {
+		img := profile.Image{Name: m.Path, BuildID: m.BuildID, Kind: profile.ImageFile, Start: m.Start, Limit: m.End, Offset: m.Pgoff}
+		if img.BuildID == "" && li.im != nil {
+			img.BuildID = li.im.BuildID()
+		}
+		li.id = l.b.Image(img)
+		if li.err != nil {
+			l.b.SetNoSymbols(li.id, li.err.Error())
+		} else if li.im.NumSymbols() == 0 {
+			l.b.SetNoSymbols(li.id, "no symbol table")
+		}
+	}
+	l.mapped[m.ID] = li
+	return li
 }
 
 func (l *loader) fileFrame(m *Mapping, addr uint64, ret bool) int32 {
-	im, err := l.image(m)
-	img := profile.Image{Name: m.Path, BuildID: m.BuildID, Kind: profile.ImageFile, Start: m.Start, Limit: m.End, Offset: m.Pgoff}
-	if img.BuildID == "" && im != nil {
-		img.BuildID = im.BuildID()
-	}
-	imID := l.b.Image(img)
+	li := l.image(m)
 	off := addr - m.Start + m.Pgoff
-	var fr profile.Frame
 	var sym symbolize.Symbol
 	ok := false
-	if err != nil {
-		l.b.SetNoSymbols(imID, err.Error())
-	} else {
-		sym, ok = im.LookupFileOffset(off)
-		if !ok && im.NumSymbols() == 0 {
-			l.b.SetNoSymbols(imID, "no symbol table")
+	if li.err == nil {
+		sym, ok = li.im.LookupFileOffset(off)
+	}
+	// Without lines or addresses a frame is its symbol's.
+	bySym := ok && !l.opts.Lines && !l.opts.Addresses
+	if bySym {
+		if id, hit := li.syms[sym.Start]; hit {
+			return id
 		}
 	}
 	// perf names an unresolved address by its offset in the file.
-	f := profile.Func{Image: imID, Name: fmt.Sprintf("0x%016x", off), Addr: off}
-	if ok {
-		f.Name, f.Addr = sym.Name, sym.Start
+	f := profile.Func{Image: li.id, Name: sym.Name, Addr: sym.Start}
+	if !ok {
+		f.Name, f.Addr = fmt.Sprintf("0x%016x", off), off
 	}
-	if im != nil && (l.opts.Lines || l.opts.Addresses) {
-		if va, vok := im.FileOffsetToAddr(off); vok {
+	var fr profile.Frame
+	if li.im != nil && (l.opts.Lines || l.opts.Addresses) {
+		if va, vok := li.im.FileOffsetToAddr(off); vok {
 			if l.opts.Addresses {
 				fr.Addr = va
 			}
@@ -535,7 +591,7 @@ func (l *loader) fileFrame(m *Mapping, addr uint64, ret bool) int32 {
 				if ret {
 					q-- // name the call, not the statement after it
 				}
-				if frames, ferr := im.Frames(q); ferr == nil && len(frames) > 0 {
+				if frames, ferr := li.im.Frames(q); ferr == nil && len(frames) > 0 {
 					fr.File = l.b.String(frames[0].File)
 					fr.Line = int32(frames[0].Line)
 					f.File = frames[len(frames)-1].File
@@ -544,5 +600,9 @@ func (l *loader) fileFrame(m *Mapping, addr uint64, ret bool) int32 {
 		}
 	}
 	fr.Func = l.b.Func(f)
-	return l.b.Frame(fr)
+	id := l.b.Frame(fr)
+	if bySym {
+		li.syms[sym.Start] = id
+	}
+	return id
 }
