@@ -60,7 +60,7 @@ out="$dir/section.md"
 	done
 	echo "| Read (snapshot reader) | $(gofield Read MB/s) MB/s | | | $(gofield Read allocs/op) |"
 	echo
-	echo "EnterExit4 is an enter and an exit: halve it for one call."
+	echo "EnterExit4 is an enter and an exit: halve it for one call. Before commits aef3519 and f2b2d7b (one compare-and-swap, MOV release stores, prefetch; measured beside them in one run), Go enter and exit p50 were 36.7 and 34.6 ns on one goroutine and 37.9 each from 4."
 } >"$out"
 update_section jitlog "$out"
 cat "$out"
