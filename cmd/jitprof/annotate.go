@@ -27,8 +27,10 @@ func runAnnotate(args []string) error {
 	fs.BoolFunc("no-source", "do not interleave source lines", func(string) error { opts.Source = false; return nil })
 	syntax := fs.String("asm-syntax", "att", "assembly `syntax`: att or intel")
 	output := fs.String("o", "", "write to `file` instead of standard output")
+	var jit anonFlags
+	jit.register(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: jitprof annotate [-i FILE] [--dso IMAGE] [--no-source] [--asm-syntax att|intel] SYMBOL")
+		fmt.Fprintln(fs.Output(), "usage: jitprof annotate [-i FILE] [--dso IMAGE] [--no-source] [--asm-syntax att|intel] [--anon-samples] SYMBOL")
 		fs.PrintDefaults()
 	}
 	pos, err := parseArgs(fs, args)
@@ -56,7 +58,15 @@ func runAnnotate(args []string) error {
 		return err
 	}
 	defer f.Close()
-	p, err := session.Load(f, session.Options{Addresses: true, Progress: progressBar(os.Stderr)})
+	sopts := session.Options{Addresses: true, Progress: progressBar(os.Stderr)}
+	binder, err := jit.bind(f, &sopts)
+	if err != nil {
+		return fmt.Errorf("%s: %w", *input, err)
+	}
+	if binder != nil {
+		defer binder.Close()
+	}
+	p, err := session.Load(f, sopts)
 	if err != nil {
 		return fmt.Errorf("%s: %w", *input, err)
 	}

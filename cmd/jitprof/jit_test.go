@@ -217,3 +217,65 @@ func TestSelfContainedRecording(t *testing.T) {
 		t.Errorf("perf report --stats on a recording with jitprof's section: %v", st)
 	}
 }
+
+// TestAnnotateJIT annotates a JIT function from the code bytes minijit
+// logged: the samples add up to 100% and lie in the function's loop,
+// between its backward jump and that jump's target.
+func TestAnnotateJIT(t *testing.T) {
+	perftest.Perf(t)
+	jitprof, minijit := buildTools(t)
+	data, env, _ := runMinijit(t, jitprof, minijit)
+	cmd := exec.Command(jitprof, "annotate", "-i", data, "--anon-samples", "fib [gen 1]")
+	cmd.Env = env
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("jitprof annotate: %v\n%s", err, out)
+	}
+	type line struct {
+		pc   uint64
+		pct  float64
+		text string
+	}
+	var lines []line
+	var loopStart, loopEnd uint64
+	var sum float64
+	for _, l := range strings.Split(string(out), "\n") {
+		var ln line
+		f := strings.SplitN(l, "\t", 3)
+		if len(f) != 3 || !strings.HasSuffix(f[0], " :") {
+			continue
+		}
+		if _, err := fmt.Sscanf(strings.TrimSuffix(f[0], " :"), "%f", &ln.pct); err != nil {
+			continue
+		}
+		if _, err := fmt.Sscanf(strings.TrimSuffix(f[1], ":"), "%x", &ln.pc); err != nil {
+			continue
+		}
+		ln.text = f[2]
+		if strings.HasPrefix(ln.text, "jne ") {
+			var target uint64
+			fmt.Sscanf(strings.TrimPrefix(ln.text, "jne "), "%v", &target)
+			loopStart, loopEnd = target, ln.pc
+		}
+		sum += ln.pct
+		lines = append(lines, ln)
+	}
+	if len(lines) < 5 || !strings.Contains(lines[0].text, "push") {
+		t.Fatalf("annotate printed no disassembly of fib's code:\n%s", out)
+	}
+	if math.Abs(sum-100) > 0.1 {
+		t.Errorf("percentages sum to %.2f:\n%s", sum, out)
+	}
+	if loopStart == 0 {
+		t.Fatalf("no backward jump found in:\n%s", out)
+	}
+	var inLoop float64
+	for _, ln := range lines {
+		if ln.pc >= loopStart && ln.pc <= loopEnd {
+			inLoop += ln.pct
+		}
+	}
+	if inLoop < 95 {
+		t.Errorf("only %.1f%% of fib's samples in its loop [%#x, %#x]:\n%s", inLoop, loopStart, loopEnd, out)
+	}
+}

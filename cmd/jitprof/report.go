@@ -7,7 +7,6 @@ import (
 	"os"
 	"strings"
 
-	"github.com/jitprof/jitprof/internal/anon"
 	"github.com/jitprof/jitprof/internal/anonbind"
 	"github.com/jitprof/jitprof/internal/report"
 	"github.com/jitprof/jitprof/internal/session"
@@ -31,10 +30,8 @@ func runReport(args []string) error {
 	fs.Float64Var(&opts.PercentLimit, "percent-limit", 0, "hide rows below this `percent`")
 	format := fs.String("format", "text", "output `format`: text, json, csv, pprof (.pb.gz) or folded (flame-graph stacks)")
 	output := fs.String("o", "", "write to `file` instead of standard output")
-	anonSamples := fs.Bool("anon-samples", false, "include samples in anonymous executable memory (JIT code), named by the anon handlers where they can")
-	var handlers multiFlag
-	fs.Var(&handlers, "anon-handler", "JIT data `handler`s to try, in order (repeatable or comma-separated; built in: jitlog, jitdump, perfmap; NAME runs jitprof-anon-NAME); implies --anon-samples")
-	force := fs.Bool("force", false, "read JIT data files that fail the ownership, symlink and size checks")
+	var jit anonFlags
+	jit.register(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: jitprof report [-i FILE] [-l] [-g] [--sort KEYS] [--format text|json|csv]")
 		fs.PrintDefaults()
@@ -66,20 +63,12 @@ func runReport(args []string) error {
 	defer f.Close()
 	sopts := session.Options{Lines: contains(opts.Sort, report.KeySrcline), Progress: progressBar(os.Stderr),
 		LeafOnly: !opts.Children && *format != "pprof" && *format != "folded"} // a flat report needs no callchains
-	var binder *anonbind.Binder
-	if *anonSamples || len(handlers) > 0 {
-		hs, err := anon.Select(handlers)
-		if err != nil {
-			return err
-		}
-		if sopts.Timeline, err = session.BuildTimeline(f); err != nil {
-			return fmt.Errorf("%s: %w", *input, err)
-		}
-		if binder, err = anonbind.New(f, sopts.Timeline, anonbind.Options{Handlers: hs, Force: *force}); err != nil {
-			return fmt.Errorf("%s: %w", *input, err)
-		}
+	binder, err := jit.bind(f, &sopts)
+	if err != nil {
+		return fmt.Errorf("%s: %w", *input, err)
+	}
+	if binder != nil {
 		defer binder.Close()
-		sopts.Anon = binder
 	}
 	p, err := session.Load(f, sopts)
 	if err != nil {
@@ -146,12 +135,6 @@ func reportClaims(w io.Writer, claims []anonbind.Claim) {
 		}
 	}
 }
-
-// multiFlag collects a repeatable string flag.
-type multiFlag []string
-
-func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
-func (m *multiFlag) Set(s string) error { *m = append(*m, s); return nil }
 
 // sortList turns opreport's view flags into sort keys: --separate adds the
 // keys it separates by, --merge takes them away again. As in OProfile,

@@ -96,9 +96,15 @@ func Write(w io.Writer, p *profile.Profile, opts Options) error {
 	for _, t := range list {
 		f := &p.Funcs[t.fn]
 		im := &p.Images[f.Image]
+		if im.Kind == profile.ImageAnon && len(f.Code) > 0 {
+			if err := annotateJIT(w, p, t, opts); err != nil {
+				return fmt.Errorf("annotate %s in %s: %w", f.Name, im.Name, err)
+			}
+			continue
+		}
 		if im.Kind != profile.ImageFile {
-			// Kernel text needs a vmlinux and JIT code its bytes, which
-			// the recording does not keep.
+			// Kernel text needs a vmlinux, and JIT code its bytes, which
+			// only JITs that log them (jitlog, jitdump) provide.
 			fmt.Fprintf(w, "# %s in %s: %d samples; no code bytes to annotate\n\n", f.Name, im.Name, t.samples)
 			continue
 		}
@@ -135,18 +141,14 @@ func annotate(w io.Writer, p *profile.Profile, t *target, opts Options, src sour
 	if err != nil {
 		return err
 	}
-	insts := disassemble(code, sym.Start, opts.Syntax, im)
-	for addr, period := range t.byAddr {
-		// A sample between instruction starts (code the decoder misread)
-		// goes to the instruction that covers it.
-		i, found := slices.BinarySearchFunc(insts, addr, func(in inst, a uint64) int { return cmp.Compare(in.pc, a) })
-		if !found {
-			i--
+	insts := disassemble(code, sym.Start, opts.Syntax, func(addr uint64) (string, uint64) {
+		if s, ok := im.LookupAddr(addr); ok {
+			return s.Name, s.Start
 		}
-		if i < 0 || addr >= sym.Start+sym.Size {
-			return fmt.Errorf("sample at %#x outside %s [%#x, %#x)", addr, sym.Name, sym.Start, sym.Start+sym.Size)
-		}
-		insts[i].period += period
+		return "", 0
+	})
+	if err := spread(insts, t, sym.Start, sym.Size, sym.Name); err != nil {
+		return err
 	}
 
 	title := fmt.Sprintf(" Percent |\tSource code & Disassembly of %s for %s (%d samples, percent: local period)",
@@ -172,6 +174,49 @@ func annotate(w io.Writer, p *profile.Profile, t *target, opts Options, src sour
 		fmt.Fprintf(w, "%8.2f :\t%8x:\t%s\n", percent(in.period, t.period), in.pc, in.text)
 	}
 	fmt.Fprintln(w)
+	return nil
+}
+
+// annotateJIT annotates JIT code from the bytes its JIT logged: the
+// function lives at f.Addr and the samples' addresses are absolute.
+func annotateJIT(w io.Writer, p *profile.Profile, t *target, opts Options) error {
+	f := &p.Funcs[t.fn]
+	// A JIT function's only known symbol is itself.
+	insts := disassemble(f.Code, f.Addr, opts.Syntax, func(addr uint64) (string, uint64) {
+		if addr >= f.Addr && addr < f.Addr+uint64(len(f.Code)) {
+			return f.Name, f.Addr
+		}
+		return "", 0
+	})
+	if err := spread(insts, t, f.Addr, uint64(len(f.Code)), f.Name); err != nil {
+		return err
+	}
+	title := fmt.Sprintf(" Percent |\tDisassembly of JIT code %s in %s for %s (%d samples, percent: local period)",
+		f.Name, p.Images[f.Image].Name, p.Events[t.event].Name, t.samples)
+	fmt.Fprintln(w, title)
+	fmt.Fprintln(w, strings.Repeat("-", len(title)+8))
+	fmt.Fprintf(w, "         :\t%016x <%s>:\n", f.Addr, f.Name)
+	for _, in := range insts {
+		fmt.Fprintf(w, "%8.2f :\t%8x:\t%s\n", percent(in.period, t.period), in.pc, in.text)
+	}
+	fmt.Fprintln(w)
+	return nil
+}
+
+// spread adds each sampled address's period to the instruction covering
+// it; a sample between instruction starts (code the decoder misread) goes
+// to the instruction before it.
+func spread(insts []inst, t *target, start, size uint64, name string) error {
+	for addr, period := range t.byAddr {
+		i, found := slices.BinarySearchFunc(insts, addr, func(in inst, a uint64) int { return cmp.Compare(in.pc, a) })
+		if !found {
+			i--
+		}
+		if i < 0 || addr >= start+size {
+			return fmt.Errorf("sample at %#x outside %s [%#x, %#x)", addr, name, start, start+size)
+		}
+		insts[i].period += period
+	}
 	return nil
 }
 
@@ -209,13 +254,8 @@ func readCode(path string, start, size uint64) (code []byte, err error) {
 	return nil, fmt.Errorf("%s: no executable section holds [%#x, %#x)", path, start, start+size)
 }
 
-func disassemble(code []byte, start uint64, syntax Syntax, im *symbolize.Image) []inst {
-	symname := func(addr uint64) (string, uint64) {
-		if s, ok := im.LookupAddr(addr); ok {
-			return s.Name, s.Start
-		}
-		return "", 0
-	}
+// disassemble decodes code at start; symname names branch targets.
+func disassemble(code []byte, start uint64, syntax Syntax, symname func(uint64) (string, uint64)) []inst {
 	var out []inst
 	for off := 0; off < len(code); {
 		pc := start + uint64(off)

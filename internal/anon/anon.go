@@ -50,6 +50,7 @@ type Symbol struct {
 	Gen         uint64 // the generation: jitdump's code_index, jitlog's sequence number
 	File        string // source file, when the JIT data has lines
 	Line        int
+	Code        []byte // the machine code, when the JIT logged it (for annotate)
 	// Ambiguous lists the names a timeless source (a perf map) gives the
 	// range when code was re-generated there; Name is then empty, and
 	// the report says the data cannot tell them apart.

@@ -95,8 +95,9 @@ func TestReuse(t *testing.T) {
 	if !strings.HasSuffix(pm.Source(), "(embedded in the recording)") {
 		t.Errorf("Source() = %q, want the embedded copy", pm.Source())
 	}
-	foo := Symbol{Name: "JS:*foo /app/foo.js:3", Start: reuseAddr, Size: 0x100, Gen: 1, File: "/app/foo.js", Line: 5}
-	bar := Symbol{Name: "JS:*bar /app/bar.js:9", Start: reuseAddr, Size: 0x80, Gen: 2}
+	// The dump carries each load's code bytes, which annotate shows.
+	foo := Symbol{Name: "JS:*foo /app/foo.js:3", Start: reuseAddr, Size: 0x100, Gen: 1, File: "/app/foo.js", Line: 5, Code: make([]byte, 0x100)}
+	bar := Symbol{Name: "JS:*bar /app/bar.js:9", Start: reuseAddr, Size: 0x80, Gen: 2, Code: make([]byte, 0x80)}
 	barMoved := bar
 	barMoved.Start = 0x7f0000009000
 	both := Symbol{Start: reuseAddr, Size: 0x80, Ambiguous: []string{foo.Name, bar.Name}}

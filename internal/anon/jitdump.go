@@ -1,6 +1,7 @@
 package anon
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -101,12 +102,11 @@ func readJitdump(d *data, p *Process) (*codemap.Map, bool, error) {
 			if rec.CodeSize == 0 {
 				continue
 			}
-			var lt any
-			if t, ok := debug[rec.CodeAddr]; ok {
-				lt = t
-				delete(debug, rec.CodeAddr)
-			}
-			if err := b.Load(rec.Timestamp, rec.CodeAddr, rec.CodeSize, rec.Name, rec.CodeIndex, lt); err != nil {
+			lt := debug[rec.CodeAddr]
+			delete(debug, rec.CodeAddr)
+			// The reader reuses its buffers; annotate needs the bytes later.
+			code := bytes.Clone(rec.Code)
+			if err := b.Load(rec.Timestamp, rec.CodeAddr, rec.CodeSize, rec.Name, rec.CodeIndex, payload(lt, code)); err != nil {
 				return nil, false, fmt.Errorf("%s: CODE_LOAD at offset %d: %w", d.path, rec.Offset, err)
 			}
 		case *jitdump.CodeMove:

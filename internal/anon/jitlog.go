@@ -52,7 +52,7 @@ func (jitlogHandler) Claim(p *Process) (Resolver, error) {
 			if rec.Size == 0 {
 				continue
 			}
-			var lt any
+			var lt lineTable
 			if len(rec.Lines) > 0 {
 				t := make(lineTable, 0, len(rec.Lines))
 				for _, l := range rec.Lines {
@@ -62,7 +62,7 @@ func (jitlogHandler) Claim(p *Process) (Resolver, error) {
 				}
 				lt = sortLines(t)
 			}
-			if err := b.Load(rec.Time, rec.Addr, rec.Size, rec.Name, rec.Seq, lt); err != nil {
+			if err := b.Load(rec.Time, rec.Addr, rec.Size, rec.Name, rec.Seq, payload(lt, rec.Code)); err != nil {
 				return nil, fmt.Errorf("%s: load seq %d: %w", d.path, rec.Seq, err)
 			}
 			live[rec.Seq] = code{rec.Addr, rec.Size}

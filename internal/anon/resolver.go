@@ -52,10 +52,28 @@ func (r *mapResolver) ResolveSeq(addr, seq uint64) (Symbol, bool) {
 
 func symbol(e *codemap.Entry, addr uint64) Symbol {
 	s := Symbol{Name: e.Name, Start: e.Start, Size: e.End - e.Start, Gen: e.Gen}
-	if lt, ok := e.Payload.(lineTable); ok {
-		s.File, s.Line = lt.at(addr - e.Start)
+	if c, ok := e.Payload.(*codeInfo); ok {
+		s.File, s.Line = c.lines.at(addr - e.Start)
+		if uint64(len(c.code)) == s.Size {
+			s.Code = c.code
+		}
 	}
 	return s
+}
+
+// codeInfo is what a time-aware source knows of one load besides its
+// name: its source lines and its machine code, when the JIT logged them.
+type codeInfo struct {
+	lines lineTable
+	code  []byte
+}
+
+// payload is the codemap payload of a load, or nil when it has nothing.
+func payload(lines lineTable, code []byte) any {
+	if len(lines) == 0 && len(code) == 0 {
+		return nil
+	}
+	return &codeInfo{lines: lines, code: code}
 }
 
 // lineRow says the code from off (bytes from the start of the code) up to

@@ -115,7 +115,7 @@ func (b *Binder) Resolve(pid uint32, addr, time uint64) (session.AnonFrame, bool
 		// because re-generated code is different code.
 		name += " [gen " + strconv.FormatUint(sym.Gen, 10) + "]"
 	}
-	return session.AnonFrame{Func: name, Image: image, Start: sym.Start, File: sym.File, Line: sym.Line}, true
+	return session.AnonFrame{Func: name, Image: image, Start: sym.Start, File: sym.File, Line: sym.Line, Code: sym.Code}, true
 }
 
 func (b *Binder) claim(pid uint32) *procState {

@@ -38,6 +38,9 @@ type Func struct {
 	Addr   uint64 // start address of the symbol, or the unresolved address
 	File   string // source file of the function's first line, when known
 	Kernel bool
+	// Code is the machine code of JIT-generated functions whose JIT
+	// logged it, for annotate; nil otherwise (file images have theirs).
+	Code []byte
 }
 
 // Frame is a function, and when lines were asked for, a source line in it.

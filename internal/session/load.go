@@ -28,6 +28,7 @@ type AnonFrame struct {
 	Start uint64 // start address of the code
 	File  string
 	Line  int
+	Code  []byte // its machine code, when the JIT logged it
 }
 
 // Options control Load.
@@ -435,7 +436,7 @@ func (l *loader) frame(pid uint32, addr, tm uint64, mode uint16, ret bool) int32
 			l.timed = true // JIT code changes at any time, not with mappings
 			if af, ok := l.opts.Anon.Resolve(pid, addr, tm); ok {
 				im := l.b.Image(profile.Image{Name: af.Image, Kind: profile.ImageAnon})
-				fn := l.b.Func(profile.Func{Name: af.Func, Image: im, Addr: af.Start, File: af.File})
+				fn := l.b.Func(profile.Func{Name: af.Func, Image: im, Addr: af.Start, File: af.File, Code: af.Code})
 				fr := profile.Frame{Func: fn}
 				if l.opts.Lines {
 					fr.File, fr.Line = l.b.String(af.File), int32(af.Line)
