@@ -53,6 +53,7 @@ type File struct {
 	warnings []string
 
 	ids          map[uint64]*Attr
+	idList       []idAttr // the same, for the few-ids case a scan beats a map
 	idPos, isPos int
 }
 
@@ -316,10 +317,15 @@ func (f *File) nameAttrs(descs []EventDesc) {
 // a record's attr, as perf does: all attrs must agree on where the id is.
 func (f *File) indexAttrs() {
 	f.ids = make(map[uint64]*Attr)
+	f.idList = f.idList[:0]
 	for _, a := range f.Attrs {
 		for _, id := range a.IDs {
 			f.ids[id] = a
+			f.idList = append(f.idList, idAttr{id, a})
 		}
+	}
+	if len(f.idList) > maxIDScan {
+		f.idList = nil
 	}
 	f.idPos, f.isPos = -1, -1
 	if len(f.Attrs) > 0 {
@@ -329,7 +335,27 @@ func (f *File) indexAttrs() {
 }
 
 // AttrByID returns the attr of a sample id, or nil.
-func (f *File) AttrByID(id uint64) *Attr { return f.ids[id] }
+func (f *File) AttrByID(id uint64) *Attr {
+	if f.idList != nil {
+		for _, e := range f.idList {
+			if e.id == id {
+				return e.attr
+			}
+		}
+		return nil
+	}
+	return f.ids[id]
+}
+
+type idAttr struct {
+	id   uint64
+	attr *Attr
+}
+
+// maxIDScan is how many ids a linear scan beats a map lookup for: a
+// recording has an id per event and CPU, so usually a handful, and the
+// lookup runs once per record.
+const maxIDScan = 16
 
 // NewStream reads perf's pipe mode (perf record -o -) from r.
 func NewStream(r io.Reader) (*File, error) {

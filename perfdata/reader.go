@@ -292,7 +292,7 @@ func (r *Reader) attrFor(typ RecordType, body []byte) *Attr {
 		pos = len(body) - f.isPos*8
 	}
 	d := dec{b: body, off: pos, swap: f.Swapped}
-	if a := f.ids[d.u64()]; a != nil {
+	if a := f.AttrByID(d.u64()); a != nil {
 		return a
 	}
 	return f.Attrs[0]
