@@ -3,7 +3,7 @@ package annotate
 import (
 	"bytes"
 	"errors"
-	"flag"
+	"github.com/jitprof/jitprof/internal/golden"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,8 +12,6 @@ import (
 	"github.com/jitprof/jitprof/internal/profile"
 	"github.com/jitprof/jitprof/internal/symbolize"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 // need returns the path of a tool, skipping the test without it, or
 // failing on CI where it is installed.
@@ -68,20 +66,7 @@ func TestGolden(t *testing.T) {
 			if err := Write(&buf, p, c.opts); err != nil {
 				t.Fatal(err)
 			}
-			path := filepath.Join("testdata", c.name)
-			if *update {
-				if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run go test -update)", err)
-			}
-			if !bytes.Equal(buf.Bytes(), want) {
-				t.Errorf("differs from %s:\n got:\n%s\nwant:\n%s", path, buf.Bytes(), want)
-			}
+			golden.Check(t, filepath.Join("testdata", c.name), buf.Bytes())
 		})
 	}
 }

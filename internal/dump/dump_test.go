@@ -2,8 +2,7 @@ package dump_test
 
 import (
 	"bytes"
-	"flag"
-	"os"
+	"github.com/jitprof/jitprof/internal/golden"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -13,8 +12,6 @@ import (
 	"github.com/jitprof/jitprof/internal/perftest"
 	"github.com/jitprof/jitprof/perfdata"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files")
 
 // TestGolden prints the committed perf recordings and compares with the
 // golden files beside them.
@@ -39,32 +36,9 @@ func TestGolden(t *testing.T) {
 			if err := dump.Write(&buf, f, c.opts); err != nil {
 				t.Fatal(err)
 			}
-			golden := filepath.Join("testdata", c.golden)
-			if *update {
-				if err := os.WriteFile(golden, buf.Bytes(), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run with -update to create it)", err)
-			}
-			if !bytes.Equal(buf.Bytes(), want) {
-				t.Errorf("output differs from %s (run with -update if the change is intended):\n%s", golden, firstDiff(string(want), buf.String()))
-			}
+			golden.Check(t, filepath.Join("testdata", c.golden), buf.Bytes())
 		})
 	}
-}
-
-func firstDiff(a, b string) string {
-	al, bl := strings.Split(a, "\n"), strings.Split(b, "\n")
-	for i := 0; i < len(al) && i < len(bl); i++ {
-		if al[i] != bl[i] {
-			return "line " + strconv.Itoa(i+1) + ":\n- " + al[i] + "\n+ " + bl[i]
-		}
-	}
-	return "lengths differ: " + strconv.Itoa(len(al)) + " vs " + strconv.Itoa(len(bl)) + " lines"
 }
 
 // TestStatsAgreeWithPerf compares Count on a fresh perf recording with

@@ -2,15 +2,12 @@ package profile
 
 import (
 	"bytes"
-	"flag"
-	"os"
+	"github.com/jitprof/jitprof/internal/golden"
 	"path/filepath"
 	"testing"
 
 	"github.com/google/pprof/profile"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 // sample builds a small profile by hand: two threads, a recursive stack,
 // a kernel frame and an anonymous (JIT) bucket.
@@ -44,22 +41,9 @@ func sample() *Profile {
 	return b.Profile()
 }
 
-func golden(t *testing.T, name string, got []byte) {
+func checkGolden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from golden file:\n got:\n%s\nwant:\n%s", name, got, want)
-	}
+	golden.Check(t, filepath.Join("testdata", name), got)
 }
 
 func TestFoldedGolden(t *testing.T) {
@@ -67,7 +51,7 @@ func TestFoldedGolden(t *testing.T) {
 	if err := sample().WriteFolded(&buf, 0); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "sample.folded", buf.Bytes())
+	checkGolden(t, "sample.folded", buf.Bytes())
 }
 
 // TestPprofGolden writes the pprof export, reads it back with the pprof
@@ -85,5 +69,5 @@ func TestPprofGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "sample.pprof.txt", []byte(back.String()))
+	checkGolden(t, "sample.pprof.txt", []byte(back.String()))
 }

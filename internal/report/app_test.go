@@ -2,7 +2,7 @@ package report
 
 import (
 	"bytes"
-	"os"
+	"github.com/jitprof/jitprof/internal/golden"
 	"path/filepath"
 	"testing"
 
@@ -67,20 +67,7 @@ func TestAppGolden(t *testing.T) {
 			if err := Write(&buf, p, c.opts); err != nil {
 				t.Fatal(err)
 			}
-			path := filepath.Join("testdata", c.name)
-			if *update {
-				if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run go test -update)", err)
-			}
-			if !bytes.Equal(buf.Bytes(), want) {
-				t.Errorf("differs from %s:\n got:\n%s\nwant:\n%s", path, buf.Bytes(), want)
-			}
+			golden.Check(t, filepath.Join("testdata", c.name), buf.Bytes())
 		})
 	}
 }

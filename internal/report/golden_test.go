@@ -2,15 +2,12 @@ package report
 
 import (
 	"bytes"
-	"flag"
-	"os"
+	"github.com/jitprof/jitprof/internal/golden"
 	"path/filepath"
 	"testing"
 
 	"github.com/jitprof/jitprof/internal/profile"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 // sample builds a small profile by hand: two threads, a recursive stack,
 // a kernel frame and an anonymous (JIT) bucket.
@@ -67,20 +64,7 @@ func TestGolden(t *testing.T) {
 			if err := Write(&buf, p, c.opts); err != nil {
 				t.Fatal(err)
 			}
-			path := filepath.Join("testdata", c.name)
-			if *update {
-				if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run go test -update)", err)
-			}
-			if !bytes.Equal(buf.Bytes(), want) {
-				t.Errorf("differs from %s:\n got:\n%s\nwant:\n%s", path, buf.Bytes(), want)
-			}
+			golden.Check(t, filepath.Join("testdata", c.name), buf.Bytes())
 		})
 	}
 	if err := Write(&bytes.Buffer{}, p, Options{Sort: []string{"bogus"}}); err == nil {

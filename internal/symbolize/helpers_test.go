@@ -2,7 +2,6 @@ package symbolize
 
 import (
 	"bufio"
-	"flag"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,8 +9,6 @@ import (
 	"strings"
 	"testing"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files in testdata")
 
 // needTool returns the path of a tool the test runs as a reference. Outside
 // CI a missing tool skips; in CI, where the tools are installed, it fails.

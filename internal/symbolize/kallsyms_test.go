@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/jitprof/jitprof/internal/golden"
 	"os"
 	"strings"
 	"testing"
@@ -37,23 +38,7 @@ func TestKallsymsGolden(t *testing.T) {
 		}
 		fmt.Fprintf(&out, "%#x %s+%#x [%s] size %#x\n", addr, s.Name, addr-s.Start, s.Module, s.Size)
 	}
-	golden(t, "testdata/kallsyms.golden", out.Bytes())
-}
-
-func golden(t *testing.T, path string, got []byte) {
-	t.Helper()
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs (run with -update to accept):\n--- got\n%s--- want\n%s", path, got, want)
-	}
+	golden.Check(t, "testdata/kallsyms.golden", out.Bytes())
 }
 
 func TestKallsymsErrors(t *testing.T) {
