@@ -42,7 +42,7 @@ func runRecord(args []string) error {
 		fmt.Fprintln(fs.Output(), "usage: jitprof record [-e EVENT] [-F HZ | -c PERIOD] [-g] [-a | -p PID[,PID] | -t TID | -- CMD ARGS] [-C CPUS] [-o FILE] [-m PAGES] [--duration D] [-q]")
 		fs.PrintDefaults()
 	}
-	cmdArgs, err := parseArgs(fs, args)
+	cmdArgs, err := parseCommand(fs, args)
 	if err != nil {
 		return err
 	}
