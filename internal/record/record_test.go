@@ -160,6 +160,30 @@ func shareA(t *testing.T, path string, reportArgs ...string) float64 {
 	return a / (a + b)
 }
 
+// scriptShareA is work_a's share of the work_a and work_b samples of pid,
+// as perf script reads them.
+func scriptShareA(t *testing.T, path string, pid int) float64 {
+	t.Helper()
+	out := perftest.Run(t, perftest.Perf(t), "script", "-i", path, "--force", "-G", "-F", "pid,ip,sym")
+	var a, b int
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 || f[0] != strconv.Itoa(pid) {
+			continue
+		}
+		switch f[len(f)-1] {
+		case "work_a":
+			a++
+		case "work_b":
+			b++
+		}
+	}
+	if a+b < 100 {
+		t.Fatalf("perf script shows %d work_a and %d work_b samples of pid %d in %s; want hundreds", a, b, pid, path)
+	}
+	return float64(a) / float64(a+b)
+}
+
 func scriptCount(t *testing.T, path string) uint64 {
 	t.Helper()
 	out := perftest.Run(t, perftest.Perf(t), "script", "-i", path, "--force", "-G", "-F", "ip")
@@ -290,8 +314,11 @@ func TestSystemWide(t *testing.T) {
 	if !s.mmaps["[kernel.kallsyms]_text"] {
 		t.Error("no kernel MMAP")
 	}
-	// Other processes share the machine; look at the workload's part.
-	if a := shareA(t, path, "--pid", strconv.Itoa(cmd.Process.Pid), "--percentage", "relative"); math.Abs(a-1.0/3) > 0.07 {
+	// Other processes share the machine; look at the workload's part,
+	// as perf script prints each sample's pid and symbol. (perf report
+	// --pid once dropped every sample of such a file on a loaded CI run
+	// while perf script showed them, so the check goes through script.)
+	if a := scriptShareA(t, path, cmd.Process.Pid); math.Abs(a-1.0/3) > 0.07 {
 		t.Errorf("work_a's share %.3f; want about 0.333", a)
 	}
 	if n := scriptCount(t, path); n != s.samples {
