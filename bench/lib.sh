@@ -28,3 +28,23 @@ update_section() {
 		{ printf '\n<!-- %s:begin -->\n' "$name"; cat "$file"; printf '<!-- %s:end -->\n' "$name"; } >>"$results"
 	fi
 }
+
+# record_big DIR: builds jitprof and the busy workload into DIR and records
+# DIR/big.data, about 1.9 million samples with -g callchains, system-wide,
+# while the workload runs (SECONDS_TO_RECORD, default 19). A script that
+# calls it kills $bench_busy_pid in its exit trap, in case it is stopped
+# while recording.
+bench_busy_pid=
+record_big() {
+	local dir=$1
+	go build -o "$dir/jitprof" ./cmd/jitprof
+	go run ./bench/perfdata/busysrc >"$dir/busy.c"
+	gcc -O1 -fno-omit-frame-pointer -pthread -o "$dir/busy" "$dir/busy.c"
+	"$dir/busy" 10000000 1 >/dev/null &
+	bench_busy_pid=$!
+	# 50k samples/s on each of 2 CPUs (perf_event_max_sample_rate is 100000).
+	perf record -q -a -g -c 20000 -o "$dir/big.data" -- sleep "${SECONDS_TO_RECORD:-19}" 2>/dev/null
+	kill "$bench_busy_pid"
+	wait "$bench_busy_pid" 2>/dev/null || true
+	bench_busy_pid=
+}

@@ -12,20 +12,10 @@ cd "$(dirname "$0")/../.."
 command -v perf >/dev/null || { echo "perf is required (Debian: linux-perf)" >&2; exit 1; }
 
 dir=$(mktemp -d)
-busy_pid=
-cleanup() { [ -n "$busy_pid" ] && kill "$busy_pid" 2>/dev/null; rm -rf "$dir"; }
+cleanup() { [ -n "$bench_busy_pid" ] && kill "$bench_busy_pid" 2>/dev/null; rm -rf "$dir"; }
 trap cleanup EXIT
 
-go build -o "$dir/jitprof" ./cmd/jitprof
-go run ./bench/perfdata/busysrc >"$dir/busy.c"
-gcc -O1 -fno-omit-frame-pointer -pthread -o "$dir/busy" "$dir/busy.c"
-
-seconds=${SECONDS_TO_RECORD:-19}
-"$dir/busy" 10000000 1 >/dev/null &
-busy_pid=$!
-# 50k samples/s on each of 2 CPUs (perf_event_max_sample_rate is 100000).
-perf record -q -a -g -c 20000 -o "$dir/big.data" -- sleep "$seconds" 2>/dev/null
-kill "$busy_pid"; wait "$busy_pid" 2>/dev/null || true; busy_pid=
+record_big "$dir"
 
 samples=$("$dir/jitprof" dump --stats "$dir/big.data" | awk '$1 == "SAMPLE" {print $3}')
 size_mb=$(( $(stat -c %s "$dir/big.data") / 1000000 ))
