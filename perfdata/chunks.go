@@ -28,31 +28,17 @@ func (f *File) RecordsIn(c Chunk) *Reader {
 // their headers (they are still counted): faster for callers that want
 // the other records.
 func (r *Reader) NextNonSample() bool {
-	if !r.f.Pipe && !r.f.Swapped {
-		// The hot loop of a timeline pass: one load per record header.
-		data, n := r.f.data, uint64(0)
-		for !r.done && r.end-r.off >= 8 {
-			h := le.Uint64(data[r.off:])
-			size := int64(h >> 48)
-			if RecordType(uint32(h)) != RecordSample || size < 8 || size > r.end-r.off {
-				break // Next decodes it, or reports what is wrong with it
-			}
-			n++
-			r.off += size
-		}
-		r.counts[RecordSample] += n
-	}
+	// The hot loop of a timeline pass: one load per record header.
+	var n uint64
 	for !r.f.Pipe && !r.done && r.end-r.off >= 8 {
-		d := dec{b: r.f.data[r.off : r.off+8], swap: r.f.Swapped}
-		typ := RecordType(d.u32())
-		d.u16()
-		size := int64(d.u16())
+		typ, size := r.f.header(r.off)
 		if typ != RecordSample || size < 8 || size > r.end-r.off {
-			break
+			break // Next decodes it, or reports what is wrong with it
 		}
-		r.counts[RecordSample]++
+		n++
 		r.off += size
 	}
+	r.counts[RecordSample] += n
 	for r.Next() {
 		if r.rec.Type() != RecordSample {
 			return true

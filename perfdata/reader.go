@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/bits"
 )
 
 // Reader iterates over the records of a File, scanner-style:
@@ -30,6 +31,7 @@ type Reader struct {
 	done   bool
 	buf    []byte // pipe mode: the current record
 	pbuf   []byte // pipe mode: the payload following the current record
+	size   int    // of the current record
 	counts [128]uint64
 
 	sample        Sample
@@ -81,6 +83,9 @@ func (r *Reader) Err() error { return r.err }
 // Offset returns the offset of the current record.
 func (r *Reader) Offset() int64 { return r.rec.Base().Offset }
 
+// Size returns the size in bytes of the current record, header included.
+func (r *Reader) Size() int { return r.size }
+
 // Count returns how many records of type t have been read so far.
 func (r *Reader) Count(t RecordType) uint64 {
 	if int(t) < len(r.counts) {
@@ -115,10 +120,7 @@ func (r *Reader) Next() bool {
 		if left < 8 {
 			return r.torn(off, fmt.Sprintf("%d bytes are left, less than a record header", left))
 		}
-		size := int64(r.f.data[off+6]) | int64(r.f.data[off+7])<<8
-		if r.f.Swapped {
-			size = int64(r.f.data[off+7]) | int64(r.f.data[off+6])<<8
-		}
+		_, size := r.f.header(off)
 		if size < 8 {
 			return r.fail(fmt.Errorf("record at offset %d has size %d, less than its header", off, size))
 		}
@@ -128,6 +130,7 @@ func (r *Reader) Next() bool {
 		raw = r.f.data[off : off+size]
 		r.off = off + size
 	}
+	r.size = len(raw)
 	rec, err := r.decode(raw, off)
 	if err != nil {
 		return r.fail(err)
@@ -149,6 +152,16 @@ func (r *Reader) Next() bool {
 	r.off += n
 	r.rec = rec
 	return true
+}
+
+// header returns the type and size of the record whose header is at off
+// in the mapped file; 8 bytes must be there.
+func (f *File) header(off int64) (RecordType, int64) {
+	h := le.Uint64(f.data[off:])
+	if f.Swapped {
+		return RecordType(bits.ReverseBytes32(uint32(h))), int64(bits.ReverseBytes16(uint16(h >> 48)))
+	}
+	return RecordType(uint32(h)), int64(h >> 48)
 }
 
 // payloadSize is the size of the bytes that follow an AUXTRACE or

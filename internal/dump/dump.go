@@ -45,7 +45,7 @@ func Write(w io.Writer, f *perfdata.File, opts Options) error {
 	}
 	r := f.Records()
 	for r.Next() {
-		writeRecord(bw, r.Record())
+		writeRecord(bw, r.Record(), r.Size())
 	}
 	if err := r.Err(); err != nil {
 		bw.Flush()
@@ -189,10 +189,9 @@ func describeFeature(fs *perfdata.Features, feat perfdata.Feature) string {
 
 var modes = []string{"unknown", "kernel", "user", "hypervisor", "guest-kernel", "guest-user", "mode6", "mode7"}
 
-func writeRecord(w io.Writer, rec perfdata.Record) {
+func writeRecord(w io.Writer, rec perfdata.Record, size int) {
 	c := rec.Base()
-	size, _ := perfdata.AppendRecord(nil, rec)
-	fmt.Fprintf(w, "%#x [%#x]: %v", c.Offset, len(size), rec.Type())
+	fmt.Fprintf(w, "%#x [%#x]: %v", c.Offset, size, rec.Type())
 	if c.Has(perfdata.SampleTime) {
 		fmt.Fprintf(w, " time %d", c.Time)
 	}
