@@ -3,6 +3,8 @@ package perftest
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -113,6 +115,9 @@ int main(int argc, char **argv) {
 }
 `
 
+// busyFlags build the workload with frame pointers and DWARF.
+var busyFlags = []string{"-O1", "-g", "-fno-omit-frame-pointer", "-pthread"}
+
 var (
 	busyOnce sync.Once
 	busyPath string
@@ -126,20 +131,40 @@ func Busy(t testing.TB) string {
 	t.Helper()
 	cc := Need(t, "gcc")
 	busyOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "jitprof-busy")
-		if err != nil {
-			busyErr = err.Error()
-			return
-		}
-		src := filepath.Join(dir, "busy.c")
+		// One build per version of the source, shared by every test
+		// binary and kept between runs: nothing piles up in /tmp, and a
+		// system-wide test never sees the workload's binary vanish.
+		sum := sha256.Sum256([]byte(BusySource + strings.Join(busyFlags, " ")))
+		dir := filepath.Join(os.TempDir(), fmt.Sprintf("jitprof-busy-%x", sum[:6]))
 		busyPath = filepath.Join(dir, "busy")
-		if err := os.WriteFile(src, []byte(BusySource), 0o644); err != nil {
+		if _, err := os.Stat(busyPath); err == nil {
+			return
+		}
+		// The source stays beside the binary: its DWARF names it, and
+		// annotate tests print its lines.
+		src := filepath.Join(dir, "busy.c")
+		tmp := fmt.Sprintf("%s.%d", busyPath, os.Getpid())
+		if err := os.MkdirAll(dir, 0o755); err != nil {
 			busyErr = err.Error()
 			return
 		}
-		out, err := exec.Command(cc, "-O1", "-g", "-fno-omit-frame-pointer", "-pthread", "-o", busyPath, src).CombinedOutput()
+		// Rename is atomic: test binaries building at once each install
+		// whole files.
+		if err := os.WriteFile(tmp+".c", []byte(BusySource), 0o644); err != nil {
+			busyErr = err.Error()
+			return
+		}
+		if err := os.Rename(tmp+".c", src); err != nil {
+			busyErr = err.Error()
+			return
+		}
+		out, err := exec.Command(cc, append(busyFlags, "-o", tmp, src)...).CombinedOutput()
 		if err != nil {
 			busyErr = err.Error() + "\n" + string(out)
+			return
+		}
+		if err := os.Rename(tmp, busyPath); err != nil {
+			busyErr = err.Error()
 		}
 	})
 	if busyErr != "" {
