@@ -30,12 +30,13 @@ func (f *File) RecordsIn(c Chunk) *Reader {
 func (r *Reader) NextNonSample() bool {
 	// The hot loop of a timeline pass: one load per record header.
 	var n uint64
-	for !r.f.Pipe && !r.done && r.end-r.off >= 8 {
+	for !r.f.Pipe && !r.done && r.end-r.off >= 8 && (r.stop == 0 || r.off < r.stop) {
 		typ, size := r.f.header(r.off)
 		if typ != RecordSample || size < 8 || size > r.end-r.off {
 			break // Next decodes it, or reports what is wrong with it
 		}
 		n++
+		r.touchAhead(r.off)
 		r.off += size
 	}
 	r.counts[RecordSample] += n
@@ -61,4 +62,94 @@ func (f *File) Release(c Chunk) {
 	if lo < hi {
 		unix.Madvise(f.data[lo:hi], unix.MADV_DONTNEED) // advice: failing it only costs memory
 	}
+}
+
+// RecordsUntil returns a Reader of the records from start, a record
+// boundary, up to the first boundary at or after stop, which unlike a
+// Chunk's end need not be one; NextOffset then tells where it stopped.
+// Readers of different ranges may be used from different goroutines.
+func (f *File) RecordsUntil(start, stop int64) *Reader {
+	r := f.RecordsIn(Chunk{start, f.DataOffset + f.DataSize})
+	if stop <= start {
+		r.done = true
+	}
+	r.stop = stop
+	return r
+}
+
+// NextOffset returns the offset of the record after the current one:
+// where reading goes on, or where it stopped.
+func (r *Reader) NextOffset() int64 { return r.off }
+
+// syncRecords is how many records in a row Resync wants to decode
+// cleanly before it takes an offset for a record boundary.
+const syncRecords = 16
+
+// Resync guesses the first record boundary at or after from and before
+// to, for reading a file's records in parallel from an offset no record
+// led to: it returns the first 8-byte-aligned offset (perf pads every
+// record to 8 bytes) from which syncRecords records in a row, or all
+// records to the end of the data, are of known types and decode
+// cleanly. It is a guess, if a very good one: a caller confirms it when
+// reading the records before from stops exactly there. It returns false
+// when no offset in the range qualifies.
+func (f *File) Resync(from, to int64) (int64, bool) {
+	if f.Pipe {
+		return 0, false
+	}
+	lo, end := f.DataOffset, f.DataOffset+f.DataSize
+	from = max(from, lo)
+	to = min(to, end)
+	for off := lo + (from-lo+7)/8*8; off < to; off += 8 {
+		if f.startsRecords(off) {
+			return off, true
+		}
+	}
+	return 0, false
+}
+
+// startsRecords reports whether the records read from off look like a
+// perf.data file's: see Resync.
+func (f *File) startsRecords(off int64) bool {
+	end := f.DataOffset + f.DataSize
+	r := f.RecordsIn(Chunk{off, end})
+	r.SkipCallchains = true
+	for range syncRecords {
+		if r.off == end {
+			return true
+		}
+		if end-r.off < 8 {
+			return false
+		}
+		typ, size := f.header(r.off)
+		// The header is checked before Next reads the record, which
+		// then has no reason to report a torn record: a false start
+		// must not leave warnings behind.
+		if !syncType(typ) || size < 8 || size%8 != 0 || size > end-r.off {
+			return false
+		}
+		if !r.Next() {
+			return false
+		}
+		c := r.rec.Base()
+		// A sample names its event, one of the file's. (The records
+		// perf synthesizes at the start may name none.)
+		if typ == RecordSample && len(f.Attrs) > 1 && c.Attr.SampleType&(SampleID|SampleIdentifier) != 0 &&
+			f.AttrByID(c.ID) == nil {
+			return false
+		}
+	}
+	return true
+}
+
+// syncType reports whether t is a record type Resync accepts: every one
+// perf writes, but those followed by a payload outside the record.
+func syncType(t RecordType) bool {
+	switch {
+	case t >= RecordMmap && t <= RecordAuxOutputHWID:
+		return true
+	case t >= RecordHeaderAttr && t <= RecordFinishedInit:
+		return t != RecordTracingData && t != RecordAuxtrace
+	}
+	return false
 }

@@ -145,6 +145,13 @@ func TestReadAgreesWithPerf(t *testing.T) {
 				t.Errorf("warnings on a whole file: %v", res.warnings)
 			}
 			compareWithPerf(t, path, res)
+			f, err := perfdata.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			checkResync(t, f, true)
+			checkFixedFields(t, f)
 			if strings.Contains(strings.Join(c.args, " "), "-g") {
 				total := 0
 				for _, n := range res.chains {
