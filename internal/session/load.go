@@ -77,6 +77,11 @@ func load(f *perfdata.File, opts Options, nchunks, workers int) (*profile.Profil
 	if kernelSampled(f) {
 		go opts.Symbolizer.Kernel() // parse kallsyms while the timeline is read
 	}
+	if flatOK(f, opts) {
+		if p, ok := loadFlat(f, opts, nchunks, workers); ok {
+			return p, nil
+		}
+	}
 	tl := opts.Timeline
 	if tl == nil {
 		var err error
@@ -85,69 +90,66 @@ func load(f *perfdata.File, opts Options, nchunks, workers int) (*profile.Profil
 		}
 	}
 	chunks := tl.chunks(f, nchunks)
-	parts := make([]chan part, len(chunks))
-	for i := range parts {
-		parts[i] = make(chan part, 1)
-	}
-	var next, done atomic.Int64
-	for range min(workers, len(chunks)) {
-		go func() {
-			for i := int(next.Add(1)) - 1; i < len(chunks); i = int(next.Add(1)) - 1 {
-				p, err := loadChunk(f, chunks[i], tl, opts, &done)
-				parts[i] <- part{p, err}
-			}
-		}()
-	}
-
-	b := profile.NewBuilder()
-	meta := b.Meta()
-	for _, a := range f.Attrs {
-		b.Event(event(a))
-	}
-	var tick <-chan time.Time
-	if opts.Progress != nil {
-		t := time.NewTicker(50 * time.Millisecond)
-		defer t.Stop()
-		tick = t.C
-	}
+	var done atomic.Int64
+	parts := inParallel(len(chunks), workers, func(i int) part {
+		p, err := loadChunk(f, chunks[i], tl, opts, &done)
+		return part{p, err}
+	})
 	total := f.DataSize * 2
-	var err error
-	for _, ch := range parts {
-		var pt part
-	wait:
-		for {
-			select {
-			case pt = <-ch:
-				break wait
-			case <-tick:
-				opts.Progress(f.DataSize+done.Load(), total)
-			}
+	b, err := merge(f, parts, func() {
+		if opts.Progress != nil {
+			opts.Progress(f.DataSize+done.Load(), total)
 		}
-		if err != nil || pt.err != nil {
-			err = cmp.Or(err, pt.err) // the first part's error, as one pass would meet it
-			continue
-		}
-		if len(parts) == 1 {
-			b, meta = pt.b, pt.b.Meta()
-			break
-		}
-		b.Merge(pt.b.Meta())
-		p := pt.b.Meta()
-		if p.StartNS != 0 && (meta.StartNS == 0 || p.StartNS < meta.StartNS) {
-			meta.StartNS = p.StartNS
-		}
-		meta.EndNS = max(meta.EndNS, p.EndNS)
-	}
+	})
 	if err != nil {
 		return nil, fmt.Errorf("session: %w", err)
 	}
+	return finishProfile(f, b, tl, opts, total), nil
+}
+
+// finishProfile fills the recording's fields of the profile and returns it.
+func finishProfile(f *perfdata.File, b *profile.Builder, tl *Timeline, opts Options, total int64) *profile.Profile {
+	meta := b.Meta()
 	meta.Lost = tl.lost
 	meta.Cmdline, _ = f.Features.Cmdline()
 	meta.Hostname, _ = f.Features.String(perfdata.FeatHostname)
 	if opts.Progress != nil {
 		opts.Progress(total, total)
 	}
-	return b.Profile(), nil
+	return b.Profile()
+}
+
+// inParallel runs job(0) to job(n-1) on at most workers goroutines, in
+// order of i, and returns a channel per job for its result.
+func inParallel[T any](n, workers int, job func(i int) T) []chan T {
+	out := make([]chan T, n)
+	for i := range out {
+		out[i] = make(chan T, 1)
+	}
+	var next atomic.Int64
+	for range min(workers, n) {
+		go func() {
+			for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
+				out[i] <- job(i)
+			}
+		}()
+	}
+	return out
+}
+
+// tickEvery is how often a wait for parts reports progress.
+const tickEvery = 50 * time.Millisecond
+
+// receive waits for a value from ch, calling tick at each tick of t.
+func receive[T any](ch chan T, t *time.Ticker, tick func()) T {
+	for {
+		select {
+		case v := <-ch:
+			return v
+		case <-t.C:
+			tick()
+		}
+	}
 }
 
 // part is the profile of one chunk of a recording, unsorted.
@@ -156,12 +158,44 @@ type part struct {
 	err error
 }
 
+// merge merges the parts, in order, into one profile of f's events,
+// calling tick now and then while it waits. It returns the first part's
+// error, as one pass would meet it.
+func merge(f *perfdata.File, parts []chan part, tick func()) (*profile.Builder, error) {
+	b := profile.NewBuilder()
+	meta := b.Meta()
+	for _, a := range f.Attrs {
+		b.Event(event(a))
+	}
+	t := time.NewTicker(tickEvery)
+	defer t.Stop()
+	var err error
+	for _, ch := range parts {
+		pt := receive(ch, t, tick)
+		if err != nil || pt.err != nil {
+			err = cmp.Or(err, pt.err)
+			continue
+		}
+		if len(parts) == 1 {
+			return pt.b, nil
+		}
+		b.Merge(pt.b.Meta())
+		p := pt.b.Meta()
+		if p.StartNS != 0 && (meta.StartNS == 0 || p.StartNS < meta.StartNS) {
+			meta.StartNS = p.StartNS
+		}
+		meta.EndNS = max(meta.EndNS, p.EndNS)
+	}
+	return b, err
+}
+
 // releaseEvery is how many bytes of records a worker reads before it
 // lets their pages go, which keeps the mapped file out of the memory
 // a report takes.
 const releaseEvery = 4 << 20
 
-func loadChunk(f *perfdata.File, c perfdata.Chunk, tl *Timeline, opts Options, done *atomic.Int64) (*profile.Builder, error) {
+// newLoader returns a loader of f's samples into a new Builder.
+func newLoader(f *perfdata.File, tl *Timeline, opts Options) *loader {
 	b := profile.NewBuilder()
 	l := &loader{
 		tl: tl, opts: opts, b: b,
@@ -177,6 +211,12 @@ func loadChunk(f *perfdata.File, c perfdata.Chunk, tl *Timeline, opts Options, d
 	for _, a := range f.Attrs {
 		l.events[a] = b.Event(event(a))
 	}
+	return l
+}
+
+func loadChunk(f *perfdata.File, c perfdata.Chunk, tl *Timeline, opts Options, done *atomic.Int64) (*profile.Builder, error) {
+	l := newLoader(f, tl, opts)
+	b := l.b
 	r := f.RecordsIn(c)
 	r.SkipCallchains = opts.LeafOnly
 	released := c.Start
@@ -310,16 +350,27 @@ func (l *loader) sample(s *perfdata.Sample) {
 // thread returns what the timeline says of a thread at tm, asking it
 // once per span of time in which the answer holds.
 func (l *loader) thread(pid, tid uint32, tm uint64) threadState {
+	ts := l.span(pid, tid, tm)
+	// Interning the thread hashes its name: do it only when the name
+	// changes.
+	if ts.id < 0 {
+		ts.id = l.b.Thread(profile.Thread{PID: pid, TID: tid, Comm: l.b.String(ts.comm)})
+		l.threads[uint64(pid)<<32|uint64(tid)] = ts
+	}
+	return ts
+}
+
+// span is thread without interning the thread, whose id is -1 until
+// thread interns it.
+func (l *loader) span(pid, tid uint32, tm uint64) threadState {
 	k := uint64(pid)<<32 | uint64(tid)
 	ts, ok := l.threads[k]
 	if ok && ts.from <= tm && tm < ts.to {
 		return ts
 	}
 	epoch, comm, from, to := l.tl.threadSpan(pid, tid, tm)
-	// Interning the thread hashes its name: do it only when the name
-	// changes.
 	if !ok || ts.comm != comm {
-		ts.comm, ts.id = comm, l.b.Thread(profile.Thread{PID: pid, TID: tid, Comm: l.b.String(comm)})
+		ts.comm, ts.id = comm, -1
 	}
 	ts.epoch, ts.from, ts.to = epoch, from, to
 	l.threads[k] = ts

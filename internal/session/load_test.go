@@ -1,6 +1,7 @@
 package session
 
 import (
+	"bytes"
 	"fmt"
 	"reflect"
 	"strings"
@@ -37,6 +38,10 @@ func TestParallelLoadIsSequential(t *testing.T) {
 	}
 }
 
+// sameInParts checks that f's profile is the same read in one part and
+// in many, and for flat profiles, the same read the flat way (in one
+// pass, by place) and sample by sample after a timeline pass, which
+// Load does when it is given the timeline.
 func sameInParts(t *testing.T, f *perfdata.File) {
 	tl, err := BuildTimeline(f)
 	if err != nil {
@@ -45,24 +50,100 @@ func sameInParts(t *testing.T, f *perfdata.File) {
 	sym := symbolize.New(symbolize.Options{})
 	for _, opts := range []Options{{}, {LeafOnly: true}, {Lines: true, Addresses: true}} {
 		opts.Symbolizer = sym
-		want, err := load(f, opts, 1, 1)
+		byTimeline := opts
+		byTimeline.Timeline = tl
+		want, err := load(f, byTimeline, 1, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if parts := len(tl.chunks(f, 1000)); parts < 2 {
 			t.Fatalf("1000 parts asked for, %d made", parts)
 		}
-		for _, n := range []int{2, 7, 1000} {
-			got, err := load(f, opts, n, 3)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !reflect.DeepEqual(content(got), content(want)) {
-				t.Errorf("%+v: the profile read in %d parts differs from the one read in one (%d entries, want %d): %s",
-					opts, n, len(got.Entries), len(want.Entries), firstDifference(got, want))
+		for _, n := range []int{1, 2, 7, 1000} {
+			for _, o := range []Options{opts, byTimeline} {
+				got, err := load(f, o, n, 3)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !reflect.DeepEqual(content(got), content(want)) {
+					t.Errorf("%+v (flat way: %v): the profile read in %d parts differs from the one read in one (%d entries, want %d): %s",
+						opts, flatOK(f, o), n, len(got.Entries), len(want.Entries), firstDifference(got, want))
+				}
 			}
 		}
 	}
+}
+
+// TestFlatStraddles reads places whose samples straddle a change: the
+// flat way must read those samples one by one.
+func TestFlatStraddles(t *testing.T) {
+	f := synth(t, func(a *perfdata.Attr) []perfdata.Record {
+		return []perfdata.Record{
+			comm(a, 60, 1, "before", false),
+			mmap(a, 60, 1, base, 0x1000, "/lib/old.so"),
+			sample(a, 60, 60, 2, base+0x10),
+			sample(a, 60, 60, 3, base+0x10),
+			mmap(a, 60, 5, base, 0x1000, "/lib/new.so"),
+			sample(a, 60, 60, 6, base+0x10),
+			comm(a, 60, 8, "after", false),
+			sample(a, 60, 60, 9, base+0x10),
+			// Written after the rename but taken before it.
+			sample(a, 60, 60, 7, base+0x10),
+		}
+	})
+	sameInParts(t, f)
+	p, err := Load(f, Options{LeafOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]uint64{}
+	for _, e := range p.Entries {
+		fn := p.FuncOf(p.Nodes[e.Stack].Frame)
+		got[p.Images[fn.Image].Name+" "+p.Strings[p.Threads[e.Thread].Comm]] += e.Count
+	}
+	want := map[string]uint64{"/lib/old.so before": 2, "/lib/new.so before": 2, "/lib/new.so after": 1}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("samples by image and thread name %v, want %v", got, want)
+	}
+}
+
+// TestFlatFalseStart reads a file in which a part's start, as Resync
+// guesses it, is inside a sample: the parts do not join up, and the
+// profile must be the one read the usual way.
+func TestFlatFalseStart(t *testing.T) {
+	a := &perfdata.Attr{
+		Type: perfdata.TypeSoftware, SamplePeriod: 1000,
+		SampleType: perfdata.SampleIP | perfdata.SampleTID | perfdata.SampleTime | perfdata.SamplePeriod | perfdata.SampleRaw,
+		Flags:      perfdata.FlagSampleIDAll,
+	}
+	var recs []perfdata.Record
+	recs = append(recs, mmap(a, 7, 0, base, 0x10000, "/bin/seven"))
+	small := func(i int) {
+		if i%100 == 0 {
+			recs = append(recs, &perfdata.FinishedRound{}) // where the usual way may split
+		}
+		recs = append(recs, &perfdata.Sample{Common: common(a, 7, 7, uint64(i)), IP: base + uint64(i%64), Period: 1000, Raw: []byte{1, 2, 3, 4}})
+	}
+	for i := range 1500 {
+		small(1 + i)
+	}
+	// Raw data of FINISHED_ROUND records at the offsets a record
+	// could start at: 4 bytes after the raw size's.
+	round := []byte{byte(perfdata.RecordFinishedRound), 0, 0, 0, 0, 0, 8, 0}
+	raw := append(make([]byte, 4), bytes.Repeat(round, 8100)...)
+	recs = append(recs, &perfdata.Sample{Common: common(a, 7, 7, 5000), IP: base + 0x8000, Period: 1000, Raw: raw})
+	for i := range 1500 {
+		small(6000 + i)
+	}
+	f := synthWith(t, a, recs)
+	mid := f.DataOffset + f.DataSize/2
+	if at, ok := f.Resync(mid, f.DataOffset+f.DataSize); !ok || at%8 != f.DataOffset%8 {
+		t.Fatalf("Resync(%d) = %d, %v", mid, at, ok)
+	}
+	if _, ok := loadFlat(f, Options{LeafOnly: true, Symbolizer: symbolize.New(symbolize.Options{})}, 2, 2); ok {
+		t.Fatal("the flat way read parts that do not join up")
+	}
+	sameInParts(t, f)
 }
 
 // firstDifference names the first table where two profiles differ.

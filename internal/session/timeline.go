@@ -157,7 +157,29 @@ func (t *Timeline) newGen(s genStart) {
 	t.gens[s.pid] = append(t.gens[s.pid], g)
 }
 
-// add takes one non-sample record into the timeline.
+// takes reports whether take keeps anything of rec.
+func takes(rec perfdata.Record) bool {
+	switch rec.(type) {
+	case *perfdata.Mmap, *perfdata.Comm, *perfdata.Fork, *perfdata.Lost, *perfdata.LostSamples:
+		return true
+	}
+	return false
+}
+
+// take takes what the timeline keeps of one non-sample record: the
+// processes and mappings, and the samples lost.
+func (t *Timeline) take(rec perfdata.Record) {
+	switch r := rec.(type) {
+	case *perfdata.Mmap, *perfdata.Comm, *perfdata.Fork:
+		t.add(rec)
+	case *perfdata.Lost:
+		t.lost += r.Lost
+	case *perfdata.LostSamples:
+		t.lost += r.Lost
+	}
+}
+
+// add takes one process or mapping record into the timeline.
 func (t *Timeline) add(rec perfdata.Record) {
 	switch r := rec.(type) {
 	case *perfdata.Mmap:
@@ -298,7 +320,6 @@ func buildTimeline(f *perfdata.File, progress func(done, total int64)) (*Timelin
 		return nil, errors.New("session: a pipe-mode stream can be read once only; save it to a file first")
 	}
 	tl := newTimeline(f)
-	var lost uint64
 	total := f.DataSize * 2
 	r := f.Records()
 	released := f.DataOffset
@@ -311,14 +332,7 @@ func buildTimeline(f *perfdata.File, progress func(done, total int64)) (*Timelin
 			f.Release(perfdata.Chunk{Start: released, End: off})
 			released = off
 		}
-		switch rec := r.Record().(type) {
-		case *perfdata.Mmap, *perfdata.Comm, *perfdata.Fork:
-			tl.add(rec)
-		case *perfdata.Lost:
-			lost += rec.Lost
-		case *perfdata.LostSamples:
-			lost += rec.Lost
-		}
+		tl.take(r.Record())
 		if progress != nil && n&0xffff == 0 {
 			progress(r.Offset()-f.DataOffset, total)
 		}
@@ -327,7 +341,6 @@ func buildTimeline(f *perfdata.File, progress func(done, total int64)) (*Timelin
 		return nil, fmt.Errorf("session: %w", err)
 	}
 	tl.finish()
-	tl.lost = lost
 	f.Release(perfdata.Chunk{Start: released, End: f.DataOffset + f.DataSize})
 	return tl, nil
 }

@@ -22,6 +22,12 @@ func synth(t *testing.T, recs func(a *perfdata.Attr) []perfdata.Record) *perfdat
 		Flags:      perfdata.FlagSampleIDAll,
 		IDs:        []uint64{1},
 	}
+	return synthWith(t, a, recs(a))
+}
+
+// synthWith writes a perf.data file of recs, of the one attr a.
+func synthWith(t *testing.T, a *perfdata.Attr, recs []perfdata.Record) *perfdata.File {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "synth.data")
 	out, err := os.Create(path)
 	if err != nil {
@@ -31,7 +37,7 @@ func synth(t *testing.T, recs func(a *perfdata.Attr) []perfdata.Record) *perfdat
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range recs(a) {
+	for _, r := range recs {
 		if err := w.WriteRecord(r); err != nil {
 			t.Fatal(err)
 		}
@@ -177,10 +183,13 @@ var replayCases = []struct {
 func TestReplay(t *testing.T) {
 	for _, c := range replayCases {
 		t.Run(c.name, func(t *testing.T) {
-			got := leafImages(t, synth(t, c.recs), Options{})
-			for tid, want := range c.want {
-				if got[tid] != want {
-					t.Errorf("sample %d: image %q, want %q", tid, got[tid], want)
+			f := synth(t, c.recs)
+			for _, opts := range []Options{{}, {LeafOnly: true}} {
+				got := leafImages(t, f, opts)
+				for tid, want := range c.want {
+					if got[tid] != want {
+						t.Errorf("%+v: sample %d: image %q, want %q", opts, tid, got[tid], want)
+					}
 				}
 			}
 		})

@@ -1,0 +1,226 @@
+package session
+
+import (
+	"sync/atomic"
+	"time"
+
+	"github.com/jitprof/jitprof/internal/profile"
+	"github.com/jitprof/jitprof/perfdata"
+)
+
+// The flat fast path: a flat report needs of each sample only where it
+// was (process, thread, CPU, mode, address), its event, period and time,
+// and most samples repeat a few such places. So loadFlat reads the file
+// once, in parallel parts found with perfdata's Resync rather than by a
+// timeline pass, and sums the samples of each place as it goes, keeping
+// the span of their times and the offsets of the other records. Then it
+// builds the timeline from those few records and resolves each place
+// once: a place whose samples all fall in one span of time in which its
+// thread and process do not change resolves as its first sample would;
+// the samples of one that straddles such a change are read again and
+// resolved one by one.
+
+// flatKey is where a sample was: the fields of a flat report's key
+// before resolution. It has no padding, so maps hash it as words.
+type flatKey struct {
+	pidTID  uint64 // pid<<32 | tid
+	ip      uint64
+	cpuMode uint64 // uint32(cpu or -1)<<16 | cpumode
+	attr    *perfdata.Attr
+}
+
+func flatKeyOf(s *perfdata.Sample) flatKey {
+	cpu := int32(-1)
+	if s.Has(perfdata.SampleCPU) {
+		cpu = int32(s.CPU)
+	}
+	return flatKey{
+		pidTID:  uint64(s.PID)<<32 | uint64(s.TID),
+		ip:      s.IP,
+		cpuMode: uint64(uint32(cpu))<<16 | uint64(s.CPUMode()),
+		attr:    s.Attr,
+	}
+}
+
+// flatEntry sums the samples of one place.
+type flatEntry struct {
+	key           flatKey
+	count, period uint64
+	tmin, tmax    uint64
+}
+
+// flatPart is what the first pass found in one part of the file.
+type flatPart struct {
+	start, end int64       // the records read: [start, end)
+	entries    []flatEntry // in the order their first samples came
+	others     []perfdata.Chunk
+	err        error
+}
+
+// flatOK reports whether loadFlat can read f with opts: flat, with the
+// timeline not read already and no JIT names to look up per sample, and
+// a whole file (in a killed one a part could stop at a torn record and
+// warn of it, and the warning would stay if the read were redone).
+func flatOK(f *perfdata.File, opts Options) bool {
+	return opts.LeafOnly && opts.Timeline == nil && opts.Anon == nil && !f.Pipe && !f.Truncated
+}
+
+// loadFlat is load for flatOK files. It returns false, having read no
+// more than it must, when the parts it guessed do not join up or a part
+// meets an error: load then reads the file its usual way, which reports
+// the error as one pass would.
+func loadFlat(f *perfdata.File, opts Options, nchunks, workers int) (*profile.Profile, bool) {
+	start, end := f.DataOffset, f.DataOffset+f.DataSize
+	var done atomic.Int64
+	scans := inParallel(nchunks, workers, func(i int) *flatPart {
+		from := start + f.DataSize*int64(i)/int64(nchunks)
+		to := start + f.DataSize*int64(i+1)/int64(nchunks)
+		return scanFlat(f, i, from, to, &done)
+	})
+	t := time.NewTicker(tickEvery)
+	defer t.Stop()
+	parts := make([]*flatPart, nchunks)
+	for i, ch := range scans {
+		parts[i] = receive(ch, t, func() {
+			if opts.Progress != nil {
+				opts.Progress(done.Load(), f.DataSize)
+			}
+		})
+	}
+	// The parts join up when each ends where the next one starts: a
+	// part's reader, having started at a true boundary, confirms the
+	// next part's guess.
+	at := start
+	for _, p := range parts {
+		if p.err != nil || p.start != at {
+			return nil, false
+		}
+		at = p.end
+	}
+	if at != end {
+		return nil, false
+	}
+
+	tl := newTimeline(f)
+	for _, p := range parts {
+		for _, c := range p.others {
+			r := f.RecordsIn(c)
+			if !r.Next() {
+				return nil, false // read once already: it cannot fail now
+			}
+			tl.take(r.Record())
+		}
+	}
+	tl.finish()
+
+	results := inParallel(len(parts), workers, func(i int) part {
+		b, err := resolveFlat(f, parts[i], tl, opts)
+		return part{b, err}
+	})
+	b, err := merge(f, results, func() {})
+	if err != nil {
+		return nil, false
+	}
+	return finishProfile(f, b, tl, opts, f.DataSize), true
+}
+
+// scanFlat is the first pass over part i, nominally [from, to): a part
+// but the first starts at the first record boundary Resync finds from
+// from, and every part reads on to the first boundary at or after to.
+func scanFlat(f *perfdata.File, i int, from, to int64, done *atomic.Int64) *flatPart {
+	p := &flatPart{start: from}
+	if i > 0 {
+		var ok bool
+		if p.start, ok = f.Resync(from, to); !ok {
+			p.start, p.end = to, to // the part before reads it all
+			return p
+		}
+	}
+	r := f.RecordsUntil(p.start, to)
+	r.FixedSampleFields = true
+	index := map[flatKey]int32{}
+	var last flatKey
+	var e *flatEntry
+	released := p.start
+	for r.Next() {
+		s, ok := r.Record().(*perfdata.Sample)
+		if !ok {
+			if takes(r.Record()) {
+				p.others = append(p.others, perfdata.Chunk{Start: r.Offset(), End: r.NextOffset()})
+			}
+			continue
+		}
+		// Consecutive samples of a CPU are often of one place:
+		// comparing is cheaper than hashing.
+		k := flatKeyOf(s)
+		if e == nil || k != last {
+			id, ok := index[k]
+			if !ok {
+				id = int32(len(p.entries))
+				index[k] = id
+				p.entries = append(p.entries, flatEntry{key: k, tmin: ^uint64(0)})
+			}
+			e, last = &p.entries[id], k
+		}
+		tm := recTime(&s.Common)
+		e.count++
+		e.period += s.Period
+		e.tmin = min(e.tmin, tm)
+		e.tmax = max(e.tmax, tm)
+		if off := r.NextOffset(); off-released >= releaseEvery {
+			f.Release(perfdata.Chunk{Start: released, End: off})
+			done.Add(off - released)
+			released = off
+		}
+	}
+	p.end = r.NextOffset()
+	p.err = r.Err()
+	f.Release(perfdata.Chunk{Start: released, End: p.end})
+	done.Add(p.end - released)
+	return p
+}
+
+// resolveFlat resolves the places of part p into a profile: once each,
+// or sample by sample for those whose samples straddle a change of
+// their thread or process, which it reads again.
+func resolveFlat(f *perfdata.File, p *flatPart, tl *Timeline, opts Options) (*profile.Builder, error) {
+	l := newLoader(f, tl, opts)
+	meta := l.b.Meta()
+	var straddle map[flatKey]bool
+	var s perfdata.Sample
+	for i := range p.entries {
+		e := &p.entries[i]
+		pid, tid := uint32(e.key.pidTID>>32), uint32(e.key.pidTID)
+		if ts := l.span(pid, tid, e.tmin); e.tmax >= ts.to {
+			if straddle == nil {
+				straddle = map[flatKey]bool{}
+			}
+			straddle[e.key] = true
+			continue
+		}
+		for _, tm := range []uint64{e.tmin, e.tmax} {
+			if meta.StartNS == 0 || tm < meta.StartNS {
+				meta.StartNS = tm
+			}
+			meta.EndNS = max(meta.EndNS, tm)
+		}
+		th := l.thread(pid, tid, e.tmin)
+		s.PID, s.TID, s.IP = pid, tid, e.key.ip
+		s.Misc = uint16(e.key.cpuMode & perfdata.MiscCPUModeMask)
+		node := l.stack(&s, e.tmin, th.epoch)
+		cpu := int32(uint32(e.key.cpuMode >> 16))
+		l.b.Add(profile.Key{Stack: node, Thread: th.id, CPU: cpu, Event: l.events[e.key.attr]}, e.count, e.period)
+	}
+	if straddle == nil {
+		return l.b, nil
+	}
+	r := f.RecordsIn(perfdata.Chunk{Start: p.start, End: p.end})
+	r.FixedSampleFields = true
+	for r.Next() {
+		if s, ok := r.Record().(*perfdata.Sample); ok && straddle[flatKeyOf(s)] {
+			l.sample(s)
+		}
+	}
+	f.Release(perfdata.Chunk{Start: p.start, End: p.end})
+	return l.b, r.Err()
+}
