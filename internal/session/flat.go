@@ -47,6 +47,7 @@ type flatEntry struct {
 	key           flatKey
 	count, period uint64
 	tmin, tmax    uint64
+	first, last   int64 // offsets of its first and last samples
 }
 
 // flatPart is what the first pass found in one part of the file.
@@ -141,7 +142,7 @@ func scanFlat(f *perfdata.File, i int, from, to int64, done *atomic.Int64) *flat
 	index := map[flatKey]int32{}
 	var last flatKey
 	var e *flatEntry
-	released := p.start
+	rel := releaser{f, p.start, done}
 	for r.Next() {
 		s, ok := r.Record().(*perfdata.Sample)
 		if !ok {
@@ -158,7 +159,7 @@ func scanFlat(f *perfdata.File, i int, from, to int64, done *atomic.Int64) *flat
 			if !ok {
 				id = int32(len(p.entries))
 				index[k] = id
-				p.entries = append(p.entries, flatEntry{key: k, tmin: ^uint64(0)})
+				p.entries = append(p.entries, flatEntry{key: k, tmin: ^uint64(0), first: s.Offset})
 			}
 			e, last = &p.entries[id], k
 		}
@@ -167,16 +168,12 @@ func scanFlat(f *perfdata.File, i int, from, to int64, done *atomic.Int64) *flat
 		e.period += s.Period
 		e.tmin = min(e.tmin, tm)
 		e.tmax = max(e.tmax, tm)
-		if off := r.NextOffset(); off-released >= releaseEvery {
-			f.Release(perfdata.Chunk{Start: released, End: off})
-			done.Add(off - released)
-			released = off
-		}
+		e.last = s.Offset
+		rel.readTo(r.NextOffset())
 	}
 	p.end = r.NextOffset()
 	p.err = r.Err()
-	f.Release(perfdata.Chunk{Start: released, End: p.end})
-	done.Add(p.end - released)
+	rel.finish(p.end)
 	return p
 }
 
@@ -187,6 +184,7 @@ func resolveFlat(f *perfdata.File, p *flatPart, tl *Timeline, opts Options) (*pr
 	l := newLoader(f, tl, opts)
 	meta := l.b.Meta()
 	var straddle map[flatKey]bool
+	from, to := p.end, p.start // the straddling samples' offsets
 	var s perfdata.Sample
 	for i := range p.entries {
 		e := &p.entries[i]
@@ -196,6 +194,7 @@ func resolveFlat(f *perfdata.File, p *flatPart, tl *Timeline, opts Options) (*pr
 				straddle = map[flatKey]bool{}
 			}
 			straddle[e.key] = true
+			from, to = min(from, e.first), max(to, e.last)
 			continue
 		}
 		for _, tm := range []uint64{e.tmin, e.tmax} {
@@ -214,13 +213,15 @@ func resolveFlat(f *perfdata.File, p *flatPart, tl *Timeline, opts Options) (*pr
 	if straddle == nil {
 		return l.b, nil
 	}
-	r := f.RecordsIn(perfdata.Chunk{Start: p.start, End: p.end})
+	r := f.RecordsUntil(from, to+1)
 	r.FixedSampleFields = true
+	rel := releaser{f: f, at: from}
 	for r.Next() {
 		if s, ok := r.Record().(*perfdata.Sample); ok && straddle[flatKeyOf(s)] {
 			l.sample(s)
 		}
+		rel.readTo(r.NextOffset())
 	}
-	f.Release(perfdata.Chunk{Start: p.start, End: p.end})
+	rel.finish(r.NextOffset())
 	return l.b, r.Err()
 }

@@ -194,6 +194,30 @@ func merge(f *perfdata.File, parts []chan part, tick func()) (*profile.Builder, 
 // a report takes.
 const releaseEvery = 4 << 20
 
+// releaser lets the pages of the records a reader has read go, every
+// releaseEvery bytes, and counts them in done (when not nil).
+type releaser struct {
+	f    *perfdata.File
+	at   int64 // the records before it are let go
+	done *atomic.Int64
+}
+
+// readTo says the reader has read the records before off.
+func (r *releaser) readTo(off int64) {
+	if off-r.at >= releaseEvery {
+		r.finish(off)
+	}
+}
+
+// finish lets go all the records before off.
+func (r *releaser) finish(off int64) {
+	r.f.Release(perfdata.Chunk{Start: r.at, End: off})
+	if r.done != nil {
+		r.done.Add(off - r.at)
+	}
+	r.at = off
+}
+
 // newLoader returns a loader of f's samples into a new Builder.
 func newLoader(f *perfdata.File, tl *Timeline, opts Options) *loader {
 	b := profile.NewBuilder()
@@ -219,19 +243,14 @@ func loadChunk(f *perfdata.File, c perfdata.Chunk, tl *Timeline, opts Options, d
 	b := l.b
 	r := f.RecordsIn(c)
 	r.SkipCallchains = opts.LeafOnly
-	released := c.Start
+	rel := releaser{f, c.Start, done}
 	for r.Next() {
 		if s, ok := r.Record().(*perfdata.Sample); ok {
 			l.sample(s)
 		}
-		if off := r.Offset(); off-released >= releaseEvery {
-			f.Release(perfdata.Chunk{Start: released, End: off})
-			done.Add(off - released)
-			released = off
-		}
+		rel.readTo(r.Offset())
 	}
-	f.Release(perfdata.Chunk{Start: released, End: c.End})
-	done.Add(c.End - released)
+	rel.finish(c.End)
 	return b, r.Err()
 }
 

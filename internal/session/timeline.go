@@ -322,16 +322,13 @@ func buildTimeline(f *perfdata.File, progress func(done, total int64)) (*Timelin
 	tl := newTimeline(f)
 	total := f.DataSize * 2
 	r := f.Records()
-	released := f.DataOffset
+	// The samples are read later, in parts: keep only those parts in
+	// memory.
+	rel := releaser{f: f, at: f.DataOffset}
 	for n := 0; r.NextNonSample(); n++ {
 		off := r.Offset()
 		tl.bounds = append(tl.bounds, off)
-		if off-released >= releaseEvery {
-			// The samples are read later, in parts: keep only those
-			// parts in memory.
-			f.Release(perfdata.Chunk{Start: released, End: off})
-			released = off
-		}
+		rel.readTo(off)
 		tl.take(r.Record())
 		if progress != nil && n&0xffff == 0 {
 			progress(r.Offset()-f.DataOffset, total)
@@ -341,7 +338,7 @@ func buildTimeline(f *perfdata.File, progress func(done, total int64)) (*Timelin
 		return nil, fmt.Errorf("session: %w", err)
 	}
 	tl.finish()
-	f.Release(perfdata.Chunk{Start: released, End: f.DataOffset + f.DataSize})
+	rel.finish(f.DataOffset + f.DataSize)
 	return tl, nil
 }
 
