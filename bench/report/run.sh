@@ -58,8 +58,9 @@ out="$dir/section.md"
 	echo "| ${label[perf_graph]} | ${t[perf_graph]} | $(( ${m[perf_graph]} / 1024 )) | 1.00 |"
 	echo
 	# Where the flat report's time goes, from a CPU profile of
-	# BenchmarkLoad/flat in internal/session on such a file.
-	echo "The flat target (0.20) is not met. Where its time goes (CPU profile of go test -bench Load/flat ./internal/session on a quiet machine, about 0.29 s of CPU and 0.14 s of wall per load of a 1.9M-sample, 175 MB file): the mapped file is read twice, first a single-threaded timeline pass over every record header (~40 ms, memory-bound), then the samples in parallel parts, where the first touch of each record's bytes (finding its attr) costs ~45 ms of CPU, the sample decode ~25 ms, the leaf-address cache ~50 ms and aggregation ~25 ms; /proc/kallsyms costs ~50 ms of CPU (22 ms of it the kernel writing the file), overlapped with the timeline pass. Reaching 0.20 needs about 40 ms less wall time: reading the file once (samples decoded during the timeline pass), a direct-mapped leaf cache instead of a map, or kallsyms read only for the kernel addresses sampled."
+	# BenchmarkLoad/flat in internal/session on such a file (measured
+	# when the one-pass flat read was written; see internal/session/flat.go).
+	echo "How the flat report gets there (CPU profile of go test -bench Load/flat ./internal/session on a 1.9M-sample, 175 MB file, 2026-11-22: about 0.15 s of CPU and 0.08 s of wall per load): one parallel pass over the file summing samples by place (pid, tid, CPU, address, event), ~83 ms of CPU over the two cores, most of it the first touch of each record even with reading 2 KiB ahead; /proc/kallsyms ~46 ms of CPU (half of it the kernel writing the file), overlapped with the pass; then the timeline from the few process and mapping records, each of the ~1100 places resolved once, and the images' symbol tables (~9 ms). Before it, a serial timeline pass and a second, per-sample pass made it 0.27 of perf's time."
 	echo
 	echo "Go benchmarks on the same file (JITPROF_BENCH_DATA, go test -bench . ./internal/report ./internal/session):"
 	echo
