@@ -100,20 +100,21 @@ func (f *File) Resync(from, to int64) (int64, bool) {
 	lo, end := f.DataOffset, f.DataOffset+f.DataSize
 	from = max(from, lo)
 	to = min(to, end)
+	r := f.RecordsIn(Chunk{lo, end}) // one Reader for every offset tried: it is big
+	r.SkipCallchains = true
 	for off := lo + (from-lo+7)/8*8; off < to; off += 8 {
-		if f.startsRecords(off) {
+		r.off, r.done, r.err, r.rec = off, false, nil, nil
+		if r.startsRecords() {
 			return off, true
 		}
 	}
 	return 0, false
 }
 
-// startsRecords reports whether the records read from off look like a
-// perf.data file's: see Resync.
-func (f *File) startsRecords(off int64) bool {
-	end := f.DataOffset + f.DataSize
-	r := f.RecordsIn(Chunk{off, end})
-	r.SkipCallchains = true
+// startsRecords reports whether the records r reads from where it is
+// look like a perf.data file's: see Resync.
+func (r *Reader) startsRecords() bool {
+	f, end := r.f, r.end
 	for range syncRecords {
 		if r.off == end {
 			return true
