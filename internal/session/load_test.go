@@ -48,7 +48,7 @@ func sameInParts(t *testing.T, f *perfdata.File) {
 		t.Fatal(err)
 	}
 	sym := symbolize.New(symbolize.Options{})
-	for _, opts := range []Options{{}, {LeafOnly: true}, {Lines: true, Addresses: true}} {
+	for _, opts := range []Options{{}, {LeafOnly: true}, {LeafOnly: true, Lines: true}, {Lines: true, Addresses: true}} {
 		opts.Symbolizer = sym
 		byTimeline := opts
 		byTimeline.Timeline = tl
