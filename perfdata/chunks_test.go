@@ -214,26 +214,3 @@ func TestResync(t *testing.T) {
 }
 
 func TestFixedSampleFields(t *testing.T) { checkFixedFields(t, chunkFile(t)) }
-
-// TestResyncFalseStart shows what Resync cannot know: a sample whose raw
-// data holds records looks like records from inside. The caller's
-// check, that the records before end where Resync says, catches it.
-func TestResyncFalseStart(t *testing.T) {
-	f := falseStartFile(t)
-	var offs []int64
-	for r := f.Records(); r.Next(); {
-		offs = append(offs, r.Offset())
-	}
-	mid := f.DataOffset + f.DataSize/2
-	got, ok := f.Resync(mid, f.DataOffset+f.DataSize)
-	if !ok || slices.Contains(offs, got) {
-		t.Fatalf("Resync(%d) = %d, %v: want a false start inside the raw data", mid, got, ok)
-	}
-	i, _ := slices.BinarySearch(offs, mid)
-	r := f.RecordsUntil(offs[i-1], mid)
-	for r.Next() {
-	}
-	if r.NextOffset() == got {
-		t.Fatalf("the records before %d end at the false start %d", mid, got)
-	}
-}
