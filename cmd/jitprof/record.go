@@ -39,7 +39,7 @@ func runRecord(args []string) error {
 	fs.DurationVar(&cfg.Duration, "duration", 0, "stop after this `duration` (e.g. 5s)")
 	quiet := fs.Bool("q", false, "print nothing but errors")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: jitprof record [-e EVENT] [-F HZ | -c PERIOD] [-g] [-a | -p PID[,PID] | -t TID | -- CMD ARGS] [-C CPUS] [-o FILE] [-m PAGES] [--duration D] [-q]")
+		fmt.Fprintln(fs.Output(), "usage: jitprof record [-e EVENT] [-F HZ | -c PERIOD] [-g] [-a | -p PID[,PID] | -t TID] [-C CPUS] [-o FILE] [-m PAGES] [--duration D] [-q] [-- CMD ARGS]")
 		fs.PrintDefaults()
 	}
 	cmdArgs, err := parseCommand(fs, args)
@@ -66,13 +66,15 @@ func runRecord(args []string) error {
 		return errUsage
 	}
 	targets := 0
-	for _, on := range []bool{cfg.SystemWide, len(cfg.PIDs) > 0, len(cfg.TIDs) > 0, len(cmdArgs) > 0} {
+	for _, on := range []bool{cfg.SystemWide, len(cfg.PIDs) > 0, len(cfg.TIDs) > 0} {
 		if on {
 			targets++
 		}
 	}
-	if targets != 1 {
-		fmt.Fprintln(fs.Output(), "jitprof record: give exactly one of -a, -p, -t or a command")
+	// A command with -a, -p or -t runs while they are recorded, and
+	// its end ends the recording, as in perf record -a -- sleep 5.
+	if targets > 1 || targets == 0 && len(cmdArgs) == 0 {
+		fmt.Fprintln(fs.Output(), "jitprof record: give a command, or one of -a, -p and -t (with a command, it runs while they are recorded)")
 		fs.Usage()
 		return errUsage
 	}

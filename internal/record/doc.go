@@ -2,7 +2,9 @@
 // opens sampling events on a command, processes, threads or whole CPUs
 // through internal/perfevent, drains their rings into a perf.data file
 // (package perfdata) that Linux perf reads, and finishes the file the way
-// perf record does.
+// perf record does. A command given with processes, threads or CPUs is a
+// workload, as in perf record -a -- sleep 5: it runs while they are
+// recorded, and its end ends the recording.
 //
 // The file holds the raw kernel records as the rings gave them, separated
 // into rounds by FINISHED_ROUND records so perf can sort them by time; the

@@ -16,8 +16,10 @@ import (
 	"github.com/jitprof/jitprof/perfdata"
 )
 
-// Config says what to record and how. Exactly one of Command, PIDs, TIDs
-// and SystemWide names the target.
+// Config says what to record and how. One of PIDs, TIDs and SystemWide
+// names the target, or else Command does. A Command given with one of
+// them is a workload, as in perf record -a -- sleep 5: it runs while
+// the target is recorded, and the recording ends when it exits.
 type Config struct {
 	Event     string // as perf record -e spells it; "" means cpu-clock
 	Freq      uint64 // samples per second (-F); used when Period is 0
@@ -25,7 +27,7 @@ type Config struct {
 	Callchain bool   // -g: frame-pointer callchains
 	Pages     int    // data pages per ring (-m), a power of two; 0 means perf's default
 
-	Command    []string // run and profile this command, its children and threads
+	Command    []string // run (and, alone, profile) this command, its children and threads
 	Env        []string // the command's environment; nil means none
 	Stdin      io.Reader
 	Stdout     io.Writer
@@ -92,16 +94,16 @@ func Run(ctx context.Context, out io.WriteSeeker, cfg Config) (*Result, error) {
 	res := &Result{ExitStatus: -1}
 
 	var cmd *perfevent.Command
+	workload := false // the command runs beside the target
 	if len(cfg.Command) > 0 {
-		if len(cfg.PIDs)+len(cfg.TIDs) > 0 || cfg.SystemWide {
-			return nil, errors.New("a command cannot be combined with -p, -t or -a")
-		}
 		cmd, err = perfevent.StartCommand(cfg.Command, cfg.Env, cfg.Stdin, cfg.Stdout, cfg.Stderr)
 		if err != nil {
 			return nil, err
 		}
-		target.PIDs = []int{cmd.Pid}
-		opts.EnableOnExec = true
+		if workload = len(cfg.PIDs)+len(cfg.TIDs) > 0 || cfg.SystemWide; !workload {
+			target.PIDs = []int{cmd.Pid}
+			opts.EnableOnExec = true
+		}
 	}
 	set, err := openEvents(opts, target, res)
 	if err != nil {
@@ -125,19 +127,36 @@ func Run(ctx context.Context, out io.WriteSeeker, cfg Config) (*Result, error) {
 	}
 	r := newRecorder(w, attr)
 	r.synthKernel()
+	if cmd == nil || workload {
+		// Enabling before reading /proc means a mapping made meanwhile
+		// is seen twice rather than missed.
+		err := set.Enable()
+		if err == nil {
+			err = r.synthProcesses(cfg)
+		}
+		if err != nil {
+			if cmd != nil {
+				err = errors.Join(err, killWait(cmd))
+			}
+			return nil, err
+		}
+	}
+	var exited chan struct{} // closed when the command has exited
+	var status int
+	var waitErr error
 	if cmd != nil {
 		if err := cmd.Go(); err != nil {
 			return nil, errors.Join(err, killWait(cmd))
 		}
-	} else {
-		// Enabling before reading /proc means a mapping made meanwhile
-		// is seen twice rather than missed.
-		if err := set.Enable(); err != nil {
-			return nil, err
-		}
-		if err := r.synthProcesses(cfg); err != nil {
-			return nil, err
-		}
+		exited = make(chan struct{})
+		go func() {
+			status, waitErr = cmd.Wait()
+			close(exited)
+		}()
+	}
+	var workloadDone <-chan struct{} // a nil channel never fires
+	if workload {
+		workloadDone = exited
 	}
 
 	var deadline <-chan time.Time
@@ -153,6 +172,8 @@ loop:
 		case <-ctx.Done():
 			break loop
 		case <-deadline:
+			break loop
+		case <-workloadDone:
 			break loop
 		default:
 		}
@@ -180,15 +201,22 @@ loop:
 	}
 	r.drain(set)
 	if cmd != nil {
-		if !targetDone {
-			// The command outlived the recording; like perf, ask it to end.
-			_ = unix.Kill(cmd.Pid, unix.SIGTERM)
+		// When the command was the target and its events ended, it
+		// has exited: only a workload or a stopped recording may have
+		// left it running.
+		if !targetDone || workload {
+			select {
+			case <-exited:
+			default:
+				// The command outlived the recording; like perf, ask it to end.
+				_ = unix.Kill(cmd.Pid, unix.SIGTERM)
+			}
 		}
-		st, err := cmd.Wait()
-		if err != nil {
-			r.err = errors.Join(r.err, err)
+		<-exited
+		if waitErr != nil {
+			r.err = errors.Join(r.err, waitErr)
 		}
-		res.ExitStatus = st
+		res.ExitStatus = status
 	}
 	res.BuildIDs = r.finish(cfg)
 	res.JITFiles = r.embedJITData(cfg.Notice)

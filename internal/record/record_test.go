@@ -368,3 +368,62 @@ func TestImages(t *testing.T) {
 		t.Errorf("hit images %v, want %v", got, want)
 	}
 }
+
+// TestWorkload records a target while a command runs beside it, as perf
+// record -a -- sleep 1 does: the command's end ends the recording, and
+// its exit status is passed on.
+func TestWorkload(t *testing.T) {
+	for _, systemWide := range []bool{true, false} {
+		t.Run(fmt.Sprintf("system-wide=%v", systemWide), func(t *testing.T) {
+			if systemWide {
+				needRoot(t)
+			}
+			busy := startBusy(t)
+			pid := busy.Process.Pid
+			cfg := Config{Command: []string{"sh", "-c", "sleep 0.5; exit 3"}}
+			if systemWide {
+				cfg.SystemWide = true
+			} else {
+				cfg.PIDs = []int{pid}
+			}
+			// The command ends the recording; the deadline only keeps a
+			// failure from hanging the test.
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			path, res := run(t, ctx, cfg)
+			if ctx.Err() != nil {
+				t.Fatal("the recording outlived its workload")
+			}
+			if res.ExitStatus != 3 {
+				t.Errorf("exit status %d, want the workload's 3", res.ExitStatus)
+			}
+			s := summarize(t, path)
+			if !s.pids[uint32(pid)] || s.samples < 200 {
+				t.Fatalf("%d samples from pids %v; want hundreds, some of the busy process %d", s.samples, s.pids, pid)
+			}
+			if !systemWide && len(s.pids) != 1 {
+				t.Errorf("samples of pids %v; -p %d records that one only", s.pids, pid)
+			}
+			if got := comms(t, path); systemWide != got["sleep"] {
+				t.Errorf("the workload's exec of sleep recorded: %v, want %v (it is in the target only system-wide)", got["sleep"], systemWide)
+			}
+		})
+	}
+}
+
+// comms returns the names COMM records give in the file at path.
+func comms(t *testing.T, path string) map[string]bool {
+	t.Helper()
+	f, err := perfdata.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	out := map[string]bool{}
+	for r := f.Records(); r.Next(); {
+		if c, ok := r.Record().(*perfdata.Comm); ok {
+			out[c.Comm] = true
+		}
+	}
+	return out
+}
