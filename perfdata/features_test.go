@@ -109,3 +109,41 @@ func TestFeaturesRoundTrip(t *testing.T) {
 		t.Errorf("perf buildid-list:\n%s", bl)
 	}
 }
+
+func TestTracingDataRoundTrip(t *testing.T) {
+	for _, c := range []struct {
+		version string
+		big     bool
+	}{{"0.6", false}, {"0.6", true}, {"0.5", false}} {
+		td := &perfdata.TracingData{
+			Version: c.version, BigEndian: c.big, LongSize: 8, PageSize: 4096,
+			HeaderPage: []byte("\tfield: u64 timestamp;\n"), HeaderEvent: []byte("# compressed entry header\n"),
+			Ftrace: [][]byte{[]byte("name: function\n")},
+			Systems: []perfdata.TraceSystem{
+				{Name: "sched", Formats: [][]byte{[]byte("name: sched_switch\n"), []byte("name: sched_wakeup\n")}},
+				{Name: "irq", Formats: [][]byte{[]byte("name: irq_handler_entry\n")}},
+			},
+			Printk: []byte("0xffffffff81000000 : \"hello\"\n"),
+		}
+		if c.version == "0.6" {
+			td.SavedCmdline = []byte("1 init\n")
+		}
+		var fs perfdata.Features
+		fs.SetTracingData(td)
+		got, err := fs.TracingData()
+		if err != nil {
+			t.Fatalf("%+v: %v", c, err)
+		}
+		if !reflect.DeepEqual(got, td) {
+			t.Errorf("%+v: read back\n%+v\nwant\n%+v", c, got, td)
+		}
+		raw, _ := fs.Raw(perfdata.FeatTracingData)
+		for n := range len(raw) {
+			fs.SetRaw(perfdata.FeatTracingData, raw[:n])
+			if _, err := fs.TracingData(); err == nil {
+				t.Errorf("%+v: cut to %d of %d bytes, it parses", c, n, len(raw))
+				break
+			}
+		}
+	}
+}

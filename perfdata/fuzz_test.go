@@ -58,6 +58,7 @@ func drain(f *perfdata.File) {
 	fs.ClockData()
 	fs.SampleTime()
 	fs.TotalMem()
+	fs.TracingData()
 	for _, feat := range fs.List() {
 		fs.String(feat)
 	}

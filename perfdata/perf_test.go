@@ -2,6 +2,7 @@ package perfdata_test
 
 import (
 	"bufio"
+	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -133,6 +134,7 @@ func TestReadAgreesWithPerf(t *testing.T) {
 		{"system-wide", []string{"-a", "-e", "cpu-clock", "-g", "--", busy, "100"}},
 		{"period", []string{"-e", "cpu-clock", "-c", "100000", "--", busy, "100"}},
 		{"two-events", []string{"-e", "cpu-clock", "-e", "task-clock", "-g", "--", busy, "100", "1"}},
+		{"tracepoint", []string{"-e", "sched:sched_switch", "-a", "--", busy, "100", "2", "1"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -152,6 +154,22 @@ func TestReadAgreesWithPerf(t *testing.T) {
 			defer f.Close()
 			checkResync(t, f, true)
 			checkFixedFields(t, f)
+			if c.name == "tracepoint" {
+				// perf refuses tracepoints without their formats:
+				// what it wrote must parse and encode back the same.
+				raw, _ := f.Features.Raw(perfdata.FeatTracingData)
+				td, err := f.Features.TracingData()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(td.Systems) != 1 || td.Systems[0].Name != "sched" || len(td.Systems[0].Formats) != 1 ||
+					!strings.HasPrefix(string(td.Systems[0].Formats[0]), "name: sched_switch\n") {
+					t.Errorf("tracing data systems %+v; want sched with sched_switch's format", td.Systems)
+				}
+				if got := perfdata.AppendTracingData(nil, td); !bytes.Equal(got, raw) {
+					t.Errorf("tracing data of %d bytes encodes back to %d other bytes", len(raw), len(got))
+				}
+			}
 			if strings.Contains(strings.Join(c.args, " "), "-g") {
 				total := 0
 				for _, n := range res.chains {
