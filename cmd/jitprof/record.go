@@ -27,7 +27,7 @@ func runRecord(args []string) error {
 	fs := flag.NewFlagSet("record", flag.ContinueOnError)
 	var cfg record.Config
 	fs.StringVar(&cfg.Event, "e", perfevent.DefaultEvent, "`event` to sample: cpu-clock, task-clock, a hardware event, rNNNN or subsys:tracepoint, with :u :k :p modifiers")
-	fs.Uint64Var(&cfg.Freq, "F", perfevent.DefaultFreq, "sample at this `frequency` in Hz")
+	fs.Uint64Var(&cfg.Freq, "F", perfevent.DefaultFreq, "sample at this `frequency` in Hz (a tracepoint: every hit unless -F or -c)")
 	fs.Uint64Var(&cfg.Period, "c", 0, "sample every `period` events (instead of -F)")
 	fs.BoolVar(&cfg.Callchain, "g", false, "record frame-pointer callchains (kernel and user)")
 	fs.BoolVar(&cfg.SystemWide, "a", false, "profile every CPU")
@@ -52,8 +52,8 @@ func runRecord(args []string) error {
 		fmt.Fprintln(fs.Output(), "jitprof record: -F and -c cannot both be given")
 		return errUsage
 	}
-	if set["c"] {
-		cfg.Freq = 0
+	if !set["F"] {
+		cfg.Freq = 0 // the default: perf's 4000 Hz, or every hit of a tracepoint
 	}
 	if cfg.PIDs, err = intList(*pids); err == nil {
 		cfg.TIDs, err = intList(*tids)

@@ -21,6 +21,9 @@ type Event struct {
 	ExcludeKernel bool
 	ExcludeHV     bool
 	PreciseIP     uint8 // 0..3, from :p modifiers
+	// TracepointDir is a tracepoint's directory in tracefs
+	// (ROOT/events/SUBSYS/NAME), where its format is.
+	TracepointDir string
 }
 
 // DefaultEvent is what perf record samples on a machine without a PMU.
@@ -97,12 +100,12 @@ func parseEvent(spec string, roots []string) (Event, error) {
 			return Event{}, fmt.Errorf("event %q: %w", spec, err)
 		}
 	} else {
-		id, err := tracepointID(roots, parts[0], parts[1])
+		id, dir, err := tracepointID(roots, parts[0], parts[1])
 		if err != nil {
 			return Event{}, fmt.Errorf("event %q: %w", spec, err)
 		}
 		ev.Type = unix.PERF_TYPE_TRACEPOINT
-		ev.Config = id
+		ev.Config, ev.TracepointDir = id, dir
 	}
 	if err := applyModifiers(mods, &ev); err != nil {
 		return Event{}, fmt.Errorf("event %q: %w", spec, err)
@@ -151,10 +154,11 @@ func applyModifiers(mods string, ev *Event) error {
 	return nil
 }
 
-// tracepointID reads a tracepoint's id from the first tracefs that has it.
-func tracepointID(roots []string, subsys, name string) (uint64, error) {
+// tracepointID reads a tracepoint's id from the first tracefs that has it,
+// and returns it with the tracepoint's directory there.
+func tracepointID(roots []string, subsys, name string) (uint64, string, error) {
 	if subsys == "" || name == "" || strings.ContainsAny(subsys+name, "/.") {
-		return 0, fmt.Errorf("bad tracepoint name %q", subsys+":"+name)
+		return 0, "", fmt.Errorf("bad tracepoint name %q", subsys+":"+name)
 	}
 	var mounted bool
 	for _, root := range roots {
@@ -162,24 +166,25 @@ func tracepointID(roots []string, subsys, name string) (uint64, error) {
 			continue
 		}
 		mounted = true
-		b, err := os.ReadFile(filepath.Join(root, "events", subsys, name, "id"))
+		dir := filepath.Join(root, "events", subsys, name)
+		b, err := os.ReadFile(filepath.Join(dir, "id"))
 		if errors.Is(err, os.ErrNotExist) {
 			continue
 		}
 		if err != nil {
-			return 0, fmt.Errorf("tracepoint %s:%s: %w", subsys, name, err)
+			return 0, "", fmt.Errorf("tracepoint %s:%s: %w", subsys, name, err)
 		}
 		id, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
 		if err != nil {
-			return 0, fmt.Errorf("tracepoint %s:%s: bad id: %w", subsys, name, err)
+			return 0, "", fmt.Errorf("tracepoint %s:%s: bad id: %w", subsys, name, err)
 		}
-		return id, nil
+		return id, dir, nil
 	}
 	if !mounted {
-		return 0, fmt.Errorf("tracepoint %s:%s: tracefs is not mounted at %s (mount -t tracefs nodev /sys/kernel/tracing): %w",
+		return 0, "", fmt.Errorf("tracepoint %s:%s: tracefs is not mounted at %s (mount -t tracefs nodev /sys/kernel/tracing): %w",
 			subsys, name, strings.Join(roots, " or "), ErrNotSupported)
 	}
-	return 0, fmt.Errorf("tracepoint %s:%s: no such tracepoint (see %s/events): %w", subsys, name, roots[0], ErrNotSupported)
+	return 0, "", fmt.Errorf("tracepoint %s:%s: no such tracepoint (see %s/events): %w", subsys, name, roots[0], ErrNotSupported)
 }
 
 // needsPMU reports whether the event counts on a hardware PMU, which many

@@ -19,6 +19,7 @@ func TestParseEvent(t *testing.T) {
 		t.Fatal(err)
 	}
 	roots := []string{filepath.Join(root, "missing"), root}
+	tp := filepath.Join(root, "events/sched/sched_switch")
 	sw, hw := uint32(unix.PERF_TYPE_SOFTWARE), uint32(unix.PERF_TYPE_HARDWARE)
 	tests := []struct {
 		spec string
@@ -41,8 +42,8 @@ func TestParseEvent(t *testing.T) {
 		{"cycles:pp", Event{Type: hw, PreciseIP: 2}},
 		{"cycles:upp", Event{Type: hw, ExcludeKernel: true, ExcludeHV: true, PreciseIP: 2}},
 		{"r10:p", Event{Type: unix.PERF_TYPE_RAW, Config: 0x10, PreciseIP: 1}},
-		{"sched:sched_switch", Event{Type: unix.PERF_TYPE_TRACEPOINT, Config: 316}},
-		{"sched:sched_switch:k", Event{Type: unix.PERF_TYPE_TRACEPOINT, Config: 316, ExcludeUser: true, ExcludeHV: true}},
+		{"sched:sched_switch", Event{Type: unix.PERF_TYPE_TRACEPOINT, Config: 316, TracepointDir: tp}},
+		{"sched:sched_switch:k", Event{Type: unix.PERF_TYPE_TRACEPOINT, Config: 316, ExcludeUser: true, ExcludeHV: true, TracepointDir: tp}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.spec, func(t *testing.T) {
@@ -119,5 +120,27 @@ func TestOnlineCPUs(t *testing.T) {
 	}
 	if len(cpus) == 0 || cpus[0] < 0 {
 		t.Fatalf("OnlineCPUs() = %v", cpus)
+	}
+}
+
+// TestTracepointAttr checks that a tracepoint samples every hit with its
+// raw fields unless told a period or frequency, as perf record does.
+func TestTracepointAttr(t *testing.T) {
+	tp := Event{Type: unix.PERF_TYPE_TRACEPOINT, Config: 316}
+	for _, c := range []struct {
+		opts      Options
+		sample    uint64
+		freq, raw bool
+	}{
+		{Options{Event: tp}, 1, false, true},
+		{Options{Event: tp, Period: 5}, 5, false, true},
+		{Options{Event: tp, Freq: 100}, 100, true, true},
+		{Options{Event: Event{Type: unix.PERF_TYPE_SOFTWARE}}, DefaultFreq, true, false},
+	} {
+		a := buildAttr(c.opts, true)
+		if a.Sample != c.sample || (a.Bits&unix.PerfBitFreq != 0) != c.freq || (a.Sample_type&unix.PERF_SAMPLE_RAW != 0) != c.raw {
+			t.Errorf("%+v: sample %d, freq %v, raw %v; want %d, %v, %v", c.opts, a.Sample,
+				a.Bits&unix.PerfBitFreq != 0, a.Sample_type&unix.PERF_SAMPLE_RAW != 0, c.sample, c.freq, c.raw)
+		}
 	}
 }

@@ -33,7 +33,7 @@ const (
 type Options struct {
 	Event        Event
 	Freq         uint64 // samples per second (-F); used when Period is 0
-	Period       uint64 // events per sample (-c)
+	Period       uint64 // events per sample (-c); both 0: DefaultFreq, or 1 for a tracepoint
 	Callchain    bool   // -g: adds PERF_SAMPLE_CALLCHAIN
 	MaxStack     uint16 // callchain depth; 0 means DefaultMaxStack
 	SampleType   uint64 // 0 means DefaultSampleType
@@ -106,9 +106,20 @@ func buildAttr(o Options, taskMode bool) unix.PerfEventAttr {
 		// Side-band records the recorder needs to name addresses; mmap2
 		// makes the kernel write MMAP2 (with inode and prot) instead of MMAP.
 		unix.PerfBitMmap | unix.PerfBitMmap2 | unix.PerfBitComm | unix.PerfBitCommExec | unix.PerfBitTask
-	if o.Period != 0 {
+	tracepoint := o.Event.Type == unix.PERF_TYPE_TRACEPOINT
+	if tracepoint {
+		// The tracepoint's fields are the raw data, which perf
+		// decodes with the format in the file's TRACING_DATA.
+		a.Sample_type |= unix.PERF_SAMPLE_RAW
+	}
+	switch {
+	case o.Period != 0:
 		a.Sample = o.Period
-	} else {
+	case tracepoint && o.Freq == 0:
+		// Every hit a sample, as perf record samples tracepoints
+		// unless told -F or -c: they are events, not a clock.
+		a.Sample = 1
+	default:
 		a.Bits |= unix.PerfBitFreq
 		a.Sample = o.Freq
 		if a.Sample == 0 {

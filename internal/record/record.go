@@ -22,7 +22,7 @@ import (
 // the target is recorded, and the recording ends when it exits.
 type Config struct {
 	Event     string // as perf record -e spells it; "" means cpu-clock
-	Freq      uint64 // samples per second (-F); used when Period is 0
+	Freq      uint64 // samples per second (-F); used when Period is 0; both 0: 4000, or every hit of a tracepoint
 	Period    uint64 // events per sample (-c)
 	Callchain bool   // -g: frame-pointer callchains
 	Pages     int    // data pages per ring (-m), a power of two; 0 means perf's default
@@ -89,6 +89,10 @@ func Run(ctx context.Context, out io.WriteSeeker, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	tracing, err := tracingData(ev)
+	if err != nil {
+		return nil, err
+	}
 	opts := perfevent.Options{Event: ev, Freq: cfg.Freq, Period: cfg.Period, Callchain: cfg.Callchain, Pages: cfg.Pages}
 	target := perfevent.Target{CPUs: cfg.CPUs, PIDs: cfg.PIDs, TIDs: cfg.TIDs, SystemWide: cfg.SystemWide}
 	res := &Result{ExitStatus: -1}
@@ -124,6 +128,9 @@ func Run(ctx context.Context, out io.WriteSeeker, cfg Config) (*Result, error) {
 			err = errors.Join(err, killWait(cmd))
 		}
 		return nil, err
+	}
+	if tracing != nil {
+		w.Features.SetTracingData(tracing)
 	}
 	r := newRecorder(w, attr)
 	r.synthKernel()

@@ -427,3 +427,36 @@ func comms(t *testing.T, path string) map[string]bool {
 	}
 	return out
 }
+
+// TestTracepoint records a tracepoint as perf does, every hit with its
+// fields, and with the formats perf needs to read them: perf script
+// must print each sample's fields.
+func TestTracepoint(t *testing.T) {
+	needRoot(t)
+	cfg := Config{Event: "sched:sched_switch", Command: []string{"sh", "-c", "for i in 1 2 3 4 5 6 7 8; do sleep 0.01; done"}}
+	path, _ := run(t, context.Background(), cfg)
+	f, err := perfdata.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	a := f.Attrs[0]
+	if a.Freq() || a.SamplePeriod != 1 || a.SampleType&perfdata.SampleRaw == 0 {
+		t.Errorf("attr: freq %v, period %d, sample_type %v; want period 1 with RAW", a.Freq(), a.SamplePeriod, a.SampleType)
+	}
+	td, err := f.Features.TracingData()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(td.Systems) != 1 || td.Systems[0].Name != "sched" || !bytes.HasPrefix(td.Systems[0].Formats[0], []byte("name: sched_switch\n")) {
+		t.Errorf("tracing data systems %+v; want sched_switch's format", td.Systems)
+	}
+	s := summarize(t, path)
+	if s.samples < 8 {
+		t.Fatalf("%d samples; the workload switches out at least 8 times", s.samples)
+	}
+	out := perftest.Run(t, perftest.Perf(t), "script", "-i", path)
+	if n := strings.Count(out, "sched:sched_switch: prev_comm="); uint64(n) != s.samples {
+		t.Errorf("perf script printed %d sched_switch samples with fields, the file holds %d:\n%s", n, s.samples, out)
+	}
+}
