@@ -21,19 +21,31 @@ func runReport(args []string) error {
 	fs := flag.NewFlagSet("report", flag.ContinueOnError)
 	var opts report.Options
 	input := fs.String("i", "perf.data", "input `file`")
+	fs.StringVar(input, "input", "perf.data", "same as -i")
 	symbols := fs.Bool("l", false, "list symbols (adds sym to the sort keys)")
 	sortKeys := fs.String("sort", "", "sort `keys`, comma-separated: comm, pid, tid, dso, sym, srcline, cpu (default dso, or dso,sym with -l)")
+	fs.StringVar(sortKeys, "s", "", "same as --sort")
 	separate := fs.String("separate", "", "separate samples by `what`, as opreport: thread, cpu, kernel, lib (comma-separated)")
 	merge := fs.String("merge", "", "merge samples the sort keys would separate: `what` of tid, tgid, cpu, lib, all")
 	fs.BoolVar(&opts.Children, "g", false, "callgraph: children (inclusive) and self percentages from the callchains")
 	fs.BoolVar(&opts.Children, "callgraph", false, "same as -g")
+	fs.BoolVar(&opts.Children, "children", false, "same as -g, as perf report spells it")
+	fs.BoolFunc("no-children", "self percentages only, without the callgraph (the default)", func(string) error {
+		opts.Children = false
+		return nil
+	})
+	// perf report options whose behaviour is this report's anyway, taken
+	// so that a perf command line works as it is.
+	fs.Bool("stdio", false, "accepted for perf report's sake: the report is text on standard output unless --format or -o")
+	fs.Bool("n", false, "accepted for perf report's sake (--show-nr-samples): the Samples column is always there")
+	fs.Bool("show-nr-samples", false, "same as -n")
 	fs.Float64Var(&opts.PercentLimit, "percent-limit", 0, "hide rows below this `percent`")
 	format := fs.String("format", "text", "output `format`: text, json, csv, pprof (.pb.gz) or folded (flame-graph stacks)")
 	output := fs.String("o", "", "write to `file` instead of standard output")
 	var jit anonFlags
 	jit.register(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: jitprof report [-i FILE] [-l] [-g] [--sort KEYS] [--format text|json|csv]")
+		fmt.Fprintln(fs.Output(), "usage: jitprof report [-i FILE] [-l] [-g] [-s|--sort KEYS] [--format text|json|csv|pprof|folded] [-o FILE]")
 		fs.PrintDefaults()
 	}
 	pos, err := parseArgs(fs, args)
