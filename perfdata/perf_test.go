@@ -272,13 +272,23 @@ func TestReadKilledRecording(t *testing.T) {
 // copyFile reads every record of f and writes them with perfdata.Writer,
 // with f's features plus extra, returning the record counts.
 func copyFile(t *testing.T, f *perfdata.File, path string, extra map[perfdata.Feature][]byte) map[string]uint64 {
+	return copyTo(t, f, path, extra, false)
+}
+
+// copyTo is copyFile, writing perf's pipe mode when pipe is set.
+func copyTo(t *testing.T, f *perfdata.File, path string, extra map[perfdata.Feature][]byte, pipe bool) map[string]uint64 {
 	t.Helper()
 	out, err := os.Create(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer out.Close()
-	w, err := perfdata.NewWriter(out, f.Attrs)
+	var w *perfdata.Writer
+	if pipe {
+		w, err = perfdata.NewPipeWriter(out, f.Attrs)
+	} else {
+		w, err = perfdata.NewWriter(out, f.Attrs)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

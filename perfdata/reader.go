@@ -1,6 +1,8 @@
 package perfdata
 
 import (
+	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -543,6 +545,19 @@ func (r *Reader) decodeUser(typ RecordType, misc uint16, body []byte, off int64)
 			return nil, err
 		}
 		r.headerBuildID.BuildID = b
+		if f.Pipe {
+			// A file keeps these records as its BUILD_ID feature;
+			// a stream sends them one by one.
+			var bo binary.AppendByteOrder = binary.LittleEndian
+			if f.Swapped {
+				bo = binary.BigEndian
+			}
+			if f.Features.raw == nil {
+				f.Features.raw = map[Feature][]byte{}
+			}
+			raw := bo.AppendUint16(bo.AppendUint16(bo.AppendUint32(f.Features.raw[FeatBuildID], uint32(typ)), misc), uint16(8+len(body)))
+			f.Features.raw[FeatBuildID] = append(raw, body...)
+		}
 		return &r.headerBuildID, nil
 	case RecordFinishedRound:
 		return &r.round, nil
@@ -611,6 +626,14 @@ func (r *Reader) decodeUser(typ RecordType, misc uint16, body []byte, off int64)
 		r.off += n
 		r.pbuf = b
 		u.Payload = r.pbuf
+		if typ == RecordTracingData {
+			// What a file keeps as the feature comes as a payload in
+			// a stream.
+			if f.Features.raw == nil {
+				f.Features.raw = map[Feature][]byte{}
+			}
+			f.Features.raw[FeatTracingData] = bytes.Clone(b)
+		}
 	}
 	return u, nil
 }

@@ -112,8 +112,9 @@ func parseTracingData(b []byte) (*TracingData, error) {
 			return nil, err
 		}
 	}
-	if d.off != len(b) {
-		return nil, fmt.Errorf("%d bytes after the last part", len(b)-d.off)
+	// A stream pads the section to 8 bytes with zeros.
+	if rest := b[d.off:]; len(rest) >= 8 || len(bytes.Trim(rest, "\x00")) > 0 {
+		return nil, fmt.Errorf("%d bytes after the last part", len(rest))
 	}
 	return t, nil
 }

@@ -15,8 +15,11 @@ type Writer struct {
 	// Features are written by Close.
 	Features Features
 
-	w        io.WriteSeeker
+	w        io.WriteSeeker // nil in pipe mode
 	bw       *bufio.Writer
+	pipe     bool
+	sent     map[Feature]bool // pipe mode: features already in the stream
+	started  bool             // pipe mode: a data record has been written
 	attrs    []*Attr
 	attrSize int
 	dataOff  int64
@@ -120,6 +123,12 @@ func (w *Writer) WriteRaw(raw []byte) error {
 	if len(raw) < 8 || int(le.Uint16(raw[6:])) != len(raw) {
 		return fmt.Errorf("perf.data writer: record of %d bytes has header size %d", len(raw), sizeOf(raw))
 	}
+	if w.pipe && !w.started {
+		// Features set by now, such as the tracepoint formats perf
+		// needs to decode samples, go before the first record.
+		w.started = true
+		w.sendFeatures()
+	}
 	w.write(raw)
 	w.dataSize += int64(len(raw))
 	return w.err
@@ -152,7 +161,7 @@ func (w *Writer) Flush() error {
 	if w.err = w.bw.Flush(); w.err != nil {
 		return w.err
 	}
-	if at, ok := w.w.(io.WriterAt); ok && !w.closed {
+	if at, ok := w.w.(io.WriterAt); ok && !w.pipe && !w.closed {
 		_, w.err = at.WriteAt(le.AppendUint64(nil, uint64(w.dataSize)), dataSizeOffset)
 	}
 	return w.err
@@ -167,6 +176,16 @@ func (w *Writer) Close() error {
 	w.closed = true
 	if w.Features.swap {
 		w.Features.toLittleEndian()
+	}
+	if w.pipe {
+		w.sendFeatures()
+		if w.err == nil {
+			w.err = w.bw.Flush()
+		}
+		if w.err != nil {
+			return fmt.Errorf("perf.data writer: %w", w.err)
+		}
+		return nil
 	}
 	feats := w.Features.List()
 	var bitmap [4]uint64
@@ -205,4 +224,85 @@ func (w *Writer) Close() error {
 	}
 	_, err := w.w.Seek(0, io.SeekEnd)
 	return err
+}
+
+// NewPipeWriter starts perf's pipe mode (perf record -o -) on w: a stream
+// read front to back, which needs no seeking. The attrs go first, as
+// HEADER_ATTR records; the Features set before the first data record
+// follow them, the others come last, at Close. A feature travels as a
+// HEADER_FEATURE record, the BUILD_ID list as a HEADER_BUILD_ID record
+// per image and TRACING_DATA as a TRACING_DATA record and its payload,
+// as perf writes them. A record holds at most 64 KiB: Close fails on a
+// bigger feature, after writing all the others.
+func NewPipeWriter(w io.Writer, attrs []*Attr) (*Writer, error) {
+	if len(attrs) == 0 {
+		return nil, errors.New("perf.data writer: at least one attr is needed")
+	}
+	wr := &Writer{pipe: true, attrs: attrs, bw: bufio.NewWriterSize(w, 1<<20), sent: map[Feature]bool{}}
+	wr.write(le.AppendUint64(le.AppendUint64(nil, magicLE), pipeHeaderSz))
+	for _, a := range attrs {
+		var err error
+		if wr.buf, err = AppendRecord(wr.buf[:0], &HeaderAttr{EventAttr: a}); err != nil {
+			return nil, fmt.Errorf("perf.data writer: %w", err)
+		}
+		wr.write(wr.buf)
+	}
+	if wr.err == nil {
+		wr.err = wr.bw.Flush()
+	}
+	if wr.err != nil {
+		return nil, fmt.Errorf("perf.data writer: %w", wr.err)
+	}
+	return wr, nil
+}
+
+// maxRecord is the most a record's u16 size can say.
+const maxRecord = 1<<16 - 1
+
+// sendFeatures writes, in pipe mode, the features not yet in the stream.
+func (w *Writer) sendFeatures() {
+	// Not w.buf: WriteRecord's record, about to be written, is in it.
+	var rec []byte
+	var tooBig error
+	defer func() {
+		if w.err == nil {
+			w.err = tooBig
+		}
+	}()
+	for _, f := range w.Features.List() {
+		if w.sent[f] || w.err != nil {
+			continue
+		}
+		w.sent[f] = true
+		raw := w.Features.raw[f]
+		switch f {
+		case FeatBuildID:
+			ids, err := w.Features.BuildIDs()
+			if err != nil {
+				w.err = fmt.Errorf("feature BUILD_ID: %w", err)
+				return
+			}
+			for i := range ids {
+				rec, w.err = AppendRecord(rec[:0], &HeaderBuildID{BuildID: ids[i]})
+				w.write(rec)
+			}
+		case FeatTracingData:
+			// The record says the payload's size, padded to 8 bytes;
+			// the payload follows it.
+			n := (len(raw) + 7) &^ 7
+			rec = le.AppendUint32(rec[:0], uint32(RecordTracingData))
+			rec = le.AppendUint16(le.AppendUint16(rec, 0), 16)
+			rec = le.AppendUint32(le.AppendUint32(rec, uint32(n)), 0)
+			w.write(rec)
+			w.write(raw)
+			w.write(make([]byte, n-len(raw)))
+		default:
+			if 16+len(raw) > maxRecord {
+				tooBig = errors.Join(tooBig, fmt.Errorf("feature %v of %d bytes does not fit a pipe-mode record (%d bytes at most)", f, len(raw), maxRecord-16))
+				continue
+			}
+			rec, w.err = AppendRecord(rec[:0], &HeaderFeature{Feature: f, Data: raw})
+			w.write(rec)
+		}
+	}
 }

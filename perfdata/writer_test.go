@@ -243,3 +243,156 @@ func TestWriterKilled(t *testing.T) {
 		t.Errorf("perf report --stats on an unclosed file: %v", st)
 	}
 }
+
+// TestPipeWriterAcceptedByPerf rewrites a perf recording as a pipe-mode
+// stream with NewPipeWriter: perf reading it from standard input must
+// print what it prints for the original, and NewStream must read back
+// its records and features.
+func TestPipeWriterAcceptedByPerf(t *testing.T) {
+	busy := perftest.Busy(t)
+	orig := perftest.Record(t, "orig.data", "-e", "cpu-clock", "-g", "--", busy, "100", "1")
+	f, err := perfdata.Open(orig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	stream := filepath.Join(t.TempDir(), "stream.data")
+	copyTo(t, f, stream, nil, true)
+
+	// perf reads a stream with less known up front than a file (its
+	// report, for one, has no children column unless told), so what it
+	// prints of ours must be what it prints of its own stream of the
+	// same file, which perf inject -o - makes.
+	perf := perftest.Perf(t)
+	for _, args := range []string{
+		"script --force",
+		"report --stdio --force -q --sort comm,dso,sym",
+		"report --stdio --force -q --children --sort sym",
+	} {
+		want := perftest.Run(t, "sh", "-c", perf+" inject -i "+orig+" -o - | "+perf+" "+args+" -i -")
+		got := perftest.Run(t, "sh", "-c", perf+" "+args+" -i - < "+stream)
+		if want != got {
+			t.Errorf("perf %s differs on our stream:\n%s", args, diffLines(want, got))
+		}
+		if len(want) < 100 {
+			t.Errorf("perf %s printed almost nothing: %q", args, want)
+		}
+	}
+
+	in, err := os.Open(stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	g, err := perfdata.NewStream(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs []string
+	for r := g.Records(); r.Next(); {
+		switch r.Record().Type() {
+		case perfdata.RecordHeaderAttr, perfdata.RecordHeaderFeature, perfdata.RecordHeaderBuildID:
+			continue // the file keeps these in its header
+		}
+		b, _ := perfdata.AppendRecord(nil, r.Record())
+		recs = append(recs, string(b))
+	}
+	var want []string
+	for r := f.Records(); r.Next(); {
+		b, _ := perfdata.AppendRecord(nil, r.Record())
+		want = append(want, string(b))
+	}
+	if !reflect.DeepEqual(recs, want) {
+		t.Errorf("the stream reads back %d records, the file has %d, or they differ", len(recs), len(want))
+	}
+	if !reflect.DeepEqual(g.Attrs, f.Attrs) {
+		t.Errorf("attrs read back %+v, want %+v", g.Attrs, f.Attrs)
+	}
+	for _, feat := range f.Features.List() {
+		a, _ := f.Features.Raw(feat)
+		b, _ := g.Features.Raw(feat)
+		if feat == perfdata.FeatBuildID {
+			// Sent as a record per image, re-encoded: the same list.
+			want, err1 := f.Features.BuildIDs()
+			got, err2 := g.Features.BuildIDs()
+			if err1 != nil || err2 != nil || len(want) == 0 || !reflect.DeepEqual(got, want) {
+				t.Errorf("build-ids read back %+v (%v), want %+v (%v)", got, err2, want, err1)
+			}
+			continue
+		}
+		if !bytes.Equal(a, b) {
+			t.Errorf("feature %v: %d bytes read back, want %d", feat, len(b), len(a))
+		}
+	}
+}
+
+// TestPipeWriterRoundTrip writes every record type and some features,
+// tracepoint formats and build-ids among them, as a stream and reads
+// it back with NewStream.
+func TestPipeWriterRoundTrip(t *testing.T) {
+	f := chunkFile(t)
+	var buf bytes.Buffer
+	w, err := perfdata.NewPipeWriter(&buf, f.Attrs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	td := &perfdata.TracingData{Version: "0.6", LongSize: 8, PageSize: 4096, HeaderPage: []byte("page"), HeaderEvent: []byte("event"),
+		Systems: []perfdata.TraceSystem{{Name: "sched", Formats: [][]byte{[]byte("name: sched_switch\n")}}}}
+	w.Features.SetTracingData(td) // before the records: perf needs it first
+	w.Features.SetString(perfdata.FeatHostname, "host")
+	// The stream's own header records are told apart from those in
+	// the data (the file has some of every type) by position: skipped.
+	header := func(typ perfdata.RecordType) bool {
+		return typ == perfdata.RecordHeaderAttr || typ == perfdata.RecordHeaderFeature || typ == perfdata.RecordHeaderBuildID
+	}
+	var want []string
+	for r := f.Records(); r.Next(); {
+		if err := w.WriteRecord(r.Record()); err != nil {
+			t.Fatal(err)
+		}
+		if !header(r.Record().Type()) {
+			b, _ := perfdata.AppendRecord(nil, r.Record())
+			want = append(want, string(b))
+		}
+	}
+	ids := []perfdata.BuildID{{PID: -1, ID: bytes.Repeat([]byte{0xab}, 20), Filename: "/bin/true"}}
+	w.Features.SetBuildIDs(ids) // after them: they come at Close
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	g, err := perfdata.NewStream(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	firstData := -1
+	for r := g.Records(); r.Next(); {
+		switch typ := r.Record().Type(); {
+		case header(typ):
+			continue
+		case typ == perfdata.RecordTracingData:
+			if firstData >= 0 {
+				t.Error("the tracing data comes after a data record")
+			}
+			continue
+		}
+		if firstData < 0 {
+			firstData = len(got)
+		}
+		b, _ := perfdata.AppendRecord(nil, r.Record())
+		got = append(got, string(b))
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("read back %d records, wrote %d, or they differ", len(got), len(want))
+	}
+	if gt, err := g.Features.TracingData(); err != nil || !reflect.DeepEqual(gt, td) {
+		t.Errorf("tracing data read back %+v (%v), want %+v", gt, err, td)
+	}
+	if h, err := g.Features.String(perfdata.FeatHostname); h != "host" {
+		t.Errorf("hostname %q (%v)", h, err)
+	}
+	// The file's own BUILD_ID records come first in the list.
+	if gi, err := g.Features.BuildIDs(); err != nil || len(gi) == 0 || gi[len(gi)-1].Filename != "/bin/true" || !bytes.Equal(gi[len(gi)-1].ID, ids[0].ID) {
+		t.Errorf("build-ids read back end %+v (%v), want %+v", gi[max(0, len(gi)-1):], err, ids)
+	}
+}
