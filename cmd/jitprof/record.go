@@ -34,7 +34,7 @@ func runRecord(args []string) error {
 	pids := fs.String("p", "", "profile existing `pids` (comma-separated) and their new threads and children")
 	tids := fs.String("t", "", "profile existing `tids` (comma-separated)")
 	cpus := fs.String("C", "", "profile only these `cpus` (e.g. 0-3,5)")
-	out := fs.String("o", "perf.data", "output `file`; an existing one is renamed FILE.old")
+	out := fs.String("o", "perf.data", "output `file`; an existing one is renamed FILE.old; - writes perf's pipe mode to standard output")
 	fs.IntVar(&cfg.Pages, "m", 0, "ring buffer `pages` per CPU, a power of two (default 128)")
 	fs.DurationVar(&cfg.Duration, "duration", 0, "stop after this `duration` (e.g. 5s)")
 	quiet := fs.Bool("q", false, "print nothing but errors")
@@ -97,9 +97,18 @@ func runRecord(args []string) error {
 		cfg.Progress = prog.update
 	}
 
-	f, err := createOutput(*out)
-	if err != nil {
-		return err
+	// -o - writes perf's pipe mode to standard output, as perf record
+	// does; the command's output then goes to standard error, so that
+	// it does not mix with the data.
+	f, name := os.Stdout, "to standard output"
+	if *out == "-" {
+		cfg.Pipe = true
+		cfg.Stdout = os.Stderr
+	} else {
+		if f, err = createOutput(*out); err != nil {
+			return err
+		}
+		name = *out
 	}
 	// A profiled command gets the terminal's SIGINT itself; the recorder
 	// then ends cleanly, as on SIGTERM.
@@ -111,7 +120,7 @@ func runRecord(args []string) error {
 		err = fmt.Errorf("%s: %w", *out, cerr)
 	}
 	if err != nil {
-		if res == nil {
+		if res == nil && !cfg.Pipe {
 			os.Remove(*out)
 		}
 		return err
@@ -125,7 +134,7 @@ func runRecord(args []string) error {
 			jit = fmt.Sprintf(", %d JIT data files embedded", res.JITFiles)
 		}
 		fmt.Fprintf(os.Stderr, "[ jitprof record: wrote %.3f MB %s (%d samples, %d build-ids%s) ]\n",
-			float64(res.Bytes)/1e6, *out, res.Samples, res.BuildIDs, jit)
+			float64(res.Bytes)/1e6, name, res.Samples, res.BuildIDs, jit)
 	}
 	if res.ExitStatus > 0 {
 		return exitStatus(res.ExitStatus)

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -260,5 +261,53 @@ func TestRecordUsage(t *testing.T) {
 		if err := runRecord(args); !errors.Is(err, errUsage) {
 			t.Errorf("record %q: %v, want a usage error", args, err)
 		}
+	}
+}
+
+// TestRecordPipe records with -o -, as perf record does: perf's pipe
+// mode on standard output, which perf reads from standard input as it
+// reads the same recording from a file, with the command's own output
+// sent to standard error, out of the stream.
+func TestRecordPipe(t *testing.T) {
+	busy := perftest.Busy(t)
+	dir := t.TempDir()
+	bin := buildJitprof(t, dir)
+	cmd := exec.Command(bin, "record", "-q", "-g", "-o", "-", "--", "sh", "-c", "echo to-stdout; exec "+busy+" 200")
+	var stream, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stream, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("jitprof record -o -: %v\n%s", err, stderr.String())
+	}
+	// The command prints before any sample: on standard output it
+	// would come before the stream's magic.
+	if !strings.Contains(stderr.String(), "to-stdout\n") || !bytes.HasPrefix(stream.Bytes(), []byte("PERFILE2")) {
+		t.Errorf("the command's output should go to standard error only; stderr: %q, stream starts %q", stderr.String(), stream.Bytes()[:min(16, stream.Len())])
+	}
+	f, err := perfdata.NewStream(bytes.NewReader(stream.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var samples uint64
+	r := f.Records()
+	for r.Next() {
+		if _, ok := r.Record().(*perfdata.Sample); ok {
+			samples++
+		}
+	}
+	if r.Err() != nil || samples < 100 {
+		t.Fatalf("the stream holds %d samples (%v); want hundreds", samples, r.Err())
+	}
+	ids, err := f.Features.BuildIDs()
+	if err != nil || !slices.ContainsFunc(ids, func(b perfdata.BuildID) bool { return b.Filename == busy }) {
+		t.Errorf("no build-id of %s in the stream: %v %v", busy, ids, err)
+	}
+	path := filepath.Join(dir, "stream.data")
+	if err := os.WriteFile(path, stream.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	perf := perftest.Perf(t)
+	got := perftest.Run(t, "sh", "-c", perf+" script --force -F comm,tid,ip,sym -i - < "+path)
+	if n := strings.Count(got, "\n"); uint64(n) < samples || !strings.Contains(got, "work_a") {
+		t.Errorf("perf script -i - printed %d lines for %d samples, or no work_a:\n%.2000s", n, samples, got)
 	}
 }

@@ -21,7 +21,11 @@ const maxJITData = 512 << 20
 // into jitprof's own feature section, so that reports name JIT code after
 // /tmp is cleaned or on another machine. It returns how many files it
 // embedded; problems go to notice.
-func (r *recorder) embedJITData(notice func(string)) int {
+// maxPipeFeature is the most a pipe-mode HEADER_FEATURE record holds:
+// a u16 size less its 16-byte head.
+const maxPipeFeature = 1<<16 - 1 - 16
+
+func (r *recorder) embedJITData(notice func(string), pipe bool) int {
 	pids := make([]uint32, 0, len(r.images.procs))
 	for pid, p := range r.images.procs {
 		if p.runsJIT() {
@@ -56,6 +60,13 @@ func (r *recorder) embedJITData(notice func(string)) int {
 	if err != nil {
 		if notice != nil {
 			notice(fmt.Sprintf("JIT data not embedded: %v", err))
+		}
+		return 0
+	}
+	if pipe && len(b) > maxPipeFeature {
+		// A stream carries a feature in one record, of 64 KiB at most.
+		if notice != nil {
+			notice(fmt.Sprintf("JIT data not embedded: its %d KiB do not fit a pipe-mode record (64 KiB); reports read the JIT files themselves, while they last", len(b)>>10))
 		}
 		return 0
 	}

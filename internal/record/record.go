@@ -37,6 +37,10 @@ type Config struct {
 	SystemWide bool  // every CPU (-a)
 	CPUs       []int // restrict to these CPUs (-C)
 
+	// Pipe writes perf's pipe mode (perf record -o -), a stream that
+	// needs no seeking, instead of a file.
+	Pipe bool
+
 	// Duration stops recording after this long; 0 records until the
 	// target exits or ctx is done.
 	Duration time.Duration
@@ -84,7 +88,11 @@ var finishedRound = []byte{byte(perfdata.RecordFinishedRound), 0, 0, 0, 0, 0, 8,
 // still running at that point gets SIGTERM, as perf record sends it.
 // Errors come from perfevent and perfdata, which say what failed; a
 // Result comes with an error when recording failed after the file began.
-func Run(ctx context.Context, out io.WriteSeeker, cfg Config) (*Result, error) {
+func Run(ctx context.Context, out io.Writer, cfg Config) (*Result, error) {
+	seeker, ok := out.(io.WriteSeeker)
+	if !ok && !cfg.Pipe {
+		return nil, errors.New("a perf.data file is written to a seekable output; a stream is written with Config.Pipe")
+	}
 	ev, err := perfevent.ParseEvent(cfg.Event)
 	if err != nil {
 		return nil, err
@@ -122,7 +130,12 @@ func Run(ctx context.Context, out io.WriteSeeker, cfg Config) (*Result, error) {
 	}
 
 	attr := fileAttr(set, eventName(ev, res.UserOnly))
-	w, err := perfdata.NewWriter(out, []*perfdata.Attr{attr})
+	var w *perfdata.Writer
+	if cfg.Pipe {
+		w, err = perfdata.NewPipeWriter(out, []*perfdata.Attr{attr})
+	} else {
+		w, err = perfdata.NewWriter(seeker, []*perfdata.Attr{attr})
+	}
 	if err != nil {
 		if cmd != nil {
 			err = errors.Join(err, killWait(cmd))
@@ -226,7 +239,7 @@ loop:
 		res.ExitStatus = status
 	}
 	res.BuildIDs = r.finish(cfg)
-	res.JITFiles = r.embedJITData(cfg.Notice)
+	res.JITFiles = r.embedJITData(cfg.Notice, cfg.Pipe)
 	if err := w.Close(); err != nil {
 		r.err = errors.Join(r.err, err)
 	}
