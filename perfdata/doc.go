@@ -12,9 +12,14 @@
 // is decoded by the sample_type of the attr its id points to; other kernel
 // records carry a sample_id trailer when the attr has sample_id_all.
 //
-// The package also reads perf's pipe mode (perf record -o -), in which attrs
-// and features arrive as HEADER_ATTR and HEADER_FEATURE records, and files
-// written on a machine of the other byte order.
+// The package also reads and writes (NewStream, NewPipeWriter) perf's pipe
+// mode (perf record -o -), in which attrs and features arrive as
+// HEADER_ATTR, HEADER_FEATURE, HEADER_BUILD_ID and TRACING_DATA records,
+// and reads files written on a machine of the other byte order.
+//
+// Files can be read in parallel: RecordsIn reads a part between record
+// boundaries, and Resync guesses a boundary from any offset, which the
+// reader of the part before confirms (RecordsUntil, NextOffset).
 //
 // Reading is zero-copy where it can be: Open maps the file, and the Reader
 // reuses one record value per record type, so a record is valid only until
