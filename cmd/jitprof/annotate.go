@@ -18,7 +18,7 @@ func runAnnotate(args []string) error {
 	fs := flag.NewFlagSet("annotate", flag.ContinueOnError)
 	opts := annotate.Options{Source: true}
 	input := fs.String("i", "perf.data", "input `file`")
-	symbol := fs.String("s", "", "`symbol` to annotate (or give it as the argument)")
+	symbol := fs.String("s", "", "`symbol` to annotate (or give it as the argument; without one, every function with samples)")
 	fs.StringVar(&opts.DSO, "dso", "", "only annotate the symbol in this `image` (path or base name)")
 	// --stdio is perf's only text mode and ours only mode; accepted for
 	// the command lines people already type.
@@ -30,17 +30,18 @@ func runAnnotate(args []string) error {
 	var jit anonFlags
 	jit.register(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: jitprof annotate [-i FILE] [--dso IMAGE] [--no-source] [--asm-syntax att|intel] [--anon-samples] SYMBOL")
+		fmt.Fprintln(fs.Output(), "usage: jitprof annotate [-i FILE] [--dso IMAGE] [--no-source] [--asm-syntax att|intel] [--anon-samples] [SYMBOL]  (no SYMBOL: every function with samples)")
 		fs.PrintDefaults()
 	}
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
 	}
+	// Without a symbol, every function with samples, as perf annotate.
 	opts.Symbol = *symbol
 	if len(pos) == 1 && opts.Symbol == "" {
 		opts.Symbol = pos[0]
-	} else if len(pos) > 0 || opts.Symbol == "" {
+	} else if len(pos) > 0 {
 		fs.Usage()
 		return errUsage
 	}

@@ -104,6 +104,23 @@ func TestAnnotateBusy(t *testing.T) {
 		}
 	}
 
+	// Without a symbol, every function with samples is annotated,
+	// hottest first: work_b (two thirds of the time) before work_a,
+	// whose annotation is the one above.
+	all := filepath.Join(t.TempDir(), "all.txt")
+	if err := runAnnotate([]string{"-i", data, "-o", all}); err != nil {
+		t.Fatal(err)
+	}
+	b, err = os.ReadFile(all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ia, ib := strings.Index(string(b), "<work_a>:"), strings.Index(string(b), "<work_b>:")
+	if ia < 0 || ib < 0 || ib > ia || !strings.Contains(string(b), text) {
+		t.Errorf("annotate without a symbol: work_b at %d, work_a at %d, work_a's annotation in it: %v",
+			ib, ia, strings.Contains(string(b), text))
+	}
+
 	// perf reads the same samples, so its hottest instruction is ours;
 	// a tie allows any of the tied.
 	theirs := parseAnnotate(t, perftest.Run(t, perftest.Perf(t), "annotate", "--stdio", "-s", "work_a", "-i", data))
@@ -133,7 +150,7 @@ func hottest(insts []annotated) []annotated {
 }
 
 func TestAnnotateUsage(t *testing.T) {
-	for _, args := range [][]string{{}, {"a", "b"}, {"--asm-syntax", "plan9", "work_a"}} {
+	for _, args := range [][]string{{"a", "b"}, {"--asm-syntax", "plan9", "work_a"}} {
 		if err := runAnnotate(args); err != errUsage {
 			t.Errorf("%q: %v, want a usage error", args, err)
 		}

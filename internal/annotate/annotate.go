@@ -29,7 +29,9 @@ const (
 
 // Options control Write.
 type Options struct {
-	// Symbol is the function to annotate, by the name reports give it.
+	// Symbol is the function to annotate, by the name reports give it;
+	// empty annotates every function with self samples, as perf
+	// annotate does without one.
 	Symbol string
 	// DSO, when set, keeps only the images with this path or base name.
 	DSO string
@@ -55,8 +57,10 @@ type target struct {
 	byAddr    map[uint64]uint64 // image-relative address -> period
 }
 
-// Write annotates every function named opts.Symbol that has self samples,
-// per event, hottest first.
+// Write annotates every function named opts.Symbol (any, when it is
+// empty) that has self samples, per event, hottest first. Annotating
+// every function, one that cannot be (its image is gone, say) gets a
+// line saying why instead of ending the output.
 func Write(w io.Writer, p *profile.Profile, opts Options) error {
 	if opts.Symbolizer == nil {
 		opts.Symbolizer = symbolize.New(symbolize.Options{})
@@ -69,7 +73,7 @@ func Write(w io.Writer, p *profile.Profile, opts Options) error {
 		}
 		fr := &p.Frames[p.Nodes[e.Stack].Frame]
 		f := &p.Funcs[fr.Func]
-		if f.Name != opts.Symbol || !dsoMatches(p.Images[f.Image].Name, opts.DSO) {
+		if opts.Symbol != "" && f.Name != opts.Symbol || !dsoMatches(p.Images[f.Image].Name, opts.DSO) {
 			continue
 		}
 		k := [2]int32{e.Event, fr.Func}
@@ -83,6 +87,9 @@ func Write(w io.Writer, p *profile.Profile, opts Options) error {
 		t.byAddr[fr.Addr] += e.Period
 	}
 	if len(targets) == 0 {
+		if opts.Symbol == "" {
+			return fmt.Errorf("annotate: %w", ErrNoSamples)
+		}
 		return fmt.Errorf("annotate %s: %w", opts.Symbol, ErrNoSamples)
 	}
 	list := make([]*target, 0, len(targets))
@@ -96,20 +103,22 @@ func Write(w io.Writer, p *profile.Profile, opts Options) error {
 	for _, t := range list {
 		f := &p.Funcs[t.fn]
 		im := &p.Images[f.Image]
-		if im.Kind == profile.ImageAnon && len(f.Code) > 0 {
-			if err := annotateJIT(w, p, t, opts); err != nil {
-				return fmt.Errorf("annotate %s in %s: %w", f.Name, im.Name, err)
-			}
-			continue
-		}
-		if im.Kind != profile.ImageFile {
+		var err error
+		switch {
+		case im.Kind == profile.ImageAnon && len(f.Code) > 0:
+			err = annotateJIT(w, p, t, opts)
+		case im.Kind != profile.ImageFile:
 			// Kernel text needs a vmlinux, and JIT code its bytes, which
 			// only JITs that log them (jitlog, jitdump) provide.
 			fmt.Fprintf(w, "# %s in %s: %d samples; no code bytes to annotate\n\n", f.Name, im.Name, t.samples)
-			continue
+		default:
+			err = annotate(w, p, t, opts, src)
 		}
-		if err := annotate(w, p, t, opts, src); err != nil {
+		if err != nil && opts.Symbol != "" {
 			return fmt.Errorf("annotate %s in %s: %w", f.Name, im.Name, err)
+		}
+		if err != nil {
+			fmt.Fprintf(w, "# %s in %s: %d samples; cannot annotate: %v\n\n", f.Name, im.Name, t.samples, err)
 		}
 	}
 	return nil

@@ -83,4 +83,12 @@ func TestErrors(t *testing.T) {
 	if err := Write(&buf, p, Options{Symbol: "_start", DSO: "loop"}); err != nil || buf.Len() == 0 {
 		t.Errorf("DSO by base name: %v, %d bytes", err, buf.Len())
 	}
+	// Every function: the one here, as when named.
+	var all bytes.Buffer
+	if err := Write(&all, p, Options{}); err != nil || all.String() != buf.String() {
+		t.Errorf("every function: %v\n%s\nwant\n%s", err, all.String(), buf.String())
+	}
+	if err := Write(&bytes.Buffer{}, p, Options{DSO: "libc.so.6"}); !errors.Is(err, ErrNoSamples) {
+		t.Errorf("every function of an unsampled DSO: %v, want ErrNoSamples", err)
+	}
 }
