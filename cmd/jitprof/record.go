@@ -27,9 +27,32 @@ func runRecord(args []string) error {
 	fs := flag.NewFlagSet("record", flag.ContinueOnError)
 	var cfg record.Config
 	fs.StringVar(&cfg.Event, "e", perfevent.DefaultEvent, "`event` to sample: cpu-clock, task-clock, a hardware event, rNNNN or subsys:tracepoint, with :u :k :p modifiers")
-	fs.Uint64Var(&cfg.Freq, "F", perfevent.DefaultFreq, "sample at this `frequency` in Hz (a tracepoint: every hit unless -F or -c)")
+	freq := func(s string) error {
+		if s == "max" {
+			// As perf: the most the kernel allows.
+			b, err := os.ReadFile("/proc/sys/kernel/perf_event_max_sample_rate")
+			if err != nil {
+				return fmt.Errorf("-F max: %w", err)
+			}
+			s = strings.TrimSpace(string(b))
+		}
+		v, err := strconv.ParseUint(s, 10, 64)
+		if err != nil || v == 0 {
+			return fmt.Errorf("want a frequency in Hz or max, not %q", s)
+		}
+		cfg.Freq = v
+		return nil
+	}
+	fs.Func("F", "sample at this `frequency` in Hz, or max (default 4000; a tracepoint: every hit unless -F or -c)", freq)
 	fs.Uint64Var(&cfg.Period, "c", 0, "sample every `period` events (instead of -F)")
 	fs.BoolVar(&cfg.Callchain, "g", false, "record frame-pointer callchains (kernel and user)")
+	fs.Func("call-graph", "callchains: `fp` (frame pointers, as -g)", func(s string) error {
+		if mode, _, _ := strings.Cut(s, ","); mode != "fp" {
+			return fmt.Errorf("%q: jitprof records frame-pointer callchains (fp), which need code built with frame pointers (-fno-omit-frame-pointer)", s)
+		}
+		cfg.Callchain = true
+		return nil
+	})
 	fs.BoolVar(&cfg.SystemWide, "a", false, "profile every CPU")
 	pids := fs.String("p", "", "profile existing `pids` (comma-separated) and their new threads and children")
 	tids := fs.String("t", "", "profile existing `tids` (comma-separated)")
@@ -38,6 +61,17 @@ func runRecord(args []string) error {
 	fs.IntVar(&cfg.Pages, "m", 0, "ring buffer `pages` per CPU, a power of two (default 128)")
 	fs.DurationVar(&cfg.Duration, "duration", 0, "stop after this `duration` (e.g. 5s)")
 	quiet := fs.Bool("q", false, "print nothing but errors")
+	// perf record's long spellings.
+	fs.StringVar(&cfg.Event, "event", perfevent.DefaultEvent, "same as -e")
+	fs.Func("freq", "same as -F", freq)
+	fs.Uint64Var(&cfg.Period, "count", 0, "same as -c")
+	fs.BoolVar(&cfg.SystemWide, "all-cpus", false, "same as -a")
+	fs.StringVar(pids, "pid", "", "same as -p")
+	fs.StringVar(tids, "tid", "", "same as -t")
+	fs.StringVar(cpus, "cpu", "", "same as -C")
+	fs.StringVar(out, "output", "perf.data", "same as -o")
+	fs.IntVar(&cfg.Pages, "mmap-pages", 0, "same as -m")
+	fs.BoolVar(quiet, "quiet", false, "same as -q")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: jitprof record [-e EVENT] [-F HZ | -c PERIOD] [-g] [-a | -p PID[,PID] | -t TID] [-C CPUS] [-o FILE] [-m PAGES] [--duration D] [-q] [-- CMD ARGS]")
 		fs.PrintDefaults()
@@ -48,13 +82,11 @@ func runRecord(args []string) error {
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	if set["c"] && set["F"] {
+	if (set["c"] || set["count"]) && (set["F"] || set["freq"]) {
 		fmt.Fprintln(fs.Output(), "jitprof record: -F and -c cannot both be given")
 		return errUsage
 	}
-	if !set["F"] {
-		cfg.Freq = 0 // the default: perf's 4000 Hz, or every hit of a tracepoint
-	}
+	// Without -F, cfg.Freq is 0: perf's 4000 Hz, or every hit of a tracepoint.
 	if cfg.PIDs, err = intList(*pids); err == nil {
 		cfg.TIDs, err = intList(*tids)
 	}

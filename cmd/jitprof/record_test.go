@@ -256,7 +256,10 @@ func TestRecordUsage(t *testing.T) {
 		{},                            // no target
 		{"-a", "-p", "1"},             // two targets
 		{"-F", "99", "-c", "9", "-a"}, // frequency and period
+		{"--freq", "99", "--count", "9", "-a"},
 		{"-p", "x"},
+		{"-F", "fast", "-a"},
+		{"--call-graph", "dwarf", "-a"}, // frame pointers only
 	} {
 		if err := runRecord(args); !errors.Is(err, errUsage) {
 			t.Errorf("record %q: %v, want a usage error", args, err)
@@ -309,5 +312,46 @@ func TestRecordPipe(t *testing.T) {
 	got := perftest.Run(t, "sh", "-c", perf+" script --force -F comm,tid,ip,sym -i - < "+path)
 	if n := strings.Count(got, "\n"); uint64(n) < samples || !strings.Contains(got, "work_a") {
 		t.Errorf("perf script -i - printed %d lines for %d samples, or no work_a:\n%.2000s", n, samples, got)
+	}
+}
+
+// TestRecordPerfSpellings records with perf record's long options and
+// -F max, and reads back what they asked for.
+func TestRecordPerfSpellings(t *testing.T) {
+	b, err := os.ReadFile("/proc/sys/kernel/perf_event_max_sample_rate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	maxRate, _ := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
+	dir := t.TempDir()
+	for _, c := range []struct {
+		args   []string
+		freq   uint64
+		period uint64
+		chain  bool
+	}{
+		{[]string{"--event", "task-clock", "--freq", "99", "--call-graph", "fp"}, 99, 0, true},
+		{[]string{"-F", "max"}, maxRate, 0, false},
+		{[]string{"--count", "100000", "--mmap-pages", "4", "--quiet"}, 0, 100000, false},
+	} {
+		out := filepath.Join(dir, "perf.data")
+		args := append(append([]string{"--output", out}, c.args...), "--", "true")
+		if err := runRecord(args); err != nil {
+			t.Fatalf("record %q: %v", args, err)
+		}
+		f, err := perfdata.Open(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := f.Attrs[0]
+		f.Close()
+		freq, period := uint64(0), a.SamplePeriod
+		if a.Freq() {
+			freq, period = a.SamplePeriod, 0
+		}
+		if freq != c.freq || period != c.period || (a.SampleType&perfdata.SampleCallchain != 0) != c.chain {
+			t.Errorf("record %q: frequency %d, period %d, callchains %v; want %d, %d, %v", c.args, freq, period,
+				a.SampleType&perfdata.SampleCallchain != 0, c.freq, c.period, c.chain)
+		}
 	}
 }
