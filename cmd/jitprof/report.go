@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/jitprof/jitprof/internal/anonbind"
+	"github.com/jitprof/jitprof/internal/perfevent"
 	"github.com/jitprof/jitprof/internal/report"
 	"github.com/jitprof/jitprof/internal/session"
 	"github.com/jitprof/jitprof/perfdata"
@@ -40,6 +42,19 @@ func runReport(args []string) error {
 	fs.Bool("n", false, "accepted for perf report's sake (--show-nr-samples): the Samples column is always there")
 	fs.Bool("show-nr-samples", false, "same as -n")
 	fs.Float64Var(&opts.PercentLimit, "percent-limit", 0, "hide rows below this `percent`")
+	// Filters, spelled as perf report's.
+	var comms, pids, tids, dsos, cpus string
+	for _, name := range []string{"comms", "comm", "c"} {
+		fs.StringVar(&comms, name, "", "only the samples of these `commands` (comma-separated); --comms, --comm and -c are one")
+	}
+	fs.StringVar(&pids, "pid", "", "only the samples of these `pids` (comma-separated)")
+	fs.StringVar(&tids, "tid", "", "only the samples of these `tids` (comma-separated)")
+	for _, name := range []string{"dsos", "dso", "d"} {
+		fs.StringVar(&dsos, name, "", "only the samples whose leaf is in these `images` (paths or base names, comma-separated); --dsos, --dso and -d are one")
+	}
+	for _, name := range []string{"cpu", "C"} {
+		fs.StringVar(&cpus, name, "", "only the samples of these `cpus` (e.g. 0-3,5); --cpu and -C are one")
+	}
 	format := fs.String("format", "text", "output `format`: text, json, csv, pprof (.pb.gz) or folded (flame-graph stacks)")
 	output := fs.String("o", "", "write to `file` instead of standard output")
 	var jit anonFlags
@@ -54,6 +69,10 @@ func runReport(args []string) error {
 	}
 	if len(pos) > 0 {
 		fs.Usage()
+		return errUsage
+	}
+	if opts.Filter, err = reportFilter(comms, pids, tids, dsos, cpus); err != nil {
+		fmt.Fprintf(fs.Output(), "jitprof report: %v\n", err)
 		return errUsage
 	}
 	switch *format {
@@ -244,4 +263,38 @@ func progressBar(w *os.File) func(done, total int64) {
 			fmt.Fprint(w, "\r\033[K")
 		}
 	}
+}
+
+// reportFilter parses report's filter flags.
+func reportFilter(comms, pids, tids, dsos, cpus string) (report.Filter, error) {
+	var f report.Filter
+	list := func(s string) []string {
+		var l []string
+		for _, x := range strings.Split(s, ",") {
+			if x = strings.TrimSpace(x); x != "" {
+				l = append(l, x)
+			}
+		}
+		return l
+	}
+	f.Comms, f.DSOs = list(comms), list(dsos)
+	for _, x := range []struct {
+		s   string
+		dst *[]uint32
+	}{{pids, &f.PIDs}, {tids, &f.TIDs}} {
+		for _, id := range list(x.s) {
+			n, err := strconv.ParseUint(id, 10, 32) // 0 too: the idle task
+			if err != nil {
+				return f, fmt.Errorf("bad id %q in %q", id, x.s)
+			}
+			*x.dst = append(*x.dst, uint32(n))
+		}
+	}
+	if cpus != "" {
+		var err error
+		if f.CPUs, err = perfevent.ParseCPUList(cpus); err != nil {
+			return f, err
+		}
+	}
+	return f, nil
 }

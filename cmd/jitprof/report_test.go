@@ -28,7 +28,8 @@ func TestReportPerfSpellings(t *testing.T) {
 		return string(b)
 	}
 	// Each spelling must make a difference to be tested by the file.
-	if report("-i", data, "-g") == report("-i", data) || report("-i", data, "-s", "comm,dso,sym") == report("-i", data) {
+	if report("-i", data, "-g") == report("-i", data) || report("-i", data, "-s", "comm,dso,sym") == report("-i", data) ||
+		report("-i", data, "--comms", "nobody") == report("-i", data) {
 		t.Fatal("-g or --sort changes nothing on the test file: it cannot tell the spellings apart")
 	}
 	for _, c := range []struct{ perf, ours []string }{
@@ -37,6 +38,9 @@ func TestReportPerfSpellings(t *testing.T) {
 		{[]string{"-i", data, "--stdio", "-n", "--show-nr-samples"}, []string{"-i", data}},
 		{[]string{"-i", data, "--children"}, []string{"-i", data, "-g"}},
 		{[]string{"-i", data, "-g", "--no-children"}, []string{"-i", data}},
+		{[]string{"-i", data, "-c", "nobody"}, []string{"-i", data, "--comms", "nobody"}},
+		{[]string{"-i", data, "-d", "busy2"}, []string{"-i", data, "--dsos", "/tmp/scratch/busy2"}},
+		{[]string{"-i", data, "--comm", "busy2", "--pid", "0,22352"}, []string{"-i", data}},
 	} {
 		if got, want := report(c.perf...), report(c.ours...); got != want {
 			t.Errorf("report %v differs from report %v:\n%s\nwant\n%s", c.perf, c.ours, got, want)

@@ -109,6 +109,33 @@ func TestAgreesWithPerf(t *testing.T) {
 			for _, pr := range pairs {
 				compare(t, pr.flag, pr.ours, pr.theirs)
 			}
+			if c.name == "system" {
+				// Filters keep the workload's samples, or those in
+				// its image, at their share of all samples, as
+				// perf's do.
+				for _, fl := range []struct {
+					flag   string
+					filter Filter
+				}{
+					{"--comms=" + filepath.Base(busy), Filter{Comms: []string{filepath.Base(busy)}}},
+					// (Two, since perf drops the dso column for one.)
+					{"--dsos=" + busy + ",libc.so.6", Filter{DSOs: []string{busy, "libc.so.6"}}},
+				} {
+					reps, err := Compute(p, Options{Sort: []string{KeyDSO, KeySym}, Filter: fl.filter})
+					if err != nil {
+						t.Fatal(err)
+					}
+					ours := map[string]float64{}
+					for _, r := range reps[0].Rows {
+						ours[rowName(filepath.Base(r.Keys[0]), r.Keys[1])] += pct(r.Self, reps[0].Event.Total)
+					}
+					if len(ours) == 0 {
+						t.Errorf("%s: no rows", fl.flag)
+					}
+					out := perftest.Run(t, "perf", "report", "-i", data, "--stdio", "--no-children", fl.flag, "--sort", "dso,sym", "-q", "--percent-limit", "0", "-g", "none")
+					compare(t, fl.flag, ours, parsePerf(t, out))
+				}
+			}
 			if c.name == "fp" {
 				checkPprofTop(t, p)
 			}
