@@ -13,17 +13,24 @@ import (
 	"github.com/jitprof/jitprof/perfdata"
 )
 
+// recordBusy records the busy workload with perf, with callchains, and
+// opens the file, which the test's end closes.
+func recordBusy(t *testing.T) (string, *perfdata.File) {
+	t.Helper()
+	path := perftest.Record(t, "orig.data", "-e", "cpu-clock", "-g", "--", perftest.Busy(t), "100", "1")
+	f, err := perfdata.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return path, f
+}
+
 // TestWriterCopyAcceptedByPerf rewrites a perf recording with our Writer,
 // adding jitprof's own feature section, and checks perf reads the copy
 // exactly as the original: same stats, same perf script, same report.
 func TestWriterCopyAcceptedByPerf(t *testing.T) {
-	busy := perftest.Busy(t)
-	orig := perftest.Record(t, "orig.data", "-e", "cpu-clock", "-g", "--", busy, "100", "1")
-	f, err := perfdata.Open(orig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	orig, f := recordBusy(t)
 	copyPath := filepath.Join(t.TempDir(), "copy.data")
 	copyFile(t, f, copyPath, map[perfdata.Feature][]byte{perfdata.FeatJitprof: []byte("jitprof section: perf must skip it")})
 
@@ -249,13 +256,7 @@ func TestWriterKilled(t *testing.T) {
 // print what it prints for the original, and NewStream must read back
 // its records and features.
 func TestPipeWriterAcceptedByPerf(t *testing.T) {
-	busy := perftest.Busy(t)
-	orig := perftest.Record(t, "orig.data", "-e", "cpu-clock", "-g", "--", busy, "100", "1")
-	f, err := perfdata.Open(orig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	orig, f := recordBusy(t)
 	stream := filepath.Join(t.TempDir(), "stream.data")
 	copyTo(t, f, stream, nil, true)
 
