@@ -2,7 +2,6 @@ package anon
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -13,37 +12,9 @@ import (
 	"github.com/jitprof/jitprof/internal/perftest"
 )
 
-const fibJS = `function fib(n) { return n < 2 ? n : fib(n - 1) + fib(n - 2); }
-let s = 0;
-for (let i = 0; i < 30; i++) s += fib(25);
-console.log(s);
-`
-
-// runNode runs fibJS under node with flags in a temporary directory and
-// returns the directory and node's pid. Node writes jit-PID.dump into its
-// working directory and /tmp/perf-PID.map, which is removed afterwards.
-func runNode(t *testing.T, flags ...string) (string, int) {
-	t.Helper()
-	node := perftest.Need(t, "node")
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "fib.js"), []byte(fibJS), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(node, append(flags, "fib.js")...)
-	cmd.Dir = dir
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	pid := cmd.Process.Pid
-	t.Cleanup(func() { os.Remove("/tmp/perf-" + strconv.Itoa(pid) + ".map") })
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("node %v: %v", flags, err)
-	}
-	return dir, pid
-}
-
 func TestNodePerfMap(t *testing.T) {
-	dir, pid := runNode(t, "--perf-basic-prof")
+	script, pid := perftest.Node(t, "--perf-basic-prof")
+	dir := filepath.Dir(script)
 	f, err := os.Open("/tmp/perf-" + strconv.Itoa(pid) + ".map")
 	if err != nil {
 		t.Fatal(err)
@@ -71,7 +42,8 @@ func TestNodePerfMap(t *testing.T) {
 }
 
 func TestNodeJitdump(t *testing.T) {
-	dir, pid := runNode(t, "--perf-prof", "--interpreted-frames-native-stack")
+	script, pid := perftest.Node(t, "--perf-prof", "--interpreted-frames-native-stack")
+	dir := filepath.Dir(script)
 	dump := filepath.Join(dir, "jit-"+strconv.Itoa(pid)+".dump")
 	f, err := os.Open(dump)
 	if err != nil {

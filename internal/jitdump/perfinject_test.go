@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"unsafe"
+
+	"github.com/jitprof/jitprof/internal/perftest"
 )
 
 // helperEnv makes the test binary act as a tiny JIT (see TestMain).
@@ -72,7 +74,7 @@ func actAsJIT(dir string) error {
 // that `perf inject --jit` turns every CODE_LOAD our Writer wrote into an
 // ELF image holding the function's symbol.
 func TestPerfInjectAcceptsWriter(t *testing.T) {
-	perf := needTool(t, "perf")
+	perf := perftest.Need(t, "perf")
 	if runtime.GOARCH != "amd64" && runtime.GOARCH != "arm64" {
 		t.Skipf("no ELF machine number here for %s", runtime.GOARCH)
 	}

@@ -5,10 +5,11 @@ import (
 	"encoding/binary"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"testing"
+
+	"github.com/jitprof/jitprof/internal/perftest"
 )
 
 func sampleRecords() []Record {
@@ -129,37 +130,10 @@ func TestWriterRejects(t *testing.T) {
 // oddOrder is a binary.ByteOrder without the Append methods.
 type oddOrder struct{ binary.ByteOrder }
 
-func needTool(t *testing.T, name string) string {
-	t.Helper()
-	p, err := exec.LookPath(name)
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s is required in CI: %v", name, err)
-		}
-		t.Skipf("%s not installed: %v", name, err)
-	}
-	return p
-}
-
-const fibScript = `function fib(n) { return n < 2 ? n : fib(n - 1) + fib(n - 2); }
-let t = 0; for (let k = 0; k < 30; k++) t += fib(22);
-console.log(t);
-`
-
 // TestNodePerfProf reads the jitdump of a real V8 run.
 func TestNodePerfProf(t *testing.T) {
-	node := needTool(t, "node")
-	dir := t.TempDir()
-	script := filepath.Join(dir, "fib.js")
-	if err := os.WriteFile(script, []byte(fibScript), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(node, "--perf-prof", "--perf-prof-unwinding-info", "--interpreted-frames-native-stack", script)
-	cmd.Dir = dir
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("node: %v\n%s", err, out)
-	}
-	in, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("jit-%d.dump", cmd.Process.Pid)))
+	script, pid := perftest.Node(t, "--perf-prof", "--perf-prof-unwinding-info", "--interpreted-frames-native-stack")
+	in, err := os.ReadFile(filepath.Join(filepath.Dir(script), fmt.Sprintf("jit-%d.dump", pid)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,8 +141,8 @@ func TestNodePerfProf(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h.PID != uint32(cmd.Process.Pid) {
-		t.Errorf("header pid %d, want %d", h.PID, cmd.Process.Pid)
+	if h.PID != uint32(pid) {
+		t.Errorf("header pid %d, want %d", h.PID, pid)
 	}
 	checkNodeDump(t, h, recs, script)
 	// --interpreted-frames-native-stack gives each interpreted function

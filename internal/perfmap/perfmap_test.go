@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/jitprof/jitprof/internal/perftest"
 )
 
 func TestParse(t *testing.T) {
@@ -196,39 +196,9 @@ func checkNodeMap(t *testing.T, m *Map, script string) {
 	}
 }
 
-// needTool skips when a tool is missing, except in CI where it must exist.
-func needTool(t *testing.T, name string) string {
-	t.Helper()
-	p, err := exec.LookPath(name)
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s is required in CI: %v", name, err)
-		}
-		t.Skipf("%s not installed: %v", name, err)
-	}
-	return p
-}
-
-const fibScript = `function fib(n) { return n < 2 ? n : fib(n - 1) + fib(n - 2); }
-let t = 0; for (let k = 0; k < 30; k++) t += fib(22);
-console.log(t);
-`
-
 func TestNodePerfBasicProf(t *testing.T) {
-	node := needTool(t, "node")
-	dir := t.TempDir()
-	script := filepath.Join(dir, "fib.js")
-	if err := os.WriteFile(script, []byte(fibScript), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(node, "--perf-basic-prof", script)
-	cmd.Dir = dir
-	out, err := cmd.CombinedOutput()
-	mapPath := fmt.Sprintf("/tmp/perf-%d.map", cmd.Process.Pid)
-	t.Cleanup(func() { os.Remove(mapPath) })
-	if err != nil {
-		t.Fatalf("node: %v\n%s", err, out)
-	}
+	script, pid := perftest.Node(t, "--perf-basic-prof")
+	mapPath := fmt.Sprintf("/tmp/perf-%d.map", pid)
 	f, err := os.Open(mapPath)
 	if err != nil {
 		t.Fatal(err)

@@ -172,3 +172,38 @@ func Busy(t testing.TB) string {
 	}
 	return busyPath
 }
+
+// NodeFib is a small CPU-bound script for node: V8 compiles fib, first
+// interpreted, then optimized.
+const NodeFib = `function fib(n) { return n < 2 ? n : fib(n - 1) + fib(n - 2); }
+let s = 0;
+for (let i = 0; i < 30; i++) s += fib(25);
+console.log(s);
+`
+
+// Node runs NodeFib, as DIR/fib.js, under node with flags, in a new
+// temporary directory DIR, where --perf-prof writes jit-PID.dump; the
+// /tmp/perf-PID.map --perf-basic-prof writes is removed when the test
+// ends. It returns the script's path and node's pid.
+func Node(t testing.TB, flags ...string) (script string, pid int) {
+	t.Helper()
+	node := Need(t, "node")
+	dir := t.TempDir()
+	script = filepath.Join(dir, "fib.js")
+	if err := os.WriteFile(script, []byte(NodeFib), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(node, append(flags, script)...)
+	cmd.Dir = dir
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid = cmd.Process.Pid
+	t.Cleanup(func() { os.Remove(fmt.Sprintf("/tmp/perf-%d.map", pid)) })
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("node %v: %v\n%s", flags, err, out.String())
+	}
+	return script, pid
+}

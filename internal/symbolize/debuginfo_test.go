@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/jitprof/jitprof/internal/perftest"
 )
 
 // readelfBuildID reads the build-id with readelf, independently of our parser.
@@ -50,7 +52,7 @@ func wantStatics(t *testing.T, img *Image, ref []nmSym) {
 // does (add_minidebug): keep the function symbols that .dynsym lacks, in an
 // xz-compressed debug-only ELF, inside the stripped binary.
 func TestMiniDebugInfo(t *testing.T) {
-	needTool(t, "xz")
+	perftest.Need(t, "xz")
 	dir := t.TempDir()
 	bin := gcc(t, dir, "prog", "testdata/prog.c")
 	ref := nmFuncs(t, bin)

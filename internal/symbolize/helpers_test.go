@@ -2,31 +2,18 @@ package symbolize
 
 import (
 	"bufio"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
-)
 
-// needTool returns the path of a tool the test runs as a reference. Outside
-// CI a missing tool skips; in CI, where the tools are installed, it fails.
-func needTool(t testing.TB, name string) string {
-	t.Helper()
-	p, err := exec.LookPath(name)
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s is required in CI: %v", name, err)
-		}
-		t.Skipf("%s not installed: %v", name, err)
-	}
-	return p
-}
+	"github.com/jitprof/jitprof/internal/perftest"
+)
 
 func run(t testing.TB, name string, args ...string) string {
 	t.Helper()
-	out, err := exec.Command(needTool(t, name), args...).Output()
+	out, err := exec.Command(perftest.Need(t, name), args...).Output()
 	if err != nil {
 		var stderr string
 		if ee, ok := err.(*exec.ExitError); ok {

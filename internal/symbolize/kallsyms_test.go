@@ -4,10 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/jitprof/jitprof/internal/golden"
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/jitprof/jitprof/internal/golden"
 )
 
 // TestKallsymsGolden looks up addresses at, inside and between symbols; the
