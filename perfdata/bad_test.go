@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jitprof/jitprof/internal/perftest"
 	"github.com/jitprof/jitprof/perfdata"
 )
 
@@ -23,30 +24,12 @@ func smallFile(t testing.TB, n int) []byte {
 		Flags:      perfdata.FlagSampleIDAll | perfdata.FlagComm,
 		IDs:        []uint64{1},
 	}
-	path := t.TempDir() + "/small.data"
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
+	recs := []perfdata.Record{&perfdata.Comm{Common: perfdata.Common{Attr: attr, PID: 1, TID: 1}, PID: 1, TID: 1, Comm: "x"}}
+	for i := range n {
+		recs = append(recs, &perfdata.Sample{Common: perfdata.Common{Attr: attr, PID: 1, TID: 1, Time: uint64(i)}, IP: 0x1000 + uint64(i), Period: 1000,
+			Callchain: []uint64{perfdata.CallchainUser, 0x1000 + uint64(i), 0x2000}})
 	}
-	w, err := perfdata.NewWriter(f, []*perfdata.Attr{attr})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.Features.SetString(perfdata.FeatHostname, "h")
-	if err := w.WriteRecord(&perfdata.Comm{Common: perfdata.Common{Attr: attr, PID: 1, TID: 1}, PID: 1, TID: 1, Comm: "x"}); err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i < n; i++ {
-		s := &perfdata.Sample{Common: perfdata.Common{Attr: attr, PID: 1, TID: 1, Time: uint64(i)}, IP: 0x1000 + uint64(i), Period: 1000,
-			Callchain: []uint64{perfdata.CallchainUser, 0x1000 + uint64(i), 0x2000}}
-		if err := w.WriteRecord(s); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
+	path := perftest.WriteData(t, []*perfdata.Attr{attr}, recs, func(fs *perfdata.Features) { fs.SetString(perfdata.FeatHostname, "h") })
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)

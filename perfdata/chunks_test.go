@@ -2,44 +2,22 @@ package perfdata_test
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"testing"
 
+	"github.com/jitprof/jitprof/internal/perftest"
 	"github.com/jitprof/jitprof/perfdata"
 )
 
 // chunkFile writes every record type many times over and opens the file.
 func chunkFile(t *testing.T) *perfdata.File {
 	a := fullAttr()
-	path := filepath.Join(t.TempDir(), "chunks.data")
-	out, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := perfdata.NewWriter(out, []*perfdata.Attr{a})
-	if err != nil {
-		t.Fatal(err)
-	}
+	var recs []perfdata.Record
 	for range 50 {
-		for _, r := range allRecords(a) {
-			if err := w.WriteRecord(r); err != nil {
-				t.Fatalf("writing %v: %v", r.Type(), err)
-			}
-		}
+		recs = append(recs, allRecords(a)...)
 	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	out.Close()
-	f, err := perfdata.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() })
-	return f
+	return perftest.OpenData(t, []*perfdata.Attr{a}, recs)
 }
 
 // records lists what r reads: type, offset and encoding of each record.

@@ -1,8 +1,6 @@
 package perfdata_test
 
 import (
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -16,43 +14,31 @@ import (
 func TestFeaturesRoundTrip(t *testing.T) {
 	a := &perfdata.Attr{Type: perfdata.TypeSoftware, SamplePeriod: 4000, Flags: perfdata.FlagFreq | perfdata.FlagSampleIDAll,
 		SampleType: perfdata.SampleIP | perfdata.SampleTID | perfdata.SampleTime | perfdata.SamplePeriod, IDs: []uint64{3, 4}}
-	path := filepath.Join(t.TempDir(), "feat.data")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := perfdata.NewWriter(f, []*perfdata.Attr{a})
-	if err != nil {
-		t.Fatal(err)
-	}
-	fs := &w.Features
 	strs := map[perfdata.Feature]string{
 		perfdata.FeatHostname: "testhost", perfdata.FeatOSRelease: "6.99.0-test", perfdata.FeatVersion: "jitprof-test",
 		perfdata.FeatArch: "x86_64", perfdata.FeatCPUDesc: "Test CPU @ 1GHz", perfdata.FeatCPUID: "GenuineIntel,6,1,1",
 	}
-	for feat, s := range strs {
-		fs.SetString(feat, s)
-	}
-	fs.SetNrCPUs(4, 2)
-	fs.SetTotalMem(123456)
-	fs.SetCmdline([]string{"jitprof", "record", "--", "a b"})
-	fs.SetEventDescs([]perfdata.EventDesc{{Attr: *a, Name: "cpu-clock", IDs: a.IDs}})
 	topo := &perfdata.CPUTopology{CoreSiblings: []string{"0-3"}, ThreadSiblings: []string{"0-1", "2-3"},
 		CoreID: []uint32{0, 0, 1, 1}, SocketID: []uint32{0, 0, 0, 0}, DieSiblings: []string{"0-3"}, DieID: []uint32{0, 0, 0, 0}}
-	fs.SetCPUTopology(topo)
-	fs.SetClockResolution(1)
 	clock := perfdata.ClockData{Version: 1, ClockID: 1, WallNS: 1700000000000000000, ClockNS: 5000}
-	fs.SetClockData(clock)
-	fs.SetSampleTime(100, 200)
 	ids := []perfdata.BuildID{
 		{Misc: perfdata.MiscUser, PID: -1, ID: []byte{0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13}, Filename: "/usr/bin/true"},
 		{Misc: perfdata.MiscKernel | perfdata.MiscBuildIDSize, PID: -1, ID: []byte{1, 2, 3, 4, 5, 6, 7, 8}, Filename: "[kernel.kallsyms]"},
 	}
-	fs.SetBuildIDs(ids)
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
+	path := perftest.WriteData(t, []*perfdata.Attr{a}, nil, func(fs *perfdata.Features) {
+		for feat, s := range strs {
+			fs.SetString(feat, s)
+		}
+		fs.SetNrCPUs(4, 2)
+		fs.SetTotalMem(123456)
+		fs.SetCmdline([]string{"jitprof", "record", "--", "a b"})
+		fs.SetEventDescs([]perfdata.EventDesc{{Attr: *a, Name: "cpu-clock", IDs: a.IDs}})
+		fs.SetCPUTopology(topo)
+		fs.SetClockResolution(1)
+		fs.SetClockData(clock)
+		fs.SetSampleTime(100, 200)
+		fs.SetBuildIDs(ids)
+	})
 
 	pf, err := perfdata.Open(path)
 	if err != nil {

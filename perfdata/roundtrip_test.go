@@ -3,8 +3,6 @@ package perfdata_test
 import (
 	"bytes"
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/jitprof/jitprof/internal/perftest"
@@ -82,30 +80,7 @@ func allRecords(a *perfdata.Attr) []perfdata.Record {
 func TestRoundTripEveryRecord(t *testing.T) {
 	a := fullAttr()
 	recs := allRecords(a)
-	path := filepath.Join(t.TempDir(), "all.data")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := perfdata.NewWriter(f, []*perfdata.Attr{a})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range recs {
-		if err := w.WriteRecord(r); err != nil {
-			t.Fatalf("writing %v: %v", r.Type(), err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
-
-	pf, err := perfdata.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pf.Close()
+	pf := perftest.OpenData(t, []*perfdata.Attr{a}, recs)
 	rd := pf.Records()
 	for i := 0; rd.Next(); i++ {
 		got := rd.Record()
@@ -162,24 +137,11 @@ func TestPerfCountsEveryRecord(t *testing.T) {
 		&perfdata.FinishedRound{},
 		&perfdata.Exit{Common: c, PID: 6, PPID: 5, TID: 6, PTID: 5},
 	}
-	path := filepath.Join(t.TempDir(), "kinds.data")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := perfdata.NewWriter(f, []*perfdata.Attr{a})
-	if err != nil {
-		t.Fatal(err)
-	}
+	path := perftest.WriteData(t, []*perfdata.Attr{a}, recs, nil)
 	want := map[string]uint64{}
 	for _, r := range recs {
-		if err := w.WriteRecord(r); err != nil {
-			t.Fatal(err)
-		}
 		want[r.Type().String()]++
 	}
-	w.Close()
-	f.Close()
 	got := perftest.Stats(t, path)
 	for name, n := range want {
 		if got[name] != n {
@@ -193,22 +155,7 @@ func TestPerfCountsEveryRecord(t *testing.T) {
 func TestSkipCallchains(t *testing.T) {
 	a := fullAttr()
 	s := allRecords(a)[0].(*perfdata.Sample)
-	path := filepath.Join(t.TempDir(), "skip.data")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, _ := perfdata.NewWriter(f, []*perfdata.Attr{a})
-	if err := w.WriteRecord(s); err != nil {
-		t.Fatal(err)
-	}
-	w.Close()
-	f.Close()
-	pf, err := perfdata.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pf.Close()
+	pf := perftest.OpenData(t, []*perfdata.Attr{a}, []perfdata.Record{s})
 	r := pf.Records()
 	r.SkipCallchains = true
 	if !r.Next() {

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"fmt"
+	"github.com/jitprof/jitprof/perfdata"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -206,4 +207,44 @@ func Node(t testing.TB, flags ...string) (script string, pid int) {
 		t.Fatalf("node %v: %v\n%s", flags, err, out.String())
 	}
 	return script, pid
+}
+
+// WriteData writes a perf.data file of recs, with attrs, into the test's
+// temporary directory and returns its path; features, if not nil, sets
+// the file's features first.
+func WriteData(t testing.TB, attrs []*perfdata.Attr, recs []perfdata.Record, features func(*perfdata.Features)) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "test.data")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	w, err := perfdata.NewWriter(f, attrs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if features != nil {
+		features(&w.Features)
+	}
+	for _, r := range recs {
+		if err := w.WriteRecord(r); err != nil {
+			t.Fatalf("writing %v: %v", r.Type(), err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// OpenData is WriteData, then opens the file, which the test's end closes.
+func OpenData(t testing.TB, attrs []*perfdata.Attr, recs []perfdata.Record) *perfdata.File {
+	t.Helper()
+	f, err := perfdata.Open(WriteData(t, attrs, recs, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
 }

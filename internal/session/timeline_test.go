@@ -2,12 +2,11 @@ package session
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/jitprof/jitprof/internal/perftest"
 	"github.com/jitprof/jitprof/internal/symbolize"
 	"github.com/jitprof/jitprof/perfdata"
 )
@@ -28,30 +27,7 @@ func synth(t *testing.T, recs func(a *perfdata.Attr) []perfdata.Record) *perfdat
 // synthWith writes a perf.data file of recs, of the one attr a.
 func synthWith(t *testing.T, a *perfdata.Attr, recs []perfdata.Record) *perfdata.File {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "synth.data")
-	out, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := perfdata.NewWriter(out, []*perfdata.Attr{a})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range recs {
-		if err := w.WriteRecord(r); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	out.Close()
-	f, err := perfdata.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() })
-	return f
+	return perftest.OpenData(t, []*perfdata.Attr{a}, recs)
 }
 
 func common(a *perfdata.Attr, pid, tid uint32, time uint64) perfdata.Common {
