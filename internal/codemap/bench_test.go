@@ -61,41 +61,26 @@ func BenchmarkBuild1M(b *testing.B) {
 }
 
 func BenchmarkLookup1M(b *testing.B) {
-	m := jitWorkload(1_000_000).Build()
-	ps := probes(m, 1<<20)
-	b.ReportAllocs()
-	i := 0
-	for b.Loop() {
-		p := ps[i&(len(ps)-1)]
-		if _, ok := m.Lookup(p.addr, p.t); !ok {
-			b.Fatalf("probe %+v missed", p)
-		}
-		i++
-	}
+	benchProbes(b, func(m *Map, p probe) bool { _, ok := m.Lookup(p.addr, p.t); return ok })
 }
 
 func BenchmarkLookupSeq1M(b *testing.B) {
-	m := jitWorkload(1_000_000).Build()
-	ps := probes(m, 1<<20)
-	b.ReportAllocs()
-	i := 0
-	for b.Loop() {
-		p := ps[i&(len(ps)-1)]
-		if _, ok := m.LookupSeq(p.addr, p.gen); !ok {
-			b.Fatalf("probe %+v missed", p)
-		}
-		i++
-	}
+	benchProbes(b, func(m *Map, p probe) bool { _, ok := m.LookupSeq(p.addr, p.gen); return ok })
 }
 
 func BenchmarkAmbiguous1M(b *testing.B) {
+	benchProbes(b, func(m *Map, p probe) bool { es, _, _ := m.Ambiguous(p.addr); return len(es) > 0 })
+}
+
+// benchProbes runs find on a 1M-load map for probes of its code, each
+// of which must be found.
+func benchProbes(b *testing.B, find func(*Map, probe) bool) {
 	m := jitWorkload(1_000_000).Build()
 	ps := probes(m, 1<<20)
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
-		p := ps[i&(len(ps)-1)]
-		if es, _, _ := m.Ambiguous(p.addr); len(es) == 0 {
+		if p := ps[i&(len(ps)-1)]; !find(m, p) {
 			b.Fatalf("probe %+v missed", p)
 		}
 		i++
