@@ -7,7 +7,6 @@ import (
 
 	"github.com/jitprof/jitprof/internal/annotate"
 	"github.com/jitprof/jitprof/internal/session"
-	"github.com/jitprof/jitprof/perfdata"
 )
 
 func init() {
@@ -54,23 +53,11 @@ func runAnnotate(args []string) error {
 		fmt.Fprintf(fs.Output(), "jitprof annotate: unknown assembly syntax %q\n", *syntax)
 		return errUsage
 	}
-	f, err := perfdata.Open(*input)
+	p, _, done, err := jit.load("annotate", *input, session.Options{Addresses: true, Progress: progressBar(os.Stderr)})
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	sopts := session.Options{Addresses: true, Progress: progressBar(os.Stderr)}
-	binder, err := jit.bind(f, &sopts)
-	if err != nil {
-		return fmt.Errorf("%s: %w", *input, err)
-	}
-	if binder != nil {
-		defer binder.Close()
-	}
-	p, err := session.Load(f, sopts)
-	if err != nil {
-		return fmt.Errorf("%s: %w", *input, err)
-	}
+	defer done()
 	w := os.Stdout
 	if *output != "" {
 		if w, err = os.Create(*output); err != nil {

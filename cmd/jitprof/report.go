@@ -3,7 +3,6 @@ package main
 import (
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -12,7 +11,6 @@ import (
 	"github.com/jitprof/jitprof/internal/perfevent"
 	"github.com/jitprof/jitprof/internal/report"
 	"github.com/jitprof/jitprof/internal/session"
-	"github.com/jitprof/jitprof/perfdata"
 )
 
 func init() {
@@ -87,32 +85,16 @@ func runReport(args []string) error {
 	}
 	opts.Sort = sortList(*sortKeys, *symbols, *separate, *merge)
 
-	f, err := perfdata.Open(*input)
+	sopts := session.Options{Lines: contains(opts.Sort, report.KeySrcline), Progress: progressBar(os.Stderr),
+		LeafOnly: !opts.Children && *format != "pprof" && *format != "folded"} // a flat report needs no callchains
+	p, binder, done, err := jit.load("report", *input, sopts)
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	sopts := session.Options{Lines: contains(opts.Sort, report.KeySrcline), Progress: progressBar(os.Stderr),
-		LeafOnly: !opts.Children && *format != "pprof" && *format != "folded"} // a flat report needs no callchains
-	binder, err := jit.bind(f, &sopts)
-	if err != nil {
-		return fmt.Errorf("%s: %w", *input, err)
-	}
-	if binder != nil {
-		defer binder.Close()
-	}
-	p, err := session.Load(f, sopts)
-	if err != nil {
-		return fmt.Errorf("%s: %w", *input, err)
-	}
+	defer done()
 	var excluded anonbind.Excluded
 	if binder == nil {
 		excluded = anonbind.ExcludeAnon(p)
-	} else {
-		reportClaims(os.Stderr, binder.Claims())
-	}
-	for _, w := range f.Warnings() {
-		fmt.Fprintf(os.Stderr, "jitprof report: %s: warning: %s\n", *input, w)
 	}
 	w := os.Stdout
 	if *output != "" {
@@ -145,26 +127,6 @@ func runReport(args []string) error {
 		return err
 	}
 	return w.Close()
-}
-
-// reportClaims says, per process with JIT samples, which handler named
-// them from what data, or why none could; and where a timeless source
-// could not tell re-generated code apart.
-func reportClaims(w io.Writer, claims []anonbind.Claim) {
-	for _, c := range claims {
-		if c.Handler != "" {
-			fmt.Fprintf(w, "jitprof report: pid %d (%s): JIT code named by %s from %s\n", c.PID, c.Comm, c.Handler, c.Source)
-		} else {
-			fmt.Fprintf(w, "jitprof report: pid %d (%s): no anon handler understood its JIT data; its samples stay in anon buckets\n", c.PID, c.Comm)
-			for _, err := range c.Errs {
-				fmt.Fprintf(w, "  %v\n", err)
-			}
-		}
-		for _, a := range c.Ambiguous {
-			fmt.Fprintf(w, "jitprof report: pid %d: the %s data is ambiguous for %#x-%#x: %s all ran there and it has no times to tell them apart (a jitdump or jitlog can)\n",
-				c.PID, c.Handler, a.Start, a.End, strings.Join(a.Names, ", "))
-		}
-	}
 }
 
 // sortList turns opreport's view flags into sort keys: --separate adds the
