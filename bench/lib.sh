@@ -48,3 +48,16 @@ record_big() {
 	wait "$bench_busy_pid" 2>/dev/null || true
 	bench_busy_pid=
 }
+
+# big_recording: what the perfdata and report benchmarks start with. It
+# makes $dir (removed, with the workload killed, when the script exits),
+# records $dir/big.data there with record_big, and sets $samples and
+# $size_mb to the recording's samples and megabytes.
+big_recording() {
+	command -v perf >/dev/null || { echo "perf is required (Debian: linux-perf)" >&2; exit 1; }
+	dir=$(mktemp -d)
+	trap '[ -n "$bench_busy_pid" ] && kill "$bench_busy_pid" 2>/dev/null; rm -rf "$dir"' EXIT
+	record_big "$dir"
+	samples=$("$dir/jitprof" dump --stats "$dir/big.data" | awk '$1 == "SAMPLE" {print $3}')
+	size_mb=$(( $(stat -c %s "$dir/big.data") / 1000000 ))
+}

@@ -9,16 +9,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . bench/lib.sh
-command -v perf >/dev/null || { echo "perf is required (Debian: linux-perf)" >&2; exit 1; }
-
-dir=$(mktemp -d)
-cleanup() { [ -n "$bench_busy_pid" ] && kill "$bench_busy_pid" 2>/dev/null; rm -rf "$dir"; }
-trap cleanup EXIT
-
-record_big "$dir"
-
-samples=$("$dir/jitprof" dump --stats "$dir/big.data" | awk '$1 == "SAMPLE" {print $3}')
-size_mb=$(( $(stat -c %s "$dir/big.data") / 1000000 ))
+big_recording
 
 declare -A t m
 for name in jitprof_stats perf_stats perf_report; do

@@ -10,17 +10,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . bench/lib.sh
-command -v perf >/dev/null || { echo "perf is required (Debian: linux-perf)" >&2; exit 1; }
-
-dir=$(mktemp -d)
-cleanup() { [ -n "$bench_busy_pid" ] && kill "$bench_busy_pid" 2>/dev/null; rm -rf "$dir"; }
-trap cleanup EXIT
-
-record_big "$dir"
+big_recording
 [ -n "${KEEP:-}" ] && cp "$dir/big.data" "$KEEP/"
-
-samples=$("$dir/jitprof" dump --stats "$dir/big.data" | awk '$1 == "SAMPLE" {print $3}')
-size_mb=$(( $(stat -c %s "$dir/big.data") / 1000000 ))
 
 names=(jp_flat perf_flat jp_graph perf_graph)
 declare -A t m label
