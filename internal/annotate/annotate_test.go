@@ -3,12 +3,12 @@ package annotate
 import (
 	"bytes"
 	"errors"
-	"github.com/jitprof/jitprof/internal/golden"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
 
+	"github.com/jitprof/jitprof/internal/golden"
 	"github.com/jitprof/jitprof/internal/profile"
 	"github.com/jitprof/jitprof/internal/symbolize"
 )

@@ -2,13 +2,13 @@ package dump_test
 
 import (
 	"bytes"
-	"github.com/jitprof/jitprof/internal/golden"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/jitprof/jitprof/internal/dump"
+	"github.com/jitprof/jitprof/internal/golden"
 	"github.com/jitprof/jitprof/internal/perftest"
 	"github.com/jitprof/jitprof/perfdata"
 )

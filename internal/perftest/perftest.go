@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"fmt"
-	"github.com/jitprof/jitprof/perfdata"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/jitprof/jitprof/perfdata"
 )
 
 // Need returns the path of the named tool, or skips the test with the

@@ -2,10 +2,10 @@ package report
 
 import (
 	"bytes"
-	"github.com/jitprof/jitprof/internal/golden"
 	"path/filepath"
 	"testing"
 
+	"github.com/jitprof/jitprof/internal/golden"
 	"github.com/jitprof/jitprof/internal/profile"
 )
 
