@@ -6,7 +6,7 @@
 # split of time minijit measured itself.
 set -euo pipefail
 cd "$(dirname "$0")"
-./scripts/setup.sh
+./scripts/setup.sh demo
 out=${DEMO_DIR:-$(mktemp -d)}
 export JITPROF_JITLOG_DIR="$out/jitlog"
 go build -o "$out/jitprof" ./cmd/jitprof

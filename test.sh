@@ -5,7 +5,7 @@
 # that would skip for a missing tool fails instead.
 set -euo pipefail
 cd "$(dirname "$0")"
-./scripts/setup.sh
+./scripts/setup.sh test
 
 echo "== gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go'))
@@ -17,6 +17,6 @@ fi
 echo "== go vet"
 go vet ./...
 echo "== staticcheck"
-"$(go env GOPATH)/bin/staticcheck" ./...
+go tool staticcheck ./...
 echo "== go test -race"
 go test -race -count=1 -timeout 20m ./...

@@ -1,9 +1,31 @@
 #!/usr/bin/env bash
-# Installs what jitprof's demo and tests need on a fresh Debian machine of
-# this project's kind (Go and gcc are already there): Linux perf, the
-# reference every real-tool test compares against, and staticcheck.
+# Installs what jitprof needs on a fresh Debian machine of this project's
+# kind (Go and gcc are already there).
+#
+#   scripts/setup.sh demo   what ./demo.sh runs: nothing beyond Go
+#   scripts/setup.sh test   what ./test.sh runs: Linux perf (the reference
+#                           every real-tool test compares against) and the
+#                           tools the tests drive
+#
+# Go tools (staticcheck) are not installed here: they are pinned in go.mod
+# with tool directives and run as `go tool NAME`, checked by go.sum.
 # Idempotent and quiet when everything is present.
 set -euo pipefail
+
+what=${1:-test}
+case $what in
+demo | test) ;;
+*)
+	echo "usage: scripts/setup.sh [demo|test]" >&2
+	exit 2
+	;;
+esac
+
+if ! command -v go >/dev/null 2>&1; then
+	echo "setup: Go is missing; install Go 1.26 or later (https://go.dev/dl/) and put it on PATH" >&2
+	exit 1
+fi
+[ "$what" = demo ] && exit 0
 
 need_apt=()
 command -v perf >/dev/null 2>&1 && perf --version >/dev/null 2>&1 || need_apt+=(linux-perf)
@@ -12,6 +34,7 @@ command -v g++ >/dev/null 2>&1 || need_apt+=(g++)
 command -v make >/dev/null 2>&1 || need_apt+=(make)
 command -v nm >/dev/null 2>&1 || need_apt+=(binutils)
 command -v xz >/dev/null 2>&1 || need_apt+=(xz-utils)
+command -v unshare >/dev/null 2>&1 || need_apt+=(util-linux)
 [ -x /usr/bin/time ] || need_apt+=(time)
 if [ ${#need_apt[@]} -gt 0 ]; then
 	if [ "$(id -u)" -ne 0 ]; then
@@ -21,10 +44,4 @@ if [ ${#need_apt[@]} -gt 0 ]; then
 	echo "setup: installing ${need_apt[*]}" >&2
 	apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
-fi
-
-gobin=$(go env GOPATH)/bin
-if ! [ -x "$gobin/staticcheck" ]; then
-	echo "setup: installing staticcheck" >&2
-	go install honnef.co/go/tools/cmd/staticcheck@2026.2.2
 fi

@@ -355,3 +355,40 @@ func TestRecordPerfSpellings(t *testing.T) {
 		}
 	}
 }
+
+// TestRecordMountsTracefs records a tracepoint where tracefs is not
+// mounted, as on a freshly booted machine: in a private mount namespace
+// whose tracefs places are covered by empty tmpfs, jitprof must mount
+// tracefs as perf does, say so, and record the tracepoint.
+func TestRecordMountsTracefs(t *testing.T) {
+	if os.Geteuid() != 0 {
+		if os.Getenv("CI") != "" {
+			t.Fatal("this test needs root, which CI has")
+		}
+		t.Skip("needs root: mounting tracefs")
+	}
+	unshare := perftest.Need(t, "unshare")
+	dir := t.TempDir()
+	jitprof := buildJitprof(t, dir)
+	data := filepath.Join(dir, "perf.data")
+	script := `set -e
+for d in /sys/kernel/tracing /sys/kernel/debug; do mount -t tmpfs none "$d"; done
+exec "$0" record -e sched:sched_switch -o "$1" -- sh -c 'for i in 1 2 3 4; do sleep 0.01; done'`
+	cmd := exec.Command(unshare, "-m", "--propagation", "private", "sh", "-c", script, jitprof, data)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("record: %v\n%s", err, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "mounted tracefs at /sys/kernel/tracing") {
+		t.Errorf("stderr does not say tracefs was mounted:\n%s", stderr.String())
+	}
+	samples, _, f, err := countSamples(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if samples < 4 {
+		t.Errorf("%d sched_switch samples, want at least 4", samples)
+	}
+}

@@ -21,6 +21,10 @@ type Event struct {
 	ExcludeKernel bool
 	ExcludeHV     bool
 	PreciseIP     uint8 // 0..3, from :p modifiers
+	// MountedTracefs is where ParseEvent mounted tracefs for this event,
+	// "" when it was mounted already; the caller tells the user, as perf
+	// does nothing silently to the system.
+	MountedTracefs string
 	// TracepointDir is a tracepoint's directory in tracefs
 	// (ROOT/events/SUBSYS/NAME), where its format is.
 	TracepointDir string
@@ -62,6 +66,9 @@ var namedEvents = map[string]struct {
 	"ref-cycles":              {unix.PERF_TYPE_HARDWARE, unix.PERF_COUNT_HW_REF_CPU_CYCLES},
 }
 
+// errNotMounted says no tracefs was found; it wraps ErrNotSupported.
+var errNotMounted = fmt.Errorf("tracefs not mounted: %w", ErrNotSupported)
+
 // tracefsRoots are where tracefs is found: its own mount point first, then
 // the older location under debugfs.
 var tracefsRoots = []string{"/sys/kernel/tracing", "/sys/kernel/debug/tracing"}
@@ -70,11 +77,25 @@ var tracefsRoots = []string{"/sys/kernel/tracing", "/sys/kernel/debug/tracing"}
 // or hardware event, a raw PMU event rNNNN (hex), or a tracepoint
 // subsys:name, each optionally followed by modifiers :u, :k, :uk and :p,
 // :pp, :ppp. The empty spec means DefaultEvent.
+//
+// A tracepoint needs tracefs. Where it is not mounted, ParseEvent mounts
+// it at /sys/kernel/tracing as perf does (which takes root), and says so
+// in Event.MountedTracefs.
 func ParseEvent(spec string) (Event, error) {
-	return parseEvent(spec, tracefsRoots)
+	return parseEvent(spec, tracefsRoots, mountTracefs)
 }
 
-func parseEvent(spec string, roots []string) (Event, error) {
+// mountTracefs mounts tracefs at dir, as perf's tracefs__mount does.
+func mountTracefs(dir string) error {
+	if err := unix.Mount("nodev", dir, "tracefs", 0, ""); err != nil {
+		return fmt.Errorf("mount -t tracefs nodev %s: %w", dir, err)
+	}
+	return nil
+}
+
+// parseEvent is ParseEvent with tracefs looked for in roots, mounted with
+// mount at roots[0] where none is (mount may be nil: never mount).
+func parseEvent(spec string, roots []string, mount func(dir string) error) (Event, error) {
 	if spec == "" {
 		spec = DefaultEvent
 	}
@@ -101,6 +122,14 @@ func parseEvent(spec string, roots []string) (Event, error) {
 		}
 	} else {
 		id, dir, err := tracepointID(roots, parts[0], parts[1])
+		if errors.Is(err, errNotMounted) && mount != nil && len(roots) > 0 {
+			if merr := mount(roots[0]); merr != nil {
+				err = fmt.Errorf("%w; mounting it failed: %w", err, merr)
+			} else {
+				ev.MountedTracefs = roots[0]
+				id, dir, err = tracepointID(roots, parts[0], parts[1])
+			}
+		}
 		if err != nil {
 			return Event{}, fmt.Errorf("event %q: %w", spec, err)
 		}
@@ -180,9 +209,9 @@ func tracepointID(roots []string, subsys, name string) (uint64, string, error) {
 		}
 		return id, dir, nil
 	}
-	if !mounted {
-		return 0, "", fmt.Errorf("tracepoint %s:%s: tracefs is not mounted at %s (mount -t tracefs nodev /sys/kernel/tracing): %w",
-			subsys, name, strings.Join(roots, " or "), ErrNotSupported)
+	if !mounted || len(roots) == 0 {
+		return 0, "", fmt.Errorf("tracepoint %s:%s: tracefs is not mounted at %s (as root: mount -t tracefs nodev %s): %w",
+			subsys, name, strings.Join(roots, " or "), tracefsRoots[0], errNotMounted)
 	}
 	return 0, "", fmt.Errorf("tracepoint %s:%s: no such tracepoint (see %s/events): %w", subsys, name, roots[0], ErrNotSupported)
 }

@@ -47,7 +47,7 @@ func TestParseEvent(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.spec, func(t *testing.T) {
-			got, err := parseEvent(tt.spec, roots)
+			got, err := parseEvent(tt.spec, roots, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -78,7 +78,7 @@ func TestParseEventErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.spec, func(t *testing.T) {
-			_, err := parseEvent(tt.spec, tt.roots)
+			_, err := parseEvent(tt.spec, tt.roots, nil)
 			if err == nil {
 				t.Fatal("no error")
 			}
@@ -86,6 +86,40 @@ func TestParseEventErrors(t *testing.T) {
 				t.Errorf("err = %v, want %v", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestParseEventMountsTracefs checks that a tracepoint on a machine
+// without tracefs mounted has it mounted where perf mounts it, and that
+// the event says so; a failed mount gives both reasons.
+func TestParseEventMountsTracefs(t *testing.T) {
+	root := t.TempDir()
+	mount := func(dir string) error {
+		if dir != root {
+			t.Errorf("mounted %s, want %s", dir, root)
+		}
+		tp := filepath.Join(dir, "events/sched/sched_switch")
+		if err := os.MkdirAll(tp, 0o755); err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(tp, "id"), []byte("7\n"), 0o644)
+	}
+	ev, err := parseEvent("sched:sched_switch", []string{root}, mount)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev.MountedTracefs != root || ev.Config != 7 {
+		t.Errorf("got %+v, want tracefs mounted at %s and id 7", ev, root)
+	}
+	ev, err = parseEvent("sched:sched_switch", []string{root}, mount)
+	if err != nil || ev.MountedTracefs != "" {
+		t.Errorf("second parse: %+v, %v; want no mount", ev, err)
+	}
+
+	refused := errors.New("operation not permitted")
+	_, err = parseEvent("sched:sched_switch", []string{t.TempDir()}, func(string) error { return refused })
+	if !errors.Is(err, refused) || !errors.Is(err, ErrNotSupported) {
+		t.Errorf("failed mount: err = %v, want both the mount's error and ErrNotSupported", err)
 	}
 }
 

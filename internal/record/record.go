@@ -97,6 +97,9 @@ func Run(ctx context.Context, out io.Writer, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if ev.MountedTracefs != "" && cfg.Notice != nil {
+		cfg.Notice(fmt.Sprintf("mounted tracefs at %s for %s, as perf does", ev.MountedTracefs, ev.Name))
+	}
 	tracing, err := tracingData(ev)
 	if err != nil {
 		return nil, err
