@@ -1,6 +1,7 @@
 package anon
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"sort"
@@ -95,7 +96,8 @@ func ResolveBatch(r Resolver, qs []Query) []Symbol {
 	return out
 }
 
-// Resolver names the anonymous samples of one claimed process.
+// Resolver names the anonymous samples of one claimed process. Resolvers
+// are safe for concurrent use: a report resolves in parallel.
 type Resolver interface {
 	// Resolve names the code at addr at time t (the sample's time in the
 	// recording's clock, CLOCK_MONOTONIC for jitprof and perf -k mono).
@@ -152,8 +154,14 @@ var ErrUnknownHandler = errors.New("unknown anon handler")
 
 // Select returns the handlers named by --anon-handler values, each of
 // which may be a comma-separated list, in order; with no names, the
-// registered built-ins in DefaultOrder.
-func Select(names []string) ([]Handler, error) {
+// registered built-ins in DefaultOrder. External handlers get the default
+// time limits.
+func Select(names []string) ([]Handler, error) { return ExternalOptions{}.Select(names) }
+
+// Select is Select with o's time limits for the external handlers, which
+// share one budget.
+func (o ExternalOptions) Select(names []string) ([]Handler, error) {
+	b := &budget{timeout: cmp.Or(o.Timeout, DefaultTimeout), total: cmp.Or(o.Budget, DefaultBudget)}
 	mu.Lock()
 	defer mu.Unlock()
 	var list []string
@@ -184,7 +192,7 @@ func Select(names []string) ([]Handler, error) {
 			hs = append(hs, h)
 			continue
 		}
-		h, err := findExternal(n)
+		h, err := findExternal(n, b)
 		if err != nil {
 			return nil, fmt.Errorf("--anon-handler=%s: %w (built in: %s)", n, err, strings.Join(builtinNames(), ", "))
 		}
