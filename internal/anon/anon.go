@@ -210,16 +210,31 @@ func builtinNames() []string {
 	return l
 }
 
+// ClaimError is a handler's failure to claim a process: its data was
+// missing (ErrNoData), unusable, or the handler was not asked
+// (ErrNotAsked).
+type ClaimError struct {
+	Handler string
+	PID     int
+	Err     error
+}
+
+func (e *ClaimError) Error() string {
+	return fmt.Sprintf("anon handler %s, pid %d: %v", e.Handler, e.PID, e.Err)
+}
+
+func (e *ClaimError) Unwrap() error { return e.Err }
+
 // Claim asks the handlers in order and returns the first resolver, the
-// handler that claimed, and the errors of handlers that failed on the way
-// (shown to the user; a later handler may still have claimed). ErrNoData
-// errors are returned only when no handler claimed p.
+// handler that claimed, and the errors (*ClaimError) of handlers that
+// failed on the way (shown to the user; a later handler may still have
+// claimed). ErrNoData errors are returned only when no handler claimed p.
 func Claim(hs []Handler, p *Process) (Resolver, Handler, []error) {
 	var errs, missing []error
 	for _, h := range hs {
 		r, err := h.Claim(p)
 		if err != nil {
-			err = fmt.Errorf("anon handler %s, pid %d: %w", h.Name(), p.PID, err)
+			err = &ClaimError{Handler: h.Name(), PID: p.PID, Err: err}
 			if errors.Is(err, ErrNoData) {
 				missing = append(missing, err)
 			} else {
