@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -118,7 +117,8 @@ func reportClaims(w io.Writer, cmd string, claims []anonbind.Claim, verbose bool
 			switch {
 			case errors.Is(err, anon.ErrNoData) && !verbose:
 			case errors.Is(err, anon.ErrNotAsked) && errors.As(err, &ce) && !verbose:
-				k := ce.Handler + "\x00" + strings.TrimPrefix(ce.Err.Error(), anon.ErrNotAsked.Error()+": ")
+				_, why, _ := strings.Cut(ce.Err.Error(), anon.ErrNotAsked.Error()+": ")
+				k := ce.Handler + "\x00" + why
 				if _, ok := notAsked[k]; !ok {
 					notAskedKeys = append(notAskedKeys, k)
 				}
@@ -130,14 +130,12 @@ func reportClaims(w io.Writer, cmd string, claims []anonbind.Claim, verbose bool
 		who := fmt.Sprintf("pid %d (%s)", c.PID, c.Comm)
 		switch {
 		case c.Handler != "" && c.ResolveErr != nil:
-			say("%s: anon handler %s took its JIT code (%s) but failed while naming it: it named %d of the %d addresses asked about, the rest stay in anon buckets: %v",
-				who, c.Handler, c.Source, c.Named, c.Asked, c.ResolveErr)
+			say("%s: anon handler %s took its JIT code but failed while naming it (named %d of %d addresses; the rest stay in anon buckets): %v",
+				who, c.Handler, c.Named, c.Asked, c.ResolveErr)
 		case c.Handler != "":
 			say("%s: JIT code named by %s from %s", who, c.Handler, c.Source)
 		case len(shown) == 0 && !verbose:
-			if !slices.ContainsFunc(c.Errs, func(err error) bool { return errors.Is(err, anon.ErrNotAsked) }) {
-				noData = append(noData, c)
-			}
+			noData = append(noData, c)
 		default:
 			say("%s: no anon handler named its JIT code; its samples stay in anon buckets", who)
 		}

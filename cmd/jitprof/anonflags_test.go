@@ -19,7 +19,7 @@ func claimsOfASystem() []anonbind.Claim {
 		return &anon.ClaimError{Handler: h, PID: pid, Err: fmt.Errorf("%w: tried /tmp/x-%d", anon.ErrNoData, pid)}
 	}
 	notAsked := func(pid int) error {
-		return &anon.ClaimError{Handler: "hang", PID: pid, Err: fmt.Errorf("%w: it timed out on pid 30", anon.ErrNotAsked)}
+		return &anon.ClaimError{Handler: "hang", PID: pid, Err: fmt.Errorf("/bin/hang: claim: %w", fmt.Errorf("%w: it timed out on pid 30", anon.ErrNotAsked))}
 	}
 	claims := []anonbind.Claim{
 		{PID: 10, Comm: "node", Handler: "perfmap", Source: "perfmap /tmp/perf-10.map", Asked: 50, Named: 50,
@@ -48,19 +48,19 @@ jitprof report: pid 10: the perfmap data is ambiguous for 0x1000-0x1100: a, b al
 jitprof report: pid 10: the perfmap data is ambiguous for 0x2000-0x2100: c, d all ran there and it has no times to tell them apart (a jitdump or jitlog can)
 jitprof report: pid 10: the perfmap data is ambiguous for 0x3000-0x3100: e, f all ran there and it has no times to tell them apart (a jitdump or jitlog can)
 jitprof report: pid 10: and 1 more ambiguous ranges (-v lists them)
-jitprof report: pid 20 (toy): anon handler broken took its JIT code (broken data) but failed while naming it: it named 0 of the 1200 addresses asked about, the rest stay in anon buckets: resolve: the map is gone
+jitprof report: pid 20 (toy): anon handler broken took its JIT code but failed while naming it (named 0 of 1200 addresses; the rest stay in anon buckets): resolve: the map is gone
 jitprof report: pid 25 (evil): no anon handler named its JIT code; its samples stay in anon buckets
   anon handler perfmap, pid 25: refusing /tmp/perf-25.map: owned by uid 7: untrusted JIT data file
 jitprof report: pid 30 (a): no anon handler named its JIT code; its samples stay in anon buckets
   anon handler hang, pid 30: no answer within 10s, killed it
 jitprof report: anon handler hang was not asked about pids 31, 32: it timed out on pid 30
-jitprof report: 40 processes have samples in anonymous memory but no JIT data an anon handler reads (pids 100, 101, 102 and 37 more); they stay in anon buckets (-v lists them and where each handler looked)
+jitprof report: 42 processes have samples in anonymous memory but no JIT data an anon handler reads (pids 31, 32, 100 and 39 more); they stay in anon buckets (-v lists them and where each handler looked)
 `
 	if quiet.String() != want {
 		t.Errorf("stderr:\n%s\nwant:\n%s", quiet.String(), want)
 	}
 	v := verbose.String()
-	for _, s := range []string{"0x4000-0x4100: g, h", "pid 31 (b): no anon handler", "anon handler hang, pid 31: not asked: it timed out on pid 30", "pid 139 (sh): no anon handler", "anon handler jitdump, pid 139: no JIT data found: tried /tmp/x-139"} {
+	for _, s := range []string{"0x4000-0x4100: g, h", "pid 31 (b): no anon handler", "anon handler hang, pid 31: /bin/hang: claim: not asked: it timed out on pid 30", "pid 139 (sh): no anon handler", "anon handler jitdump, pid 139: no JIT data found: tried /tmp/x-139"} {
 		if !strings.Contains(v, s) {
 			t.Errorf("-v does not say %q:\n%s", s, v)
 		}

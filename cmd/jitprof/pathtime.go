@@ -158,5 +158,8 @@ func readSamples(path string, pid uint32) (*samplesOf, error) {
 	if err := r.Err(); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
+	if len(out.samples) == 0 {
+		return nil, fmt.Errorf("%s: no %s samples of pid %d, the JIT's: was it recorded while the JIT ran?", path, out.event, pid)
+	}
 	return out, nil
 }

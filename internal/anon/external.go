@@ -111,9 +111,46 @@ type external struct {
 
 	mu      sync.Mutex
 	stopped error // why it is not asked again
+
+	// Until the handler has answered a request of a kind (claim,
+	// resolve) once, such requests go one at a time: a handler that hangs
+	// then times out once and is not asked again, instead of timing out
+	// for every process asked at the same time.
+	gates map[string]*gate
+}
+
+type gate struct {
+	mu       sync.Mutex
+	answered atomic.Bool
 }
 
 func (h *external) Name() string { return h.name }
+
+// pass waits, for a request of kind no instance of which was answered
+// yet, until it may be sent, and returns what to call with whether it
+// was answered.
+func (h *external) pass(kind string) func(answered bool) {
+	h.mu.Lock()
+	if h.gates == nil {
+		h.gates = map[string]*gate{}
+	}
+	g := h.gates[kind]
+	if g == nil {
+		g = &gate{}
+		h.gates[kind] = g
+	}
+	h.mu.Unlock()
+	if g.answered.Load() {
+		return func(bool) {}
+	}
+	g.mu.Lock()
+	return func(answered bool) {
+		if answered {
+			g.answered.Store(true)
+		}
+		g.mu.Unlock()
+	}
+}
 
 // stop makes every later request to h fail with ErrNotAsked and why.
 func (h *external) stop(why error) {
@@ -147,6 +184,9 @@ func (h *external) Claim(p *Process) (Resolver, error) {
 	}
 	req := fmt.Sprintf("claim %d %d %d %s %s\n", p.PID, p.NSPID, p.UID, escape(p.Root), escape(p.Comm))
 	resp, err := c.exchange(req, 1)
+	if err != nil {
+		err = fmt.Errorf("%s: claim: %w", h.path, err)
+	}
 	if err == nil && resp[0].kind == "error" {
 		err = fmt.Errorf("%s: claim: %s", h.path, resp[0].msg)
 	}
@@ -247,11 +287,15 @@ func (c *conn) abort() error {
 }
 
 // exchange sends req and reads n responses, killing the handler if that
-// takes longer than the timeout or what is left of the budget.
-func (c *conn) exchange(req string, n int) ([]response, error) {
+// takes longer than the timeout or what is left of the budget. Its errors
+// are for the caller to say whose and of what request.
+func (c *conn) exchange(req string, n int) (_ []response, err error) {
+	kind, _, _ := strings.Cut(req, " ")
+	done := c.h.pass(kind)
+	defer func() { done(err == nil) }()
 	if err := c.h.notAsked(); err != nil {
 		c.abort()
-		return nil, fmt.Errorf("%s: %w", c.h.path, err)
+		return nil, err
 	}
 	limit, byBudget := c.h.budget.limit()
 	timer := time.AfterFunc(limit, c.kill)
@@ -269,7 +313,7 @@ func (c *conn) exchange(req string, n int) ([]response, error) {
 		if werr := c.abort(); errors.Is(err, errExited) {
 			err = fmt.Errorf("%w (%v)", err, werr)
 		}
-		return nil, fmt.Errorf("%s: %w%s", c.h.path, err, c.stderr.context())
+		return nil, fmt.Errorf("%w%s", err, c.stderr.context())
 	}
 	// An answer already waiting answers nothing asked yet: the handler
 	// wrote more lines than it was asked for.
@@ -371,7 +415,7 @@ func (r *extResolver) ResolveBatch(qs []Query) []Symbol {
 		}
 		resp, err := r.c.exchange(req.String(), len(batch))
 		if err != nil {
-			r.err = fmt.Errorf("resolve: %w", err)
+			r.err = fmt.Errorf("%s: resolve: %w", r.c.h.path, err)
 			break
 		}
 		if err := r.accept(batch, resp, out[lo:lo+len(batch)]); err != nil {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -169,6 +170,40 @@ func TestExternalTimedOutNotAskedAgain(t *testing.T) {
 		}
 	}
 	// One timeout, and process start-up: far from six timeouts.
+	if d := time.Since(start); d > 3*timeout {
+		t.Errorf("six claims took %v with a timeout of %v", d, timeout)
+	}
+}
+
+// TestExternalTimedOutNotAskedAgainInParallel: processes are claimed
+// several at a time; a handler that hangs still times out once only, and
+// the others are not asked.
+func TestExternalTimedOutNotAskedAgainInParallel(t *testing.T) {
+	const timeout = 300 * time.Millisecond
+	h := external1(t, script(t, "hang", "read l; sleep 60\n"), ExternalOptions{Timeout: timeout})
+	start := time.Now()
+	errs := make([]error, 6)
+	var wg sync.WaitGroup
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = h.Claim(&Process{PID: i + 1})
+		}()
+	}
+	wg.Wait()
+	timedOut := 0
+	for _, err := range errs {
+		switch {
+		case err != nil && strings.Contains(err.Error(), "no answer within 300ms"):
+			timedOut++
+		case !errors.Is(err, ErrNotAsked):
+			t.Errorf("Claim: %v, want a timeout or ErrNotAsked", err)
+		}
+	}
+	if timedOut != 1 {
+		t.Errorf("%d claims timed out, want 1: %v", timedOut, errs)
+	}
 	if d := time.Since(start); d > 3*timeout {
 		t.Errorf("six claims took %v with a timeout of %v", d, timeout)
 	}

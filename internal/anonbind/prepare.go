@@ -22,9 +22,10 @@ import (
 //
 // leafOnly must be Load's Options.LeafOnly: without it, callchains are
 // resolved too. With no external handler among the Binder's, Prepare does
-// nothing: the built-in handlers answer from memory already.
+// nothing: the built-in handlers answer from memory already; nor does it
+// for a stream (pipe mode), which can be read only once.
 func (b *Binder) Prepare(f *perfdata.File, tl *session.Timeline, leafOnly bool) {
-	if !slices.ContainsFunc(b.opts.Handlers, anon.IsExternal) {
+	if f.Pipe || !slices.ContainsFunc(b.opts.Handlers, anon.IsExternal) {
 		return
 	}
 	byPID := anonQueries(f, tl, leafOnly)
