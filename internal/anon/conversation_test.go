@@ -20,13 +20,11 @@ import (
 // next part of a script: parts are separated by '\x00'; a part "\x01"
 // never answers, "\x02" closes its output as an exiting handler would.
 type scripted struct {
-	in      *io.PipeReader
-	out     *io.PipeWriter
-	stop    chan struct{}
-	once    sync.Once
-	done    chan struct{}
-	mu      sync.Mutex
-	ignored int // requests it read after its script ended
+	in   *io.PipeReader
+	out  *io.PipeWriter
+	stop chan struct{}
+	once sync.Once
+	done chan struct{}
 }
 
 func runScripted(script []byte) (*scripted, io.WriteCloser, io.Reader) {
