@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+
+	"github.com/jitprof/jitprof/internal/jitname"
 )
 
 // Wire layout; docs/jitlog-format.md is the normative description.
@@ -160,9 +162,9 @@ type LoadRecord struct {
 	Addr     uint64
 	Size     uint64
 	Logger   uint32
-	Name     string
-	Code     []byte // nil unless the JIT logged its code bytes
-	Files    []string
+	Name     string   // as read, at most jitname.Max bytes: a longer name is cut, with a marker
+	Code     []byte   // nil unless the JIT logged its code bytes
+	Files    []string // cut as Name is
 	Lines    []LineEntry
 	Bytecode []BytecodeEntry
 }
@@ -361,7 +363,7 @@ func decodeRecord(kind Kind, b []byte) (Record, error) {
 		if openFixed+n > uint64(len(b)) {
 			return nil, fmt.Errorf("logger-open record: name of %d bytes overruns record of %d: %w", n, len(b), ErrFormat)
 		}
-		return &OpenRecord{Time: le.Uint64(b[8:]), Logger: le.Uint32(b[16:]), Name: string(b[openFixed : openFixed+n])}, nil
+		return &OpenRecord{Time: le.Uint64(b[8:]), Logger: le.Uint32(b[16:]), Name: jitname.Cap(b[openFixed : openFixed+n])}, nil
 	case KindLoggerClose:
 		if err := need(closeSize); err != nil {
 			return nil, err
@@ -410,7 +412,7 @@ func decodeLoad(b []byte) (Record, error) {
 	if !ok {
 		return nil, bad("name")
 	}
-	r.Name = string(s)
+	r.Name = jitname.Cap(s)
 	p = min(align8(p), end)
 	if codeLen > 0 {
 		if s, ok = take(codeLen); !ok {
@@ -434,7 +436,7 @@ func decodeLoad(b []byte) (Record, error) {
 			if s, ok = take(uint64(le.Uint32(s))); !ok {
 				return nil, bad("file name")
 			}
-			r.Files[i] = string(s)
+			r.Files[i] = jitname.Cap(s)
 		}
 		p = min(align8(p), end)
 	}

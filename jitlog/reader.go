@@ -183,21 +183,35 @@ func (r *Reader) Next() bool {
 // defaults), and returns its records, header first. On ErrTorn the records
 // are every whole record in the file.
 func Read(path string, opts *ReadOptions) ([]Record, error) {
+	var recs []Record
+	err := Scan(path, opts, func(r Record) error {
+		recs = append(recs, r)
+		return nil
+	})
+	return recs, err
+}
+
+// Scan is Read for databases too big to hold: it calls fn with each
+// record in turn, header first, and keeps none. It stops at fn's first
+// error and returns it as it is. ErrTorn, as Read's, comes after every
+// whole record was passed to fn.
+func Scan(path string, opts *ReadOptions, fn func(Record) error) error {
 	f, size, err := openChecked(path, opts)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer f.Close()
 	r, err := NewReader(f, size)
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
+		return fmt.Errorf("read %s: %w", path, err)
 	}
-	var recs []Record
 	for r.Next() {
-		recs = append(recs, r.Record())
+		if err := fn(r.Record()); err != nil {
+			return err
+		}
 	}
 	if err := r.Err(); err != nil {
-		return recs, fmt.Errorf("read %s: %w", path, err)
+		return fmt.Errorf("read %s: %w", path, err)
 	}
-	return recs, nil
+	return nil
 }

@@ -74,15 +74,15 @@ func jitlogDump(stdout, stderr io.Writer, args []string) error {
 	if err != nil {
 		return err
 	}
-	recs, path, err := readDatabase(fs, *pid, pos, *force, stderr)
+	path, owner, err := database(fs, *pid, pos)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "# %s\n", path)
-	for _, r := range recs {
-		fmt.Fprintln(stdout, formatRecord(r))
-	}
-	return nil
+	return scanDatabase(fs, path, owner, *force, stderr, func(r jitlog.Record) error {
+		_, err := fmt.Fprintln(stdout, formatRecord(r))
+		return err
+	})
 }
 
 // formatRecord is one record as "kind field=value ...", times in
@@ -115,13 +115,11 @@ func formatRecord(r jitlog.Record) string {
 	return fmt.Sprintf("%v", r.Kind())
 }
 
-// readDatabase reads the jitlog database named by -p PID or a path, for
-// the commands that read one. A process's database is trusted when its
-// owner wrote it, not only ours; a torn last record (the JIT was killed)
-// is a warning, the records before it are read.
-func readDatabase(fs *flag.FlagSet, pid int, pos []string, force bool, stderr io.Writer) ([]jitlog.Record, string, error) {
-	var path string
-	owner := os.Getuid()
+// database returns the path of the jitlog database named by -p PID or a
+// path, for the commands that read one, and the uid of its writer: a
+// process's database is trusted when its owner wrote it, not only ours.
+func database(fs *flag.FlagSet, pid int, pos []string) (path string, owner int, err error) {
+	owner = os.Getuid()
 	switch {
 	case pid != 0 && len(pos) == 0:
 		path = jitlog.DatabasePath(jitlog.DefaultDir(), pid)
@@ -134,14 +132,26 @@ func readDatabase(fs *flag.FlagSet, pid int, pos []string, force bool, stderr io
 		path = pos[0]
 	default:
 		fs.Usage()
-		return nil, "", errUsage
+		return "", 0, errUsage
 	}
-	recs, err := jitlog.Read(path, &jitlog.ReadOptions{Owner: owner, Force: force})
-	if err != nil && (len(recs) == 0 || !errors.Is(err, jitlog.ErrTorn)) {
-		return nil, path, err
+	return path, owner, nil
+}
+
+// scanDatabase calls fn with each record of the database at path, one at
+// a time, keeping none: databases can be bigger than memory. A torn last
+// record (the JIT was killed) is a warning, the records before it are
+// read.
+func scanDatabase(fs *flag.FlagSet, path string, owner int, force bool, stderr io.Writer, fn func(jitlog.Record) error) error {
+	n := 0
+	err := jitlog.Scan(path, &jitlog.ReadOptions{Owner: owner, Force: force}, func(r jitlog.Record) error {
+		n++
+		return fn(r)
+	})
+	if err != nil && (n == 0 || !errors.Is(err, jitlog.ErrTorn)) {
+		return err
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "jitprof %s: warning: %v\n", fs.Name(), err)
 	}
-	return recs, path, nil
+	return nil
 }

@@ -1,6 +1,7 @@
 package anon
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"sort"
@@ -95,7 +96,8 @@ func ResolveBatch(r Resolver, qs []Query) []Symbol {
 	return out
 }
 
-// Resolver names the anonymous samples of one claimed process.
+// Resolver names the anonymous samples of one claimed process. Resolvers
+// are safe for concurrent use: a report resolves in parallel.
 type Resolver interface {
 	// Resolve names the code at addr at time t (the sample's time in the
 	// recording's clock, CLOCK_MONOTONIC for jitprof and perf -k mono).
@@ -152,8 +154,14 @@ var ErrUnknownHandler = errors.New("unknown anon handler")
 
 // Select returns the handlers named by --anon-handler values, each of
 // which may be a comma-separated list, in order; with no names, the
-// registered built-ins in DefaultOrder.
-func Select(names []string) ([]Handler, error) {
+// registered built-ins in DefaultOrder. External handlers get the default
+// time limits.
+func Select(names []string) ([]Handler, error) { return ExternalOptions{}.Select(names) }
+
+// Select is Select with o's time limits for the external handlers, which
+// share one budget.
+func (o ExternalOptions) Select(names []string) ([]Handler, error) {
+	b := &budget{timeout: cmp.Or(o.Timeout, DefaultTimeout), total: cmp.Or(o.Budget, DefaultBudget)}
 	mu.Lock()
 	defer mu.Unlock()
 	var list []string
@@ -184,7 +192,7 @@ func Select(names []string) ([]Handler, error) {
 			hs = append(hs, h)
 			continue
 		}
-		h, err := findExternal(n)
+		h, err := findExternal(n, b)
 		if err != nil {
 			return nil, fmt.Errorf("--anon-handler=%s: %w (built in: %s)", n, err, strings.Join(builtinNames(), ", "))
 		}
@@ -202,16 +210,31 @@ func builtinNames() []string {
 	return l
 }
 
+// ClaimError is a handler's failure to claim a process: its data was
+// missing (ErrNoData), unusable, or the handler was not asked
+// (ErrNotAsked).
+type ClaimError struct {
+	Handler string
+	PID     int
+	Err     error
+}
+
+func (e *ClaimError) Error() string {
+	return fmt.Sprintf("anon handler %s, pid %d: %v", e.Handler, e.PID, e.Err)
+}
+
+func (e *ClaimError) Unwrap() error { return e.Err }
+
 // Claim asks the handlers in order and returns the first resolver, the
-// handler that claimed, and the errors of handlers that failed on the way
-// (shown to the user; a later handler may still have claimed). ErrNoData
-// errors are returned only when no handler claimed p.
+// handler that claimed, and the errors (*ClaimError) of handlers that
+// failed on the way (shown to the user; a later handler may still have
+// claimed). ErrNoData errors are returned only when no handler claimed p.
 func Claim(hs []Handler, p *Process) (Resolver, Handler, []error) {
 	var errs, missing []error
 	for _, h := range hs {
 		r, err := h.Claim(p)
 		if err != nil {
-			err = fmt.Errorf("anon handler %s, pid %d: %w", h.Name(), p.PID, err)
+			err = &ClaimError{Handler: h.Name(), PID: p.PID, Err: err}
 			if errors.Is(err, ErrNoData) {
 				missing = append(missing, err)
 			} else {

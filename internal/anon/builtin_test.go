@@ -2,6 +2,7 @@ package anon
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jitprof/jitprof/internal/codemap"
 	"github.com/jitprof/jitprof/internal/jitdump"
 	"github.com/jitprof/jitprof/internal/perfmap"
 	"github.com/jitprof/jitprof/jitlog"
@@ -213,5 +215,39 @@ func TestContainerPaths(t *testing.T) {
 	_, _, errs := Claim(hs, p)
 	if len(errs) != 1 || !errors.Is(errs[0], ErrNoData) || !strings.Contains(errs[0].Error(), filepath.Join(root, "gone", "tmp", "perf-12.map")) {
 		t.Errorf("errors = %v, want ErrNoData naming the path tried", errs)
+	}
+}
+
+// TestRangesNoCodeCanHave: a perf map or jitdump naming 2^63 bytes of code
+// is refused with where and why, not used to name every sample.
+func TestRangesNoCodeCanHave(t *testing.T) {
+	// jitdump's Writer refuses such a load: write it field by field.
+	le := binary.LittleEndian
+	dump := le.AppendUint32(nil, jitdump.Magic)
+	for _, v := range []uint32{1, jitdump.HeaderSize, 62, 0, 5} {
+		dump = le.AppendUint32(dump, v)
+	}
+	dump = le.AppendUint64(le.AppendUint64(dump, 1), 0)
+	name := "huge\x00"
+	dump = le.AppendUint32(le.AppendUint32(dump, uint32(jitdump.TypeCodeLoad)), uint32(jitdump.RecordHeaderSize+40+len(name)))
+	dump = le.AppendUint64(dump, 2)
+	dump = le.AppendUint32(le.AppendUint32(dump, 5), 5)
+	for _, v := range []uint64{0x1000, 0x1000, 1 << 63, 1} {
+		dump = le.AppendUint64(dump, v)
+	}
+	dump = append(dump, name...)
+	for _, tt := range []struct{ handler, path, want string }{
+		{"perfmap", "/tmp/perf-5.map", "/tmp/perf-5.map:2: codemap: bad address range: 0x1000+0x8000000000000000 is larger than any code can be (2 GiB)"},
+		{"jitdump", "/tmp/jit-5.dump", "/tmp/jit-5.dump: CODE_LOAD at offset 40: codemap: bad address range"},
+	} {
+		data := []byte("2000 10 fine\n1000 8000000000000000 huge\n")
+		if tt.handler == "jitdump" {
+			data = dump
+		}
+		hs, _ := Select([]string{tt.handler})
+		r, _, errs := Claim(hs, &Process{PID: 5, Embedded: map[string][]byte{tt.path: data}})
+		if r != nil || len(errs) != 1 || !errors.Is(errs[0], codemap.ErrBadRange) || !strings.Contains(errs[0].Error(), tt.want) {
+			t.Errorf("%s: Claim = %v, %v; want %q", tt.handler, r, errs, tt.want)
+		}
 	}
 }

@@ -15,6 +15,9 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/jitprof/jitprof/internal/codemap"
+	"github.com/jitprof/jitprof/internal/jitname"
 )
 
 // The external-handler protocol, specified in docs/anon-handlers.md.
@@ -28,21 +31,56 @@ const (
 	MaxBatch = 4096
 	// MaxAmbiguous bounds the names of one ambiguous response.
 	MaxAmbiguous = 64
+	// DefaultTimeout is ExternalOptions.Timeout when left zero.
+	DefaultTimeout = 10 * time.Second
+	// DefaultBudget is ExternalOptions.Budget when left zero.
+	DefaultBudget = 30 * time.Second
 )
 
-// ExternalTimeout bounds each exchange with an external handler (a claim,
-// one resolve batch, the quit): a handler that takes longer is killed.
-var ExternalTimeout = 10 * time.Second
+// ExternalOptions bound the time external handlers may take.
+type ExternalOptions struct {
+	// Timeout bounds each exchange with one handler process (a claim, one
+	// resolve batch, the quit); a handler that takes longer is killed and
+	// is not asked again, about this process or any other.
+	Timeout time.Duration
+	// Budget bounds the time of every exchange with every external handler
+	// of one Select together, from the first request to any of them: a
+	// report waits for handlers at most this long, however many processes
+	// it asks about.
+	Budget time.Duration
+}
 
 // ErrProtocol is a response from an external handler that breaks the
 // protocol.
 var ErrProtocol = errors.New("anon handler protocol error")
 
+// ErrNotAsked is the error of a request an external handler was not sent:
+// it had timed out before, or the budget was spent.
+var ErrNotAsked = errors.New("not asked")
+
 var errExited = errors.New("exited before answering")
+
+// budget is the time the external handlers of one Select share.
+type budget struct {
+	timeout, total time.Duration
+	once           sync.Once
+	deadline       time.Time
+}
+
+// limit returns how long the next exchange may take, 0 when the budget
+// is spent, and whether the budget rather than the timeout limits it.
+func (b *budget) limit() (time.Duration, bool) {
+	b.once.Do(func() { b.deadline = time.Now().Add(b.total) })
+	left := time.Until(b.deadline)
+	if left < b.timeout {
+		return max(left, 0), true
+	}
+	return b.timeout, false
+}
 
 // findExternal finds the executable of --anon-handler=name: name itself
 // when it is a path, else jitprof-anon-NAME on PATH.
-func findExternal(name string) (Handler, error) {
+func findExternal(name string, b *budget) (Handler, error) {
 	path := name
 	if !strings.Contains(name, "/") {
 		p, err := exec.LookPath(ExternalPrefix + name)
@@ -53,23 +91,102 @@ func findExternal(name string) (Handler, error) {
 	} else if fi, err := os.Stat(name); err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
 		return nil, fmt.Errorf("%s is not an executable file: %w", name, ErrUnknownHandler)
 	}
-	return &external{name: name, path: path}, nil
+	return &external{name: name, path: path, budget: b}, nil
+}
+
+// IsExternal reports whether h runs as a process of its own, so that its
+// resolvers answer best in batches (BatchResolver).
+func IsExternal(h Handler) bool {
+	_, ok := h.(*external)
+	return ok
 }
 
 // external is a handler run as a child process, one per claimed process.
 type external struct {
 	name, path string
+	budget     *budget
+	// run starts the handler; nil is startProcess. Tests talk to a
+	// handler in the test process instead.
+	run func(path string, stderr io.Writer) (peer, io.WriteCloser, io.Reader, error)
+
+	mu      sync.Mutex
+	stopped error // why it is not asked again
+
+	// Until the handler has answered a request of a kind (claim,
+	// resolve) once, such requests go one at a time: a handler that hangs
+	// then times out once and is not asked again, instead of timing out
+	// for every process asked at the same time.
+	gates map[string]*gate
+}
+
+type gate struct {
+	mu       sync.Mutex
+	answered atomic.Bool
 }
 
 func (h *external) Name() string { return h.name }
 
+// pass waits, for a request of kind no instance of which was answered
+// yet, until it may be sent, and returns what to call with whether it
+// was answered.
+func (h *external) pass(kind string) func(answered bool) {
+	h.mu.Lock()
+	if h.gates == nil {
+		h.gates = map[string]*gate{}
+	}
+	g := h.gates[kind]
+	if g == nil {
+		g = &gate{}
+		h.gates[kind] = g
+	}
+	h.mu.Unlock()
+	if g.answered.Load() {
+		return func(bool) {}
+	}
+	g.mu.Lock()
+	return func(answered bool) {
+		if answered {
+			g.answered.Store(true)
+		}
+		g.mu.Unlock()
+	}
+}
+
+// stop makes every later request to h fail with ErrNotAsked and why.
+func (h *external) stop(why error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.stopped == nil {
+		h.stopped = why
+	}
+}
+
+// notAsked says why h may not be sent a request now, or nil.
+func (h *external) notAsked() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.stopped != nil {
+		return fmt.Errorf("%w: %w", ErrNotAsked, h.stopped)
+	}
+	if d, _ := h.budget.limit(); d <= 0 {
+		return fmt.Errorf("%w: the %v all anon handlers may take is spent", ErrNotAsked, h.budget.total)
+	}
+	return nil
+}
+
 func (h *external) Claim(p *Process) (Resolver, error) {
-	c, err := start(h.path)
+	if err := h.notAsked(); err != nil {
+		return nil, err
+	}
+	c, err := h.start(p.PID)
 	if err != nil {
 		return nil, err
 	}
 	req := fmt.Sprintf("claim %d %d %d %s %s\n", p.PID, p.NSPID, p.UID, escape(p.Root), escape(p.Comm))
 	resp, err := c.exchange(req, 1)
+	if err != nil {
+		err = fmt.Errorf("%s: claim: %w", h.path, err)
+	}
 	if err == nil && resp[0].kind == "error" {
 		err = fmt.Errorf("%s: claim: %s", h.path, resp[0].msg)
 	}
@@ -77,7 +194,7 @@ func (h *external) Claim(p *Process) (Resolver, error) {
 		err = fmt.Errorf("%s: claim: %w: %q is no answer to a claim", h.path, ErrProtocol, resp[0].kind)
 	}
 	if err != nil {
-		c.close()
+		c.abort()
 		return nil, err
 	}
 	if resp[0].kind == "no" {
@@ -90,10 +207,12 @@ func (h *external) Claim(p *Process) (Resolver, error) {
 	return &extResolver{c: c, source: src}, nil
 }
 
-// conn is the pipe pair to one running handler.
+// conn is the conversation with one running handler, asked about one
+// process.
 type conn struct {
-	path   string
-	cmd    *exec.Cmd
+	h      *external
+	pid    int
+	p      peer
 	w      io.WriteCloser
 	r      *bufio.Reader
 	stderr *tailBuffer
@@ -101,50 +220,106 @@ type conn struct {
 	done   bool
 }
 
-func start(path string) (*conn, error) {
+// peer is the other end of a conversation: a handler process.
+type peer interface {
+	// kill stops it at once, and what it started; reads from it then end.
+	kill()
+	// wait reaps it once its output has ended.
+	wait() error
+}
+
+// process is a handler running as a child process.
+type process struct{ cmd *exec.Cmd }
+
+func (p process) kill()       { syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL) }
+func (p process) wait() error { return p.cmd.Wait() }
+
+// startProcess runs the handler at path with pipes to talk to it; stderr
+// gets what it writes there.
+func startProcess(path string, stderr io.Writer) (peer, io.WriteCloser, io.Reader, error) {
 	cmd := exec.Command(path)
 	// Its own process group, so that killing it also kills what it
 	// started and nothing keeps its stdout open.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.WaitDelay = time.Second
-	c := &conn{path: path, cmd: cmd, stderr: &tailBuffer{max: 4096}}
-	cmd.Stderr = c.stderr
+	cmd.Stderr = stderr
 	w, err := cmd.StdinPipe()
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, nil, nil, fmt.Errorf("%s: %w", path, err)
 	}
 	r, err := cmd.StdoutPipe()
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, nil, nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("anon handler: %w", err)
+		return nil, nil, nil, fmt.Errorf("anon handler: %w", err)
 	}
-	c.w, c.r = w, bufio.NewReaderSize(r, MaxLine)
+	return process{cmd}, w, r, nil
+}
+
+func (h *external) start(pid int) (*conn, error) {
+	c := &conn{h: h, pid: pid, stderr: &tailBuffer{max: 4096}}
+	run := h.run
+	if run == nil {
+		run = startProcess
+	}
+	p, w, r, err := run(h.path, c.stderr)
+	if err != nil {
+		return nil, err
+	}
+	c.p, c.w, c.r = p, w, bufio.NewReaderSize(r, MaxLine)
 	return c, nil
 }
 
 func (c *conn) kill() {
 	c.killed.Store(true)
-	syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
+	c.p.kill()
+}
+
+// abort kills the handler and reaps it; nothing more is asked of it.
+func (c *conn) abort() error {
+	if c.done {
+		return nil
+	}
+	c.done = true
+	c.kill()
+	return c.p.wait()
 }
 
 // exchange sends req and reads n responses, killing the handler if that
-// takes longer than ExternalTimeout.
-func (c *conn) exchange(req string, n int) ([]response, error) {
-	timer := time.AfterFunc(ExternalTimeout, c.kill)
+// takes longer than the timeout or what is left of the budget. Its errors
+// are for the caller to say whose and of what request.
+func (c *conn) exchange(req string, n int) (_ []response, err error) {
+	kind, _, _ := strings.Cut(req, " ")
+	done := c.h.pass(kind)
+	defer func() { done(err == nil) }()
+	if err := c.h.notAsked(); err != nil {
+		c.abort()
+		return nil, err
+	}
+	limit, byBudget := c.h.budget.limit()
+	timer := time.AfterFunc(limit, c.kill)
 	defer timer.Stop()
 	fail := func(err error) ([]response, error) {
 		if c.killed.Load() && !errors.Is(err, ErrProtocol) {
-			err = fmt.Errorf("no answer within %v, killed it", ExternalTimeout)
+			if byBudget {
+				err = fmt.Errorf("no answer before the %v all anon handlers may take ran out, killed it", c.h.budget.total)
+			} else {
+				err = fmt.Errorf("no answer within %v, killed it", limit)
+				c.h.stop(fmt.Errorf("it timed out on pid %d", c.pid))
+			}
 		}
-		c.kill()
 		// Reaped, its stderr is all there to quote.
-		c.done = true
-		if werr := c.cmd.Wait(); !c.killed.Load() || errors.Is(err, errExited) {
+		if werr := c.abort(); errors.Is(err, errExited) {
 			err = fmt.Errorf("%w (%v)", err, werr)
 		}
-		return nil, fmt.Errorf("%s: %w%s", c.path, err, c.stderr.context())
+		return nil, fmt.Errorf("%w%s", err, c.stderr.context())
+	}
+	// An answer already waiting answers nothing asked yet: the handler
+	// wrote more lines than it was asked for.
+	if extra := c.r.Buffered(); extra > 0 {
+		verb, _, _ := strings.Cut(req, "\n")
+		return fail(fmt.Errorf("%w: %d bytes of output before request %q, which nobody asked for", ErrProtocol, extra, verb))
 	}
 	if _, err := io.WriteString(c.w, req); err != nil {
 		if errors.Is(err, syscall.EPIPE) {
@@ -176,27 +351,42 @@ func (c *conn) exchange(req string, n int) ([]response, error) {
 	return out, nil
 }
 
-// close asks the handler to quit and waits for it, killing it after
-// ExternalTimeout.
+// close asks the handler to quit and waits for it, killing it after the
+// timeout. Output after the quit answers nothing and is a protocol error.
 func (c *conn) close() error {
 	if c.done {
 		return nil
 	}
+	if c.h.notAsked() != nil {
+		// Already reported; it answered all it was asked, or failed.
+		c.abort()
+		return nil
+	}
 	c.done = true
-	timer := time.AfterFunc(ExternalTimeout, c.kill)
+	limit, _ := c.h.budget.limit()
+	timer := time.AfterFunc(limit, c.kill)
 	defer timer.Stop()
 	io.WriteString(c.w, "quit\n")
 	c.w.Close()
-	err := c.cmd.Wait()
-	if c.killed.Load() {
-		return nil // already reported, or a handler slow to quit after answering all
+	extra, _ := io.CopyN(io.Discard, c.r, MaxLine)
+	if extra > 0 {
+		c.kill() // a handler that floods would keep us until the timer
 	}
-	if err != nil {
-		return fmt.Errorf("%s: %w%s", c.path, err, c.stderr.context())
+	err := c.p.wait()
+	switch {
+	case extra > 0:
+		return fmt.Errorf("%s: %w: %d bytes of output after the last answer, which nobody asked for%s", c.h.path, ErrProtocol, extra, c.stderr.context())
+	case c.killed.Load():
+		c.h.stop(fmt.Errorf("it did not quit on pid %d", c.pid))
+		return fmt.Errorf("%s: did not exit within %v of quit, killed it%s", c.h.path, limit, c.stderr.context())
+	case err != nil:
+		return fmt.Errorf("%s: %w%s", c.h.path, err, c.stderr.context())
 	}
 	return nil
 }
 
+// extResolver is an external handler's resolver: one handler process,
+// asked in batches. It is safe for concurrent use; requests take turns.
 type extResolver struct {
 	mu     sync.Mutex
 	c      *conn
@@ -225,26 +415,41 @@ func (r *extResolver) ResolveBatch(qs []Query) []Symbol {
 		}
 		resp, err := r.c.exchange(req.String(), len(batch))
 		if err != nil {
-			r.err = fmt.Errorf("resolve: %w", err)
+			r.err = fmt.Errorf("%s: resolve: %w", r.c.h.path, err)
 			break
 		}
-		for i, rs := range resp {
-			switch rs.kind {
-			case "ok", "none":
-				out[lo+i] = rs.sym
-			case "error":
-				r.err = fmt.Errorf("%s: resolve: %s", r.c.path, rs.msg)
-			default:
-				r.err = fmt.Errorf("%s: resolve: %w: %q is no answer to a lookup", r.c.path, ErrProtocol, rs.kind)
-			}
-			if r.err != nil {
-				// The stream is out of step; nothing after can be trusted.
-				r.c.kill()
-				break
-			}
+		if err := r.accept(batch, resp, out[lo:lo+len(batch)]); err != nil {
+			r.err = err
+			// The stream is out of step, or the handler gave up.
+			r.c.abort()
 		}
 	}
 	return out
+}
+
+// accept checks each response against its query and stores the answers
+// in out. After a response that breaks the protocol nothing in the batch
+// can be trusted, so none of it is kept; after an error response, the
+// answers before it are.
+func (r *extResolver) accept(batch []Query, resp []response, out []Symbol) error {
+	for i, rs := range resp {
+		switch rs.kind {
+		case "none":
+		case "ok":
+			if a := batch[i].Addr; a < rs.sym.Start || a-rs.sym.Start >= rs.sym.Size {
+				clear(out)
+				return fmt.Errorf("%s: resolve: %w: answer %d of %d is %#x-%#x, which does not hold the address asked, %#x",
+					r.c.h.path, ErrProtocol, i+1, len(batch), rs.sym.Start, rs.sym.Start+rs.sym.Size, a)
+			}
+			out[i] = rs.sym
+		case "error":
+			return fmt.Errorf("%s: resolve: %s", r.c.h.path, rs.msg)
+		default:
+			clear(out)
+			return fmt.Errorf("%s: resolve: %w: answer %d of %d, %q, is no answer to a lookup", r.c.h.path, ErrProtocol, i+1, len(batch), rs.kind)
+		}
+	}
+	return nil
 }
 
 func (r *extResolver) Close() error {
@@ -274,33 +479,36 @@ func parseResponse(line string) (response, error) {
 		}
 		return response{kind: verb}, nil
 	case "yes", "error":
-		return response{kind: verb, msg: rest}, nil
+		return response{kind: verb, msg: printable(rest)}, nil
 	case "ok", "ambiguous":
 		f := strings.SplitN(rest, " ", 4)
 		if verb == "ambiguous" {
 			f = strings.SplitN(rest, " ", 3)
 		}
 		if len(f) < 3 || verb == "ok" && len(f) < 4 {
-			return response{}, fmt.Errorf("%w: %q needs more fields: %q", ErrProtocol, verb, line)
+			return response{}, fmt.Errorf("%w: %q needs more fields: %q", ErrProtocol, verb, truncate(line, 80))
 		}
 		start, err1 := strconv.ParseUint(f[0], 16, 64)
 		size, err2 := strconv.ParseUint(f[1], 16, 64)
 		if err := errors.Join(err1, err2); err != nil {
-			return response{}, fmt.Errorf("%w: bad range in %q: %v", ErrProtocol, line, err)
+			return response{}, fmt.Errorf("%w: bad range in %q: %v", ErrProtocol, truncate(line, 80), err)
 		}
 		if size == 0 || start+size < start {
-			return response{}, fmt.Errorf("%w: empty or wrapping range in %q", ErrProtocol, line)
+			return response{}, fmt.Errorf("%w: empty or wrapping range in %q", ErrProtocol, truncate(line, 80))
+		}
+		if size > codemap.MaxCodeSize {
+			return response{}, fmt.Errorf("%w: range of %#x bytes, larger than any code can be (%d GiB), in %q", ErrProtocol, size, codemap.MaxCodeSize>>30, truncate(line, 80))
 		}
 		s := Symbol{Start: start, Size: size}
 		if verb == "ok" {
 			gen, err := strconv.ParseUint(f[2], 10, 64)
 			if err != nil {
-				return response{}, fmt.Errorf("%w: bad generation in %q: %v", ErrProtocol, line, err)
+				return response{}, fmt.Errorf("%w: bad generation in %q: %v", ErrProtocol, truncate(line, 80), err)
 			}
 			if f[3] == "" {
-				return response{}, fmt.Errorf("%w: empty name in %q", ErrProtocol, line)
+				return response{}, fmt.Errorf("%w: empty name in %q", ErrProtocol, truncate(line, 80))
 			}
-			s.Gen, s.Name = gen, f[3]
+			s.Gen, s.Name = gen, jitname.CapString(f[3])
 			return response{kind: "ok", sym: s}, nil
 		}
 		s.Ambiguous = strings.Split(f[2], "\t")
@@ -308,11 +516,26 @@ func parseResponse(line string) (response, error) {
 			return response{}, fmt.Errorf("%w: ambiguous needs 2 to %d names, got %d", ErrProtocol, MaxAmbiguous, len(s.Ambiguous))
 		}
 		if slices.Contains(s.Ambiguous, "") {
-			return response{}, fmt.Errorf("%w: empty name in %q", ErrProtocol, line)
+			return response{}, fmt.Errorf("%w: empty name in %q", ErrProtocol, truncate(line, 80))
+		}
+		for i, n := range s.Ambiguous {
+			s.Ambiguous[i] = jitname.CapString(n)
 		}
 		return response{kind: "ok", sym: s}, nil
 	}
 	return response{}, fmt.Errorf("%w: unknown response %q", ErrProtocol, truncate(line, 80))
+}
+
+// printable is a handler's free text as jitprof shows it: control bytes
+// (a terminal's escape sequences) become '?', and at most 1 KiB is kept.
+func printable(s string) string {
+	s = truncate(s, 1024)
+	return strings.Map(func(r rune) rune {
+		if r < ' ' || r == 0x7f {
+			return '?'
+		}
+		return r
+	}, s)
 }
 
 func truncate(s string, n int) string {

@@ -7,8 +7,12 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/jitprof/jitprof/internal/codemap"
+	"github.com/jitprof/jitprof/internal/jitname"
 )
 
 // installExample builds examples/anonhandler as jitprof-anon-example in a
@@ -82,10 +86,17 @@ func script(t *testing.T, name, body string) string {
 	return path
 }
 
+// external returns the external handler at path with opts' limits.
+func external1(t *testing.T, path string, opts ExternalOptions) Handler {
+	t.Helper()
+	hs, err := opts.Select([]string{path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return hs[0]
+}
+
 func TestExternalFailures(t *testing.T) {
-	old := ExternalTimeout
-	ExternalTimeout = 500 * time.Millisecond
-	t.Cleanup(func() { ExternalTimeout = old })
 	tests := []struct {
 		name, body string
 		claimErr   string // error from Claim, or "" if it claims
@@ -95,18 +106,26 @@ func TestExternalFailures(t *testing.T) {
 		{"child keeps stdout", "read l; sleep 60 & wait\n", "no answer within 500ms, killed it", ""},
 		{"hangs on resolve", "read l; echo yes; sleep 60\n", "", "no answer within 500ms, killed it"},
 		{"exits", "echo oops >&2; exit 3\n", "exited before answering (exit status 3); its stderr: oops", ""},
+		{"exits on resolve", "read l; echo yes; read l; exit 0\n", "", "exited before answering"},
 		{"garbage", "read l; echo maybe\n", `unknown response "maybe"`, ""},
+		{"garbage on resolve", "read l; echo yes; read l; read l; echo 0x10\n", "", `unknown response "0x10"`},
 		{"error", "read l; echo error cannot read the map\n", "claim: cannot read the map", ""},
-		{"answers out of turn", "read l; echo yes; read l; read l; echo no\n", "", `"no" is no answer to a lookup`},
+		{"error on resolve", "read l; echo yes; read l; read l; echo error the map is gone; read l\n", "", "resolve: the map is gone"},
+		{"error with escapes", "read l; printf 'error \\033[2Jgone\\n'\n", "claim: ?[2Jgone", ""},
+		{"answers out of turn", "read l; echo yes; read l; read l; echo no\n", "", `"no", is no answer to a lookup`},
 		{"bad range", "read l; echo yes; read l; read l; echo ok 10 0 1 f\n", "", "empty or wrapping range"},
+		// Ranges must hold the address asked (0x10), and be a size code can have.
+		{"range elsewhere", "read l; echo yes; read l; read l; echo ok 1000 10 1 f; read l\n", "", "answer 1 of 1 is 0x1000-0x1010, which does not hold the address asked, 0x10"},
+		{"range 2^63", "read l; echo yes; read l; read l; echo ok 0 8000000000000000 1 f; read l\n", "", "larger than any code can be (2 GiB)"},
+		// Lines nobody asked for: the next request, or the quit, finds them.
+		{"two answers to a claim", "read l; printf 'yes\\nnone\\n'; read l; read l; echo none; read l\n", "", `output before request "resolve 1", which nobody asked for`},
+		{"two answers to a lookup", "read l; echo yes; read l; read l; echo none; echo none; read l\n", "", "after the last answer, which nobody asked for"},
+		{"floods", "read l; echo yes; read l; read l; yes none\n", "", "after the last answer, which nobody asked for"},
 		{"long line", "read l; head -c 70000 /dev/zero | tr '\\0' x; echo\n", "longer than 65536 bytes", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h, err := findExternal(script(t, "x", tt.body))
-			if err != nil {
-				t.Fatal(err)
-			}
+			h := external1(t, script(t, "x", tt.body), ExternalOptions{Timeout: 500 * time.Millisecond})
 			start := time.Now()
 			r, err := h.Claim(&Process{PID: 1})
 			if tt.claimErr != "" {
@@ -132,6 +151,92 @@ func TestExternalFailures(t *testing.T) {
 	}
 }
 
+// TestExternalTimedOutNotAskedAgain: a handler that hangs is asked about
+// one process only; six processes cost one timeout, not six.
+func TestExternalTimedOutNotAskedAgain(t *testing.T) {
+	const timeout = 300 * time.Millisecond
+	h := external1(t, script(t, "hang", "read l; sleep 60\n"), ExternalOptions{Timeout: timeout})
+	start := time.Now()
+	for pid := 1; pid <= 6; pid++ {
+		r, err := h.Claim(&Process{PID: pid})
+		if r != nil || err == nil {
+			t.Fatalf("pid %d: Claim = %v, %v", pid, r, err)
+		}
+		switch {
+		case pid == 1 && (errors.Is(err, ErrNotAsked) || !strings.Contains(err.Error(), "no answer within 300ms")):
+			t.Errorf("pid 1: %v, want a timeout", err)
+		case pid > 1 && (!errors.Is(err, ErrNotAsked) || !strings.Contains(err.Error(), "not asked: it timed out on pid 1")):
+			t.Errorf("pid %d: %v, want ErrNotAsked after pid 1's timeout", pid, err)
+		}
+	}
+	// One timeout, and process start-up: far from six timeouts.
+	if d := time.Since(start); d > 3*timeout {
+		t.Errorf("six claims took %v with a timeout of %v", d, timeout)
+	}
+}
+
+// TestExternalTimedOutNotAskedAgainInParallel: processes are claimed
+// several at a time; a handler that hangs still times out once only, and
+// the others are not asked.
+func TestExternalTimedOutNotAskedAgainInParallel(t *testing.T) {
+	const timeout = 300 * time.Millisecond
+	h := external1(t, script(t, "hang", "read l; sleep 60\n"), ExternalOptions{Timeout: timeout})
+	start := time.Now()
+	errs := make([]error, 6)
+	var wg sync.WaitGroup
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = h.Claim(&Process{PID: i + 1})
+		}()
+	}
+	wg.Wait()
+	timedOut := 0
+	for _, err := range errs {
+		switch {
+		case err != nil && strings.Contains(err.Error(), "no answer within 300ms"):
+			timedOut++
+		case !errors.Is(err, ErrNotAsked):
+			t.Errorf("Claim: %v, want a timeout or ErrNotAsked", err)
+		}
+	}
+	if timedOut != 1 {
+		t.Errorf("%d claims timed out, want 1: %v", timedOut, errs)
+	}
+	if d := time.Since(start); d > 3*timeout {
+		t.Errorf("six claims took %v with a timeout of %v", d, timeout)
+	}
+}
+
+// TestExternalBudget: a slow handler that always answers in time is cut
+// off when the budget all handlers share is spent, however many processes
+// are left.
+func TestExternalBudget(t *testing.T) {
+	const budget = 700 * time.Millisecond
+	slow := script(t, "slow", "read l; sleep 0.2; echo no\n")
+	hs, err := ExternalOptions{Timeout: 5 * time.Second, Budget: budget}.Select([]string{slow, slow + "x"})
+	if err == nil {
+		t.Fatalf("Select accepted a missing executable: %v", names(hs))
+	}
+	h := external1(t, slow, ExternalOptions{Timeout: 5 * time.Second, Budget: budget})
+	start := time.Now()
+	var last error
+	for pid := 1; pid <= 20; pid++ {
+		r, err := h.Claim(&Process{PID: pid})
+		if r != nil {
+			t.Fatalf("pid %d claimed", pid)
+		}
+		last = err
+	}
+	if !errors.Is(last, ErrNotAsked) || !strings.Contains(last.Error(), "the 700ms all anon handlers may take is spent") {
+		t.Errorf("last claim: %v, want ErrNotAsked for the budget", last)
+	}
+	if d := time.Since(start); d > budget+2*time.Second {
+		t.Errorf("20 claims took %v with a budget of %v", d, budget)
+	}
+}
+
 func FuzzParseResponse(f *testing.F) {
 	for _, s := range []string{"yes", "yes perf map /tmp/x", "no", "none", "ok 1000 10 3 JS:*fib /a.js:1", "ambiguous 10 10 a\tb", "error x", "ok ffffffffffffffff 2 0 x", "ok 1 1 -1 x", "no "} {
 		f.Add(s)
@@ -149,6 +254,14 @@ func FuzzParseResponse(f *testing.F) {
 		}
 		if r.kind == "ok" && (r.sym.Name == "") == (len(r.sym.Ambiguous) == 0) {
 			t.Errorf("%q: %+v has neither or both of a name and ambiguous names", line, r.sym)
+		}
+		if r.kind == "ok" && r.sym.Size > codemap.MaxCodeSize {
+			t.Errorf("%q: accepted a range of %#x bytes", line, r.sym.Size)
+		}
+		for _, n := range append([]string{r.sym.Name}, r.sym.Ambiguous...) {
+			if len(n) > jitname.Max {
+				t.Errorf("%q: name of %d bytes", line, len(n))
+			}
 		}
 	})
 }

@@ -3,10 +3,12 @@ package anonbind
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/jitprof/jitprof/internal/anon"
 	"github.com/jitprof/jitprof/internal/jitbundle"
@@ -31,7 +33,15 @@ type Claim struct {
 	Comm    string
 	Handler string // "" when no handler claimed the process
 	Source  string // the resolver's description of its data
-	Errs    []error
+	// Errs are the handlers' errors on the way to the claim (or to none).
+	Errs []error
+	// ResolveErr is what went wrong while the claiming handler resolved
+	// (an external handler that failed, hung or broke the protocol): the
+	// addresses it was asked about after that stay unnamed. Set by Close.
+	ResolveErr error
+	// Asked and Named count the lookups of JIT addresses the claiming
+	// handler answered, and those it named.
+	Asked, Named uint64
 	// Ambiguous lists the ranges a timeless source could not attribute
 	// to one name, with the names.
 	Ambiguous []Ambiguity
@@ -43,20 +53,42 @@ type Ambiguity struct {
 	Names      []string
 }
 
-// Binder is a session.AnonResolver backed by anon handlers.
+// Binder is a session.AnonResolver backed by anon handlers. Its Resolve
+// may be called concurrently: processes are claimed once each, in
+// parallel with each other, and lookups of claimed processes take no lock
+// but a read lock on names already built.
 type Binder struct {
 	opts     Options
 	procs    map[uint32]session.Process
 	embedded map[uint32]map[string][]byte
 
-	mu    sync.Mutex
+	mu    sync.RWMutex
 	state map[uint32]*procState
 }
 
 type procState struct {
-	claim Claim
+	once  sync.Once
+	claim Claim // all but Ambiguous, ResolveErr and the counts are set once
 	r     anon.Resolver
-	amb   map[uint64]int // range start -> index in claim.Ambiguous
+	image string
+
+	// Answers that Prepare got in batches: qs sorted, ans[i] the index in
+	// syms of qs[i]'s answer, or -1 for an unknown address.
+	qs   []anon.Query
+	ans  []int32
+	syms []anon.Symbol
+
+	asked, named atomic.Uint64
+
+	mu    sync.RWMutex
+	names map[symKey]string // display names, built once per symbol
+	amb   map[uint64]int    // range start -> index in claim.Ambiguous
+}
+
+// symKey identifies what a resolver said of a piece of code.
+type symKey struct {
+	start, size, gen uint64
+	name             string // "" for an ambiguous range
 }
 
 // New prepares a Binder for the processes of tl, with the JIT data the
@@ -85,81 +117,174 @@ func New(f *perfdata.File, tl *session.Timeline, opts Options) (*Binder, error) 
 	return b, nil
 }
 
+// proc returns pid's state, claiming the process on first use; callers
+// for other processes do not wait for the claim.
+func (b *Binder) proc(pid uint32) *procState {
+	b.mu.RLock()
+	st := b.state[pid]
+	b.mu.RUnlock()
+	if st == nil {
+		b.mu.Lock()
+		if st = b.state[pid]; st == nil {
+			st = &procState{names: map[symKey]string{}, amb: map[uint64]int{}}
+			b.state[pid] = st
+		}
+		b.mu.Unlock()
+	}
+	st.once.Do(func() { b.claim(pid, st) })
+	return st
+}
+
 // Resolve implements session.AnonResolver.
 func (b *Binder) Resolve(pid uint32, addr, time uint64) (session.AnonFrame, bool) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	st := b.state[pid]
-	if st == nil {
-		st = b.claim(pid)
-		b.state[pid] = st
-	}
+	st := b.proc(pid)
 	if st.r == nil {
 		return session.AnonFrame{}, false
 	}
-	sym, ok := st.r.Resolve(addr, time)
-	if !ok || !sym.Found() {
+	st.asked.Add(1)
+	sym, prepared := st.prepared(addr, time)
+	if !prepared {
+		sym, _ = st.r.Resolve(addr, time)
+	}
+	if !sym.Found() {
 		return session.AnonFrame{}, false
 	}
-	image := "[JIT " + st.claim.Handler + "] " + st.claim.Comm
+	st.named.Add(1)
+	return session.AnonFrame{Func: st.name(&sym), Image: st.image, Start: sym.Start, File: sym.File, Line: sym.Line, Code: sym.Code}, true
+}
+
+// prepared returns Prepare's answer for (addr, time), if it had one.
+func (st *procState) prepared(addr, time uint64) (anon.Symbol, bool) {
+	q := anon.Query{Addr: addr, Time: time}
+	i, ok := slices.BinarySearchFunc(st.qs, q, cmpQuery)
+	if !ok {
+		return anon.Symbol{}, false
+	}
+	if st.ans[i] < 0 {
+		return anon.Symbol{}, true
+	}
+	return st.syms[st.ans[i]], true
+}
+
+func cmpQuery(a, b anon.Query) int {
+	if a.Addr != b.Addr {
+		if a.Addr < b.Addr {
+			return -1
+		}
+		return 1
+	}
+	if a.Time != b.Time {
+		if a.Time < b.Time {
+			return -1
+		}
+		return 1
+	}
+	return 0
+}
+
+// name returns the report's name of sym, building it the first time:
+// names may be long, and a process has many samples in each function.
+func (st *procState) name(sym *anon.Symbol) string {
+	k := symKey{start: sym.Start, size: sym.Size, gen: sym.Gen, name: sym.Name}
+	st.mu.RLock()
+	n, ok := st.names[k]
+	st.mu.RUnlock()
+	if ok {
+		return n
+	}
+	if len(sym.Ambiguous) > 0 {
+		n = "[ambiguous: " + strings.Join(sym.Ambiguous, " | ") + "]"
+	} else {
+		n = sym.Name
+		if sym.Gen != 0 {
+			// Time-aware sources tell generations apart; so does the
+			// report, because re-generated code is different code.
+			n += " [gen " + strconv.FormatUint(sym.Gen, 10) + "]"
+		}
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if prev, ok := st.names[k]; ok {
+		return prev
+	}
+	st.names[k] = n
 	if len(sym.Ambiguous) > 0 {
 		if _, seen := st.amb[sym.Start]; !seen {
 			st.amb[sym.Start] = len(st.claim.Ambiguous)
 			st.claim.Ambiguous = append(st.claim.Ambiguous, Ambiguity{Start: sym.Start, End: sym.Start + sym.Size, Names: sym.Ambiguous})
 		}
-		return session.AnonFrame{Func: "[ambiguous: " + strings.Join(sym.Ambiguous, " | ") + "]", Image: image, Start: sym.Start}, true
 	}
-	name := sym.Name
-	if sym.Gen != 0 {
-		// Time-aware sources tell generations apart; so does the report,
-		// because re-generated code is different code.
-		name += " [gen " + strconv.FormatUint(sym.Gen, 10) + "]"
-	}
-	return session.AnonFrame{Func: name, Image: image, Start: sym.Start, File: sym.File, Line: sym.Line, Code: sym.Code}, true
+	return n
 }
 
-func (b *Binder) claim(pid uint32) *procState {
+func (b *Binder) claim(pid uint32, st *procState) {
 	sp := b.procs[pid]
 	p := &anon.Process{PID: int(pid), NSPID: int(pid), Comm: sp.Comm, Embedded: b.embedded[pid], Force: b.opts.Force}
 	for _, m := range sp.Mappings {
 		p.Mappings = append(p.Mappings, anon.Mapping{Start: m.Start, End: m.End, Pgoff: m.Pgoff, Time: m.Time, Path: m.Path, Exec: m.Exec})
 	}
 	p.FillLive(b.opts.ProcRoot)
-	st := &procState{claim: Claim{PID: pid, Comm: sp.Comm}, amb: map[uint64]int{}}
+	st.claim = Claim{PID: pid, Comm: sp.Comm}
 	r, h, errs := anon.Claim(b.opts.Handlers, p)
 	st.claim.Errs = errs
 	if r != nil {
 		st.r = r
 		st.claim.Handler = h.Name()
 		st.claim.Source = r.Source()
+		st.image = "[JIT " + h.Name() + "] " + sp.Comm
 	}
-	return st
 }
 
 // Claims returns how each process with anonymous samples was handled, by
-// pid.
+// pid, once the lookups are done. After Close, they also say what went
+// wrong while resolving.
 func (b *Binder) Claims() []Claim {
-	b.mu.Lock()
-	defer b.mu.Unlock()
+	b.mu.RLock()
+	defer b.mu.RUnlock()
 	l := make([]Claim, 0, len(b.state))
 	for _, st := range b.state {
-		l = append(l, st.claim)
+		st.mu.RLock()
+		c := st.claim
+		c.Ambiguous = slices.Clone(c.Ambiguous)
+		st.mu.RUnlock()
+		c.Asked, c.Named = st.asked.Load(), st.named.Load()
+		l = append(l, c)
 	}
 	sort.Slice(l, func(i, j int) bool { return l[i].PID < l[j].PID })
 	return l
 }
 
-// Close closes the resolvers (external handlers are processes).
+// Close closes the resolvers (external handlers are processes) once the
+// lookups are done, all at once so that slow ones wait together, and
+// keeps each one's error in its Claim.
 func (b *Binder) Close() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	var errs []error
+	var (
+		wg   sync.WaitGroup
+		emu  sync.Mutex
+		errs []error
+	)
 	for pid, st := range b.state {
-		if st.r != nil {
-			if err := st.r.Close(); err != nil {
-				errs = append(errs, fmt.Errorf("pid %d: %w", pid, err))
-			}
+		if st.r == nil {
+			continue
 		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := st.r.Close()
+			st.r = nil
+			if err == nil {
+				return
+			}
+			st.mu.Lock()
+			st.claim.ResolveErr = err
+			st.mu.Unlock()
+			emu.Lock()
+			errs = append(errs, fmt.Errorf("pid %d: %w", pid, err))
+			emu.Unlock()
+		}()
 	}
+	wg.Wait()
 	return errors.Join(errs...)
 }

@@ -19,8 +19,8 @@ const DefaultSkew = 10_000
 
 // Errors the Builder returns.
 var (
-	// ErrBadRange is an empty code range or one that wraps around the
-	// address space.
+	// ErrBadRange is an empty code range, one that wraps around the
+	// address space, or one larger than MaxCodeSize.
 	ErrBadRange = errors.New("bad address range")
 	// ErrTooMany means MaxEvents events were already added.
 	ErrTooMany = errors.New("too many events")
@@ -28,6 +28,14 @@ var (
 
 // MaxEvents bounds the events of one Builder; the index uses int32.
 const MaxEvents = 1 << 29
+
+// MaxCodeSize bounds one piece of code: 2 GiB. No JIT reserves more for
+// all of its code together (HotSpot's code cache is at most 2 GiB,
+// CODE_CACHE_SIZE_LIMIT; V8's code range at most 512 MiB), and x86-64 JITs
+// keep their code within the +-2 GiB a rel32 call reaches. A larger range
+// comes from a corrupt or hostile file, and would name every sample of the
+// process after one entry.
+const MaxCodeSize = 2 << 30
 
 // Entry is one piece of code over the time it was live.
 type Entry struct {
@@ -75,6 +83,9 @@ func (b *Builder) check(start, size uint64) (uint64, error) {
 	}
 	if size == 0 || start+size < start {
 		return 0, fmt.Errorf("codemap: %w: %#x+%#x", ErrBadRange, start, size)
+	}
+	if size > MaxCodeSize {
+		return 0, fmt.Errorf("codemap: %w: %#x+%#x is larger than any code can be (%d GiB)", ErrBadRange, start, size, MaxCodeSize>>30)
 	}
 	return start + size, nil
 }

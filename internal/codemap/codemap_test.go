@@ -267,6 +267,11 @@ func TestBuilderRejects(t *testing.T) {
 		b.Load(0, Forever, 2, "wraps", 1, nil),
 		b.Move(0, 1, 0x1000, 0x2000, 0),
 		b.Unload(0, Forever-1, 3),
+		// Ranges no code can have, though they fit the address space.
+		b.Load(0, 0x1000, 1<<63, "2^63 bytes", 1, nil),
+		b.Load(0, 0x1000, MaxCodeSize+1, "just over", 1, nil),
+		b.Move(0, 1, 0x1000, 0x2000, 1<<40),
+		b.Unload(0, 0, 1<<47),
 	} {
 		if !errors.Is(err, ErrBadRange) {
 			t.Errorf("err = %v, want ErrBadRange", err)
@@ -274,6 +279,9 @@ func TestBuilderRejects(t *testing.T) {
 	}
 	if n := len(b.Build().Entries()); n != 0 {
 		t.Errorf("%d entries from rejected calls", n)
+	}
+	if err := b.Load(0, 0x1000, MaxCodeSize, "the largest", 1, nil); err != nil {
+		t.Errorf("a range of MaxCodeSize: %v", err)
 	}
 }
 

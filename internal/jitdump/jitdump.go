@@ -87,7 +87,7 @@ type CodeLoad struct {
 	CodeAddr  uint64
 	CodeSize  uint64
 	CodeIndex uint64 // unique per generation of code; CODE_MOVE refers to it
-	Name      string
+	Name      string // as read, at most jitname.Max bytes: a longer name is cut, with a marker
 	Code      []byte // CodeSize bytes, or empty if the JIT wrote none
 }
 

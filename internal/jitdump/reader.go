@@ -6,6 +6,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+
+	"github.com/jitprof/jitprof/internal/jitname"
 )
 
 // DefaultMaxRecordSize bounds a record unless Reader.MaxRecordSize says
@@ -308,7 +310,7 @@ func (r *Reader) decodeDebug(rh RecordHeader, b []byte) error {
 		} else {
 			// Consecutive entries usually share a file; reuse the string.
 			if !havePrev || prev != string(raw) {
-				prev = string(raw)
+				prev = jitname.Cap(raw)
 			}
 			e.File = prev
 		}
@@ -338,7 +340,9 @@ func cBytes(b []byte) (s, rest []byte, err error) {
 	return b[:i], b[i+1:], nil
 }
 
+// cString returns the NUL-terminated name at b's start, cut to
+// jitname.Max bytes, and what follows it.
 func cString(b []byte) (string, []byte, error) {
 	s, rest, err := cBytes(b)
-	return string(s), rest, err
+	return jitname.Cap(s), rest, err
 }

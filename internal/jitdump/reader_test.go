@@ -9,6 +9,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/jitprof/jitprof/internal/jitname"
 )
 
 // raw builds jitdump bytes field by field, independently of Writer, so
@@ -376,5 +378,32 @@ func TestReaderDoesNotTrustSizes(t *testing.T) {
 	}
 	if cap(r.buf) > 2*readChunk {
 		t.Errorf("buffer grew to %d bytes for 100 bytes of data", cap(r.buf))
+	}
+}
+
+// TestLongNamesAreCut: a CODE_LOAD may carry a name of up to the record
+// limit (64 MiB); the reader keeps jitname.Max bytes of it, marked as cut,
+// and so does a debug entry's file name.
+func TestLongNamesAreCut(t *testing.T) {
+	long := strings.Repeat("x", 8<<20)
+	in := le().header(1).
+		rec(2, 1, func(r *raw) { r.u64(0x1000).u64(1).u64(0x1000).u32(7).u32(0).str(long) }).
+		rec(0, 2, func(r *raw) {
+			r.u32(1).u32(1).u64(0x1000).u64(0x1000).u64(4).u64(1).str(long).bytes([]byte{0x90, 0x90, 0x90, 0xc3})
+		}).b
+	_, recs, err := readAll(t, in)
+	if err != nil || len(recs) != 2 {
+		t.Fatalf("%d records, err %v", len(recs), err)
+	}
+	d := recs[0].(*DebugInfo)
+	l := recs[1].(*CodeLoad)
+	want := "...[name of 8388608 bytes cut]"
+	for what, name := range map[string]string{"CODE_LOAD name": l.Name, "debug file name": d.Entries[0].File} {
+		if len(name) > jitname.Max || !strings.HasSuffix(name, want) || !strings.HasPrefix(name, "xxxx") {
+			t.Errorf("%s: %d bytes ending %q, want at most %d ending %q", what, len(name), name[max(0, len(name)-40):], jitname.Max, want)
+		}
+	}
+	if len(l.Code) != 4 || l.Code[3] != 0xc3 {
+		t.Errorf("code %x after a long name", l.Code)
 	}
 }

@@ -18,6 +18,12 @@
 //     back to.
 //   - A thread still inside a region at the end is charged up to End.
 //
+// The time is wall time between enter and exit: it includes time the
+// thread was preempted or blocked. Samples of the same threads in the same
+// clock (a recording's cpu-clock samples) give on-CPU time: each is charged
+// to the region its thread was in when it was taken. An Accountant takes
+// the events one at a time, so a log bigger than memory can be streamed.
+//
 // The package is pure: it takes events and returns totals. jitprof's
 // jitlog records (EnterRecord, ExitRecord) and PyPy's PYPYLOG
 // jit-profile-enter/exit sections both map onto Event.

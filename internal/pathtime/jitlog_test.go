@@ -61,7 +61,13 @@ func TestFromJitlogSplit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	events, regions := pathtime.FromJitlog(recs)
+	var events []pathtime.Event
+	regions := map[uint64]pathtime.Region{}
+	for _, r := range recs {
+		if e, ok := pathtime.FromJitlog(r, regions); ok {
+			events = append(events, e)
+		}
+	}
 	if len(events) != 15 || regions[a].Name != "loop_a" || regions[b].Name != "loop_b" {
 		t.Fatalf("%d events, regions %v", len(events), regions)
 	}

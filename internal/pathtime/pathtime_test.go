@@ -1,6 +1,7 @@
 package pathtime
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -108,5 +109,72 @@ func TestPercent(t *testing.T) {
 	}
 	if res.Totals[0].Entries != 1 {
 		t.Errorf("entries %d", res.Totals[0].Entries)
+	}
+}
+
+// TestSamples: samples are charged to the region their thread was in when
+// taken (the outermost with Nested), never to time outside regions or to
+// another thread's region.
+func TestSamples(t *testing.T) {
+	events := []Event{enter(100, 1, 1), enter(200, 1, 2), exit(500, 1), enter(300, 2, 1), exit(400, 2)}
+	samples := []Sample{
+		{Time: 50, Thread: 1, Period: 7},   // before any region
+		{Time: 150, Thread: 1, Period: 10}, // region 1
+		{Time: 250, Thread: 1, Period: 20}, // region 2 (or 1, nested)
+		{Time: 499, Thread: 1, Period: 30}, // region 2 (or 1, nested)
+		{Time: 500, Thread: 1, Period: 40}, // at the exit: outside
+		{Time: 350, Thread: 2, Period: 50}, // thread 2 in region 1
+		{Time: 450, Thread: 2, Period: 60}, // thread 2 outside
+		{Time: 250, Thread: 3, Period: 70}, // a thread with no events
+	}
+	for _, tt := range []struct {
+		nested  bool
+		samples map[uint64]uint64 // region -> samples
+		onCPU   map[uint64]uint64
+	}{
+		{false, map[uint64]uint64{1: 2, 2: 2}, map[uint64]uint64{1: 60, 2: 50}},
+		{true, map[uint64]uint64{1: 4}, map[uint64]uint64{1: 110}},
+	} {
+		// Samples in any order: the accountant sorts them per thread.
+		shuffled := append([]Sample(nil), samples...)
+		shuffled[0], shuffled[5] = shuffled[5], shuffled[0]
+		res, err := Compute(events, Options{Nested: tt.nested, Samples: shuffled})
+		if err != nil {
+			t.Fatal(err)
+		}
+		gotS, gotC := map[uint64]uint64{}, map[uint64]uint64{}
+		var sumS, sumC uint64
+		for _, tot := range res.Totals {
+			if tot.Samples > 0 {
+				gotS[tot.Region], gotC[tot.Region] = tot.Samples, tot.OnCPU
+			}
+			sumS += tot.Samples
+			sumC += tot.OnCPU
+		}
+		if !reflect.DeepEqual(gotS, tt.samples) || !reflect.DeepEqual(gotC, tt.onCPU) {
+			t.Errorf("nested %v: samples %v on-CPU %v, want %v %v", tt.nested, gotS, gotC, tt.samples, tt.onCPU)
+		}
+		if sumS != res.Samples || sumC != res.OnCPU {
+			t.Errorf("nested %v: totals %d/%d, sums %d/%d", tt.nested, res.Samples, res.OnCPU, sumS, sumC)
+		}
+	}
+}
+
+// TestAccountantIsCompute: events fed one at a time give Compute's result.
+func TestAccountantIsCompute(t *testing.T) {
+	events := []Event{enter(100, 1, 1), enter(5, 2, 3), enter(200, 1, 2), exit(50, 2), exit(500, 1)}
+	want, err := Compute(events, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := NewAccountant(Options{})
+	for _, e := range events {
+		if err := a.Add(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := a.Result()
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("Accountant: %+v, %v; want %+v", got, err, want)
 	}
 }
