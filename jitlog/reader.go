@@ -183,12 +183,12 @@ func (r *Reader) Next() bool {
 // defaults), and returns its records, header first. On ErrTorn the records
 // are every whole record in the file.
 func Read(path string, opts *ReadOptions) ([]Record, error) {
-	f, size, err := openChecked(path, opts)
+	f, err := openChecked(path, opts)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	r, err := NewReader(f, size)
+	r, err := NewReader(f, f.Size)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", path, err)
 	}

@@ -6,9 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
-	"syscall"
 
+	"github.com/jitprof/jitprof/internal/perfevent"
 	"github.com/jitprof/jitprof/jitlog"
 )
 
@@ -69,7 +68,7 @@ func jitlogDump(stdout, stderr io.Writer, args []string) error {
 	fs := flag.NewFlagSet("jitlog dump", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	pid := fs.Int("p", 0, "dump the database of process `pid` (in $JITPROF_JITLOG_DIR or /tmp/jitprof-UID)")
-	force := fs.Bool("force", false, "read a database not owned by you or root")
+	force := fs.Bool("force", false, "read a database owned by another user than the process's (or yours), with several links, or over the size limit")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -116,19 +115,18 @@ func formatRecord(r jitlog.Record) string {
 }
 
 // readDatabase reads the jitlog database named by -p PID or a path, for
-// the commands that read one. A process's database is trusted when its
-// owner wrote it, not only ours; a torn last record (the JIT was killed)
-// is a warning, the records before it are read.
+// the commands that read one. The database of a running process must
+// belong to that process's user, any other to the user running jitprof
+// (internal/trust); a torn last record (the JIT was killed) is a warning,
+// the records before it are read.
 func readDatabase(fs *flag.FlagSet, pid int, pos []string, force bool, stderr io.Writer) ([]jitlog.Record, string, error) {
 	var path string
-	owner := os.Getuid()
+	owner := 0 // the caller's euid, to jitlog
 	switch {
 	case pid != 0 && len(pos) == 0:
 		path = jitlog.DatabasePath(jitlog.DefaultDir(), pid)
-		if st, err := os.Stat("/proc/" + strconv.Itoa(pid)); err == nil {
-			if sys, ok := st.Sys().(*syscall.Stat_t); ok {
-				owner = int(sys.Uid)
-			}
+		if id, err := perfevent.ReadIdentity("/proc", pid); err == nil {
+			owner = id.UID
 		}
 	case pid == 0 && len(pos) == 1:
 		path = pos[0]
