@@ -42,7 +42,10 @@ func testUser(t *testing.T) (uid, gid int) {
 	t.Helper()
 	u, err := user.Lookup(testUserName)
 	if err != nil {
-		useradd := perftest.Need(t, "useradd")
+		useradd := "/usr/sbin/useradd" // not on every user's PATH
+		if _, err := os.Stat(useradd); err != nil {
+			useradd = perftest.Need(t, "useradd")
+		}
 		out, err := exec.Command(useradd, "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", testUserName).CombinedOutput()
 		// Status 9: another test binary created it meanwhile.
 		if ee, ok := err.(*exec.ExitError); err != nil && !(ok && ee.ExitCode() == 9) {
