@@ -25,7 +25,7 @@ type anonFlags struct {
 func (a *anonFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&a.samples, "anon-samples", false, "include samples in anonymous executable memory (JIT code), named by the anon handlers where they can")
 	fs.Var(&a.handlers, "anon-handler", "JIT data `handler`s to try, in order (repeatable or comma-separated; built in: jitlog, jitdump, perfmap; NAME runs jitprof-anon-NAME); implies --anon-samples")
-	fs.BoolVar(&a.force, "force", false, "read JIT data files that fail the ownership, symlink and size checks")
+	fs.BoolVar(&a.force, "force", false, "read JIT data files owned by another user than the process's, with several links, or over 1 GiB (never through a symlink; see docs/security.md)")
 }
 
 func (a *anonFlags) enabled() bool { return a.samples || len(a.handlers) > 0 }

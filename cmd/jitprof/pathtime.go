@@ -18,7 +18,7 @@ func runPathtime(args []string) error {
 	fs := flag.NewFlagSet("pathtime", flag.ContinueOnError)
 	pid := fs.Int("p", 0, "read the jitlog database of process `pid` (in $JITPROF_JITLOG_DIR or /tmp/jitprof-UID)")
 	nested := fs.Bool("nested", false, "an enter inside a region is a call charged to the caller, not a jump")
-	force := fs.Bool("force", false, "read a database not owned by you or root")
+	force := fs.Bool("force", false, "read a database owned by another user than the process's (or yours), with several links, or over the size limit")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: jitprof pathtime [-p PID | DATABASE] [--nested]")
 		fs.PrintDefaults()
