@@ -225,3 +225,36 @@ func TestCleanupChecksDirectory(t *testing.T) {
 		t.Errorf("Cleanup of a good directory: removed %v, %v; want %s", removed, err, dead)
 	}
 }
+
+// TestCleanupAsRoot: root may clean a user's directory, which is then the
+// user's: only their dead databases go, not a file of another owner.
+func TestCleanupAsRoot(t *testing.T) {
+	if os.Geteuid() != 0 {
+		if os.Getenv("CI") != "" {
+			t.Fatal("this test needs root, which CI has")
+		}
+		t.Skip("needs root to give a directory to another user")
+	}
+	const user = 12345
+	db := writeDB(t)
+	dir := filepath.Join(t.TempDir(), "jitprof-12345")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	pid := exitedPID(t)
+	theirs, planted := DatabasePath(dir, pid), DatabasePath(dir, pid+1)
+	patchHeader(t, db, theirs, uint32(pid), 1)
+	patchHeader(t, db, planted, uint32(pid+1), 1)
+	for _, p := range []string{dir, theirs} {
+		if err := os.Chown(p, user, user); err != nil {
+			t.Fatal(err)
+		}
+	}
+	removed, err := Cleanup(dir)
+	if err != nil || len(removed) != 1 || removed[0] != theirs {
+		t.Errorf("Cleanup = %v, %v; want only %s", removed, err, theirs)
+	}
+	if _, err := os.Stat(planted); err != nil {
+		t.Errorf("removed root's file from the user's directory: %v", err)
+	}
+}
