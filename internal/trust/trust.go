@@ -211,7 +211,7 @@ func refuse(path, reason string, forcible bool) error {
 }
 
 var (
-	errDotDot  = errors.New("..")
+	errDotDot  = errors.New("\"..\" in a path")
 	errSymlink = errors.New("symlink")
 )
 
