@@ -72,14 +72,17 @@ func ensureDir(dir string) error {
 	if err := unix.Lstat(dir, &st); err != nil {
 		return fmt.Errorf("jitlog: %w", &fs.PathError{Op: "lstat", Path: dir, Err: err})
 	}
-	return checkDir(dir, &st, os.Geteuid())
+	if err := checkDir(dir, &st, os.Geteuid()); err != nil {
+		return fmt.Errorf("jitlog: %w", err)
+	}
+	return nil
 }
 
 // checkDir checks what the writers require of their directory: a real
 // directory, owned by owner, that no one else can write.
 func checkDir(dir string, st *unix.Stat_t, owner int) error {
 	refuse := func(reason string) error {
-		return fmt.Errorf("jitlog: refusing directory %s: %s: %w", dir, reason, ErrUnsafe)
+		return fmt.Errorf("refusing directory %s: %s: %w", dir, reason, ErrUnsafe)
 	}
 	switch {
 	case st.Mode&unix.S_IFMT == unix.S_IFLNK:

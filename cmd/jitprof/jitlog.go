@@ -55,7 +55,7 @@ func jitlogClean(stdout, stderr io.Writer, args []string) error {
 		fmt.Fprintf(stdout, "removed %s\n", p)
 	}
 	if err != nil {
-		return fmt.Errorf("jitlog clean %s: %w", *dir, err)
+		return err // it names the directory or file
 	}
 	if len(removed) == 0 {
 		fmt.Fprintf(stdout, "nothing to remove in %s\n", *dir)
