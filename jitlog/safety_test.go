@@ -41,6 +41,10 @@ func TestReadRefusesUnsafeFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	chowned := os.Chown(other, 12345, 12345) == nil
+	rootsFile := filepath.Join(dir, "anon.root")
+	if err := os.WriteFile(rootsFile, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	fifo := filepath.Join(dir, "anon.fifo")
 	if err := unix.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
@@ -60,11 +64,13 @@ func TestReadRefusesUnsafeFiles(t *testing.T) {
 		{"other user's file", other, nil, true},
 		{"other user's file, expected", other, &ReadOptions{Owner: 12345}, false},
 		{"other user's file forced", other, &ReadOptions{Force: true}, false},
+		// Root's file proves nothing for another user's process.
+		{"root's file for another user", rootsFile, &ReadOptions{Owner: 12345}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if tt.path == other && !chowned {
-				t.Skip("only root can give a file to another user")
+			if (tt.path == other || tt.path == rootsFile) && !chowned {
+				t.Skip("only root can give a file to another user, or own one")
 			}
 			recs, err := Read(tt.path, tt.opts)
 			if tt.unsafe {
