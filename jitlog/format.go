@@ -103,9 +103,6 @@ var (
 	ErrTorn = errors.New("torn record")
 	// ErrFormat reports bytes that are not a valid database.
 	ErrFormat = errors.New("malformed jitlog")
-	// ErrUnsafe reports a file or directory that is not safe to trust: wrong
-	// owner, a symlink, too permissive, or too large.
-	ErrUnsafe = errors.New("unsafe file")
 	// ErrFull reports a database that reached its maximum size.
 	ErrFull = errors.New("jitlog full")
 	// ErrClosed reports a call on a closed Logger.
@@ -298,7 +295,8 @@ func decodeHeader(b []byte) (*Header, error) {
 		return nil, fmt.Errorf("jitlog: header: %d bytes, want %d: %w", len(b), HeaderSize, ErrFormat)
 	}
 	if string(b[offMagic:offMagic+8]) != Magic {
-		return nil, fmt.Errorf("jitlog: header: bad magic %q: %w", b[offMagic:offMagic+8], ErrFormat)
+		// Never the bytes: a database may be any file put in its place.
+		return nil, fmt.Errorf("jitlog: header at offset %d: bad magic: %w", offMagic, ErrFormat)
 	}
 	h := &Header{
 		Version:   le.Uint32(b[offVersion:]),

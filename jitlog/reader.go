@@ -196,12 +196,12 @@ func Read(path string, opts *ReadOptions) ([]Record, error) {
 // error and returns it as it is. ErrTorn, as Read's, comes after every
 // whole record was passed to fn.
 func Scan(path string, opts *ReadOptions, fn func(Record) error) error {
-	f, size, err := openChecked(path, opts)
+	f, err := openChecked(path, opts)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	r, err := NewReader(f, size)
+	r, err := NewReader(f, f.Size)
 	if err != nil {
 		return fmt.Errorf("read %s: %w", path, err)
 	}

@@ -7,82 +7,58 @@ import (
 	"io/fs"
 	"os"
 	"strconv"
-	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/jitprof/jitprof/internal/trust"
 )
 
-// DefaultReadLimit bounds the files readers accept unless told otherwise.
-const DefaultReadLimit = 2 << 30
+// ErrUnsafe reports a file or directory that is not safe to trust: wrong
+// owner, a symlink, too permissive, or too large. It is the one error of
+// jitprof's trust policy (docs/security.md), whatever reads the file.
+var ErrUnsafe = trust.ErrUntrusted
 
-// ReadOptions say which files a reader trusts. The zero value trusts files
-// owned by the caller or root, up to DefaultReadLimit bytes, never through a
-// symlink.
+// DefaultReadLimit bounds the files readers accept unless told otherwise:
+// the one limit jitprof applies to every JIT data file it reads.
+const DefaultReadLimit = trust.MaxSize
+
+// ReadOptions say which files a reader trusts: jitprof's policy for files
+// another user can write (internal/trust, docs/security.md). The zero
+// value trusts files owned by the caller, up to DefaultReadLimit bytes,
+// reached without following any symlink.
 type ReadOptions struct {
-	// Owner is the uid the file must belong to (root is always accepted);
-	// 0 means the caller's effective uid. A root profiler reading another
-	// user's JIT passes that process's uid.
+	// Owner is the uid the file must belong to, the uid of the process
+	// that wrote it; 0 means the caller's effective uid. Root's files are
+	// not accepted for another owner: a root profiler reading a user's
+	// JIT passes that process's uid.
 	Owner int
-	// Limit is the largest file accepted; 0 means DefaultReadLimit.
+	// Limit is the largest file accepted; 0 means DefaultReadLimit, and
+	// a larger value means it too.
 	Limit int64
-	// Force reads a file that fails these checks.
+	// Force reads a file of another owner, with more than one link, or
+	// over the limit; it never follows a symlink or opens anything but a
+	// regular file.
 	Force bool
 }
 
-func (o *ReadOptions) owner() int {
-	if o == nil || o.Owner == 0 {
-		return os.Geteuid()
-	}
-	return o.Owner
-}
-
-func (o *ReadOptions) limit() int64 {
-	if o == nil || o.Limit <= 0 {
-		return DefaultReadLimit
-	}
-	return o.Limit
-}
-
-// openChecked opens path for reading after the checks in opts, and returns
-// its size.
-func openChecked(path string, opts *ReadOptions) (*os.File, int64, error) {
-	force := opts != nil && opts.Force
-	flags := os.O_RDONLY | syscall.O_CLOEXEC
-	if !force {
-		// O_NOFOLLOW refuses a symlink in the last component atomically;
-		// O_NONBLOCK keeps a FIFO planted there from hanging us.
-		flags |= syscall.O_NOFOLLOW | syscall.O_NONBLOCK
-	}
-	f, err := os.OpenFile(path, flags, 0)
-	if err != nil {
-		if errors.Is(err, syscall.ELOOP) {
-			return nil, 0, fmt.Errorf("jitlog: refusing %s: is a symlink: %w", path, ErrUnsafe)
+func (o *ReadOptions) rule() trust.Rule {
+	r := trust.Rule{Owner: trust.UnknownOwner}
+	if o != nil {
+		if o.Owner != 0 {
+			r.Owner = o.Owner
 		}
-		return nil, 0, fmt.Errorf("jitlog: %w", err)
+		r.Limit, r.Force = o.Limit, o.Force
 	}
-	fi, err := f.Stat()
+	return r
+}
+
+// openChecked opens path for reading after the checks in opts.
+func openChecked(path string, opts *ReadOptions) (*trust.File, error) {
+	f, err := trust.Open(path, opts.rule())
 	if err != nil {
-		f.Close()
-		return nil, 0, fmt.Errorf("jitlog: %w", err)
+		return nil, fmt.Errorf("jitlog: %w", err)
 	}
-	if force {
-		return f, fi.Size(), nil
-	}
-	reason := ""
-	st, _ := fi.Sys().(*syscall.Stat_t)
-	switch {
-	case !fi.Mode().IsRegular():
-		reason = "not a regular file"
-	case st == nil:
-		reason = "owner unknown"
-	case int(st.Uid) != opts.owner() && st.Uid != 0:
-		reason = fmt.Sprintf("owned by uid %d, not %d or root", st.Uid, opts.owner())
-	case fi.Size() > opts.limit():
-		reason = fmt.Sprintf("%d bytes, over the limit of %d", fi.Size(), opts.limit())
-	}
-	if reason != "" {
-		f.Close()
-		return nil, 0, fmt.Errorf("jitlog: refusing %s: %s (ReadOptions.Force overrides): %w", path, reason, ErrUnsafe)
-	}
-	return f, fi.Size(), nil
+	return f, nil
 }
 
 // ensureDir creates dir 0700 if it is missing and checks that it is a real
@@ -92,20 +68,31 @@ func ensureDir(dir string) error {
 	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("jitlog: create %s: %w", dir, err)
 	}
-	fi, err := os.Lstat(dir)
-	if err != nil {
+	var st unix.Stat_t
+	if err := unix.Lstat(dir, &st); err != nil {
+		return fmt.Errorf("jitlog: %w", &fs.PathError{Op: "lstat", Path: dir, Err: err})
+	}
+	if err := checkDir(dir, &st, os.Geteuid()); err != nil {
 		return fmt.Errorf("jitlog: %w", err)
 	}
-	st, _ := fi.Sys().(*syscall.Stat_t)
+	return nil
+}
+
+// checkDir checks what the writers require of their directory: a real
+// directory, owned by owner, that no one else can write.
+func checkDir(dir string, st *unix.Stat_t, owner int) error {
+	refuse := func(reason string) error {
+		return fmt.Errorf("refusing directory %s: %s: %w", dir, reason, ErrUnsafe)
+	}
 	switch {
-	case fi.Mode()&fs.ModeSymlink != 0:
-		return fmt.Errorf("jitlog: refusing directory %s: is a symlink: %w", dir, ErrUnsafe)
-	case !fi.IsDir():
-		return fmt.Errorf("jitlog: refusing directory %s: not a directory: %w", dir, ErrUnsafe)
-	case st == nil || int(st.Uid) != os.Geteuid():
-		return fmt.Errorf("jitlog: refusing directory %s: not owned by uid %d: %w", dir, os.Geteuid(), ErrUnsafe)
-	case fi.Mode().Perm()&0o022 != 0:
-		return fmt.Errorf("jitlog: refusing directory %s: mode %v is writable by others; chmod 700 it: %w", dir, fi.Mode().Perm(), ErrUnsafe)
+	case st.Mode&unix.S_IFMT == unix.S_IFLNK:
+		return refuse("is a symlink")
+	case st.Mode&unix.S_IFMT != unix.S_IFDIR:
+		return refuse("not a directory")
+	case int(st.Uid) != owner:
+		return refuse(fmt.Sprintf("owned by uid %d, not %d", st.Uid, owner))
+	case st.Mode&0o022 != 0:
+		return refuse(fmt.Sprintf("mode %#o is writable by others; chmod 700 it", st.Mode&0o777))
 	}
 	return nil
 }

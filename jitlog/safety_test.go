@@ -2,6 +2,7 @@ package jitlog
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -40,6 +41,10 @@ func TestReadRefusesUnsafeFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	chowned := os.Chown(other, 12345, 12345) == nil
+	rootsFile := filepath.Join(dir, "anon.root")
+	if err := os.WriteFile(rootsFile, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	fifo := filepath.Join(dir, "anon.fifo")
 	if err := unix.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
@@ -52,18 +57,20 @@ func TestReadRefusesUnsafeFiles(t *testing.T) {
 	}{
 		{"own file", path, nil, false},
 		{"symlink", link, nil, true},
-		{"symlink forced", link, &ReadOptions{Force: true}, false},
+		{"symlink forced", link, &ReadOptions{Force: true}, true},
 		{"over the size limit", path, &ReadOptions{Limit: 4096}, true},
 		{"over the limit forced", path, &ReadOptions{Limit: 4096, Force: true}, false},
 		{"fifo", fifo, nil, true},
 		{"other user's file", other, nil, true},
 		{"other user's file, expected", other, &ReadOptions{Owner: 12345}, false},
 		{"other user's file forced", other, &ReadOptions{Force: true}, false},
+		// Root's file proves nothing for another user's process.
+		{"root's file for another user", rootsFile, &ReadOptions{Owner: 12345}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if tt.path == other && !chowned {
-				t.Skip("only root can give a file to another user")
+			if (tt.path == other || tt.path == rootsFile) && !chowned {
+				t.Skip("only root can give a file to another user, or own one")
 			}
 			recs, err := Read(tt.path, tt.opts)
 			if tt.unsafe {
@@ -139,6 +146,28 @@ func TestCleanup(t *testing.T) {
 	if err := os.Rename(other, initDB); err != nil {
 		t.Fatal(err)
 	}
+	// Not databases, though named like one of a dead process: a file
+	// that is not one, a database whose header names another (dead)
+	// process, a symlink to a dead process's database, a hard link.
+	deadPID := exitedPID(t)
+	notDB := DatabasePath(dir, deadPID)
+	if err := os.WriteFile(notDB, []byte("notes named like a database"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	namesDead := DatabasePath(dir, deadPID+3)
+	patchHeader(t, live.Path(), namesDead, uint32(deadPID), 1)
+	deadDB := filepath.Join(t.TempDir(), "dead-db")
+	patchHeader(t, live.Path(), deadDB, uint32(deadPID+1), 1)
+	symlinked := DatabasePath(dir, deadPID+1)
+	if err := os.Symlink(deadDB, symlinked); err != nil {
+		t.Fatal(err)
+	}
+	linkedTo := filepath.Join(dir, "linked")
+	patchHeader(t, live.Path(), linkedTo, uint32(deadPID+2), 1)
+	linked := DatabasePath(dir, deadPID+2)
+	if err := os.Link(linkedTo, linked); err != nil {
+		t.Fatal(err)
+	}
 
 	removed, err := Cleanup(dir)
 	if err != nil {
@@ -154,12 +183,84 @@ func TestCleanup(t *testing.T) {
 	for p := range want {
 		t.Errorf("kept %s", p)
 	}
-	for _, p := range []string{live.Path(), kept, initDB} {
-		if _, err := os.Stat(p); err != nil {
+	for _, p := range []string{live.Path(), kept, initDB, notDB, namesDead, symlinked, deadDB, linked} {
+		if _, err := os.Lstat(p); err != nil {
 			t.Errorf("%s: %v", p, err)
 		}
 	}
 	if _, err := live.CodeLoad(2, 2, "still logging", nil); err != nil {
 		t.Error(err)
+	}
+}
+
+// exitedPID returns the pid of a process that has exited.
+func exitedPID(t *testing.T) int {
+	t.Helper()
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd.Process.Pid
+}
+
+// TestCleanupChecksDirectory: the directory is checked as the writers
+// check theirs, and no link to it is followed.
+func TestCleanupChecksDirectory(t *testing.T) {
+	db := writeDB(t)
+	dir := filepath.Dir(db)
+	pid := exitedPID(t)
+	dead := DatabasePath(dir, pid)
+	patchHeader(t, db, dead, uint32(pid), 1)
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(dir, link); err != nil {
+		t.Fatal(err)
+	}
+	if removed, err := Cleanup(link); !errors.Is(err, ErrUnsafe) || len(removed) > 0 {
+		t.Errorf("Cleanup through a symlink: removed %v, %v; want ErrUnsafe", removed, err)
+	}
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if removed, err := Cleanup(dir); !errors.Is(err, ErrUnsafe) || len(removed) > 0 || !strings.Contains(fmt.Sprint(err), "writable by others") {
+		t.Errorf("Cleanup of a world-writable directory: removed %v, %v; want ErrUnsafe", removed, err)
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if removed, err := Cleanup(dir); err != nil || len(removed) != 1 || removed[0] != dead {
+		t.Errorf("Cleanup of a good directory: removed %v, %v; want %s", removed, err, dead)
+	}
+}
+
+// TestCleanupAsRoot: root may clean a user's directory, which is then the
+// user's: only their dead databases go, not a file of another owner.
+func TestCleanupAsRoot(t *testing.T) {
+	if os.Geteuid() != 0 {
+		if os.Getenv("CI") != "" {
+			t.Fatal("this test needs root, which CI has")
+		}
+		t.Skip("needs root to give a directory to another user")
+	}
+	const user = 12345
+	db := writeDB(t)
+	dir := filepath.Join(t.TempDir(), "jitprof-12345")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	pid := exitedPID(t)
+	theirs, planted := DatabasePath(dir, pid), DatabasePath(dir, pid+1)
+	patchHeader(t, db, theirs, uint32(pid), 1)
+	patchHeader(t, db, planted, uint32(pid+1), 1)
+	for _, p := range []string{dir, theirs} {
+		if err := os.Chown(p, user, user); err != nil {
+			t.Fatal(err)
+		}
+	}
+	removed, err := Cleanup(dir)
+	if err != nil || len(removed) != 1 || removed[0] != theirs {
+		t.Errorf("Cleanup = %v, %v; want only %s", removed, err, theirs)
+	}
+	if _, err := os.Stat(planted); err != nil {
+		t.Errorf("removed root's file from the user's directory: %v", err)
 	}
 }

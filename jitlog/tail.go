@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"time"
+
+	"github.com/jitprof/jitprof/internal/trust"
 )
 
 // A Tail follows a database while its JIT writes it, returning records as
@@ -21,7 +23,7 @@ type Tail struct {
 
 	f      *os.File
 	path   string
-	opts   ReadOptions
+	rule   trust.Rule
 	hdr    *Header
 	off    uint64
 	frame  Reader // buffered reads of frames for the publication scan
@@ -31,15 +33,11 @@ type Tail struct {
 // OpenTail opens path, after the checks in opts (nil for the defaults),
 // for following. The file may not have a header yet.
 func OpenTail(path string, opts *ReadOptions) (*Tail, error) {
-	f, _, err := openChecked(path, opts)
+	f, err := openChecked(path, opts)
 	if err != nil {
 		return nil, err
 	}
-	t := &Tail{Alive: ProcessAlive, f: f, path: path, clocks: clocks{}}
-	if opts != nil {
-		t.opts = *opts
-	}
-	return t, nil
+	return &Tail{Alive: ProcessAlive, f: f.File, path: path, rule: opts.rule(), clocks: clocks{}}, nil
 }
 
 // Header is the file header, nil until Poll has seen it.
@@ -58,8 +56,8 @@ func (t *Tail) Poll() ([]Record, error) {
 		return nil, fmt.Errorf("jitlog: tail %s: %w", t.path, err)
 	}
 	size := uint64(fi.Size())
-	if !t.opts.Force && fi.Size() > t.opts.limit() {
-		return nil, fmt.Errorf("jitlog: refusing %s: grew to %d bytes, over the limit of %d: %w", t.path, size, t.opts.limit(), ErrUnsafe)
+	if err := t.rule.CheckSize(t.path, fi.Size()); err != nil {
+		return nil, fmt.Errorf("jitlog: %w", err)
 	}
 	var hb [HeaderSize]byte
 	if size < HeaderSize {

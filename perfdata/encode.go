@@ -340,6 +340,8 @@ func appendUser(dst []byte, rec Record) ([]byte, error) {
 		}
 	case *HeaderFeature:
 		dst = append(u64(dst, uint64(v.Feature)), v.Data...)
+	case *HeaderEventType:
+		dst = append(dst, v.Data...)
 	default:
 		return dst, fmt.Errorf("no encoder for %T", rec)
 	}

@@ -44,10 +44,11 @@ const (
 	FeatHybridTopology Feature = 30
 	FeatPMUCaps        Feature = 31
 
-	// FeatJitprof is jitprof's own section: the JIT data of the recorded
-	// processes. It sits far above perf's range so that no perf release
-	// will assign the bit; perf reads the section headers of every set
-	// bit but processes only the features it knows, so it skips ours.
+	// FeatJitprof is where jitprof before its bundle version 2 put the JIT
+	// data of the recorded processes, far above perf's range. perf report
+	// skips it, but perf 6.1's inject looks every set bit up in its table
+	// of known features and crashes on it, so jitprof now writes the
+	// event_types section instead (File.EventTypes) and only reads this.
 	FeatJitprof Feature = 200
 
 	// NumFeatures is the width of the bitmap (HEADER_FEAT_BITS).

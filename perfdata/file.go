@@ -35,6 +35,12 @@ type File struct {
 	// Features are the feature sections (in pipe mode, filled by the
 	// Reader as it meets HEADER_FEATURE records).
 	Features Features
+	// EventTypes is the header's event_types section, which perf has
+	// ignored since Linux 3.x (and zeroes when it rewrites a file): in
+	// pipe mode, the bodies of the HEADER_EVENT_TYPE records, which perf
+	// skips, in stream order, as the Reader meets them. jitprof keeps its
+	// own data there (internal/jitbundle); see Writer.EventTypes.
+	EventTypes []byte
 	// Pipe is set for perf's pipe mode.
 	Pipe bool
 	// Swapped is set for a file written on a machine of the other byte
@@ -161,7 +167,7 @@ func Parse(data []byte) (*File, error) {
 	attrSize := d.u64()
 	attrs := readSection(&d)
 	dataSec := readSection(&d)
-	readSection(&d) // event_types: unused since 2.6.34
+	eventTypes := readSection(&d)
 	var bitmap [4]uint64
 	for i := range bitmap {
 		bitmap[i] = d.u64()
@@ -186,6 +192,14 @@ func Parse(data []byte) (*File, error) {
 		if err := f.readFeatures(bitmap, dataSec.off+dataSec.size); err != nil {
 			return nil, err
 		}
+	}
+	switch {
+	case eventTypes.size == 0:
+	case eventTypes.off > uint64(len(data)) || eventTypes.size > uint64(len(data))-eventTypes.off:
+		// perf ignores the section; so do we, saying so.
+		f.warn("the event_types section [%d, +%d) runs past the end of the %d-byte file; ignored", eventTypes.off, eventTypes.size, len(data))
+	default:
+		f.EventTypes = data[eventTypes.off : eventTypes.off+eventTypes.size : eventTypes.off+eventTypes.size]
 	}
 	f.indexAttrs()
 	return f, nil

@@ -271,12 +271,13 @@ func TestReadKilledRecording(t *testing.T) {
 
 // copyFile reads every record of f and writes them with perfdata.Writer,
 // with f's features plus extra, returning the record counts.
-func copyFile(t *testing.T, f *perfdata.File, path string, extra map[perfdata.Feature][]byte) map[string]uint64 {
-	return copyTo(t, f, path, extra, false)
+func copyFile(t *testing.T, f *perfdata.File, path string, eventTypes []byte) map[string]uint64 {
+	return copyTo(t, f, path, eventTypes, false)
 }
 
 // copyTo is copyFile, writing perf's pipe mode when pipe is set.
-func copyTo(t *testing.T, f *perfdata.File, path string, extra map[perfdata.Feature][]byte, pipe bool) map[string]uint64 {
+// The copy's event_types section is eventTypes, or f's when that is nil.
+func copyTo(t *testing.T, f *perfdata.File, path string, eventTypes []byte, pipe bool) map[string]uint64 {
 	t.Helper()
 	out, err := os.Create(path)
 	if err != nil {
@@ -296,8 +297,9 @@ func copyTo(t *testing.T, f *perfdata.File, path string, extra map[perfdata.Feat
 		b, _ := f.Features.Raw(feat)
 		w.Features.SetRaw(feat, b)
 	}
-	for feat, b := range extra {
-		w.Features.SetRaw(feat, b)
+	w.EventTypes = f.EventTypes
+	if eventTypes != nil {
+		w.EventTypes = eventTypes
 	}
 	counts := map[string]uint64{}
 	r := f.Records()

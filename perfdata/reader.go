@@ -68,6 +68,7 @@ type Reader struct {
 	idIndex       IDIndex
 	timeConv      TimeConv
 	feature       HeaderFeature
+	eventType     HeaderEventType
 	unknown       Unknown
 }
 
@@ -559,6 +560,12 @@ func (r *Reader) decodeUser(typ RecordType, misc uint16, body []byte, off int64)
 			f.Features.raw[FeatBuildID] = append(raw, body...)
 		}
 		return &r.headerBuildID, nil
+	case RecordHeaderEventType:
+		r.eventType.Data = body
+		if f.Pipe {
+			f.EventTypes = append(f.EventTypes, body...)
+		}
+		return &r.eventType, nil
 	case RecordFinishedRound:
 		return &r.round, nil
 	case RecordFinishedInit:

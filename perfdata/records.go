@@ -331,6 +331,16 @@ type HeaderBuildID struct {
 // Type implements Record.
 func (*HeaderBuildID) Type() RecordType { return RecordHeaderBuildID }
 
+// HeaderEventType is perf's PERF_RECORD_HEADER_EVENT_TYPE, which perf has
+// skipped since Linux 3.x: in pipe mode, a part of File.EventTypes.
+type HeaderEventType struct {
+	Common
+	Data []byte
+}
+
+// Type implements Record.
+func (*HeaderEventType) Type() RecordType { return RecordHeaderEventType }
+
 // FinishedRound is perf's PERF_RECORD_FINISHED_ROUND: every record before
 // it with a time below the previous round's maximum can be sorted.
 type FinishedRound struct{ Common }

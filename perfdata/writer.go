@@ -14,6 +14,13 @@ import (
 type Writer struct {
 	// Features are written by Close.
 	Features Features
+	// EventTypes, if set, is written by Close as the header's event_types
+	// section, after the features, or in pipe mode as HEADER_EVENT_TYPE
+	// records of at most 64 KiB, the last padded with zeros to 8 bytes.
+	// perf has skipped both since Linux 3.x, in every tool (see
+	// File.EventTypes), where a feature bit it does not know can crash
+	// perf 6.1's inject.
+	EventTypes []byte
 
 	w        io.WriteSeeker // nil in pipe mode
 	bw       *bufio.Writer
@@ -63,7 +70,7 @@ func NewWriter(w io.WriteSeeker, attrs []*Attr) (*Writer, error) {
 		attrBytes = le.AppendUint64(le.AppendUint64(attrBytes, idSecs[i].off), idSecs[i].size)
 	}
 	wr.dataOff = attrsOff + int64(len(attrBytes))
-	hdr := wr.header(section{uint64(attrsOff), uint64(len(attrBytes))}, [4]uint64{})
+	hdr := wr.header(section{uint64(attrsOff), uint64(len(attrBytes))}, section{}, [4]uint64{})
 	wr.write(hdr)
 	wr.write(ids)
 	wr.write(attrBytes)
@@ -78,13 +85,13 @@ func NewWriter(w io.WriteSeeker, attrs []*Attr) (*Writer, error) {
 	return wr, nil
 }
 
-func (w *Writer) header(attrs section, bitmap [4]uint64) []byte {
+func (w *Writer) header(attrs section, eventTypes section, bitmap [4]uint64) []byte {
 	b := le.AppendUint64(nil, magicLE)
 	b = le.AppendUint64(b, fileHeaderSz)
 	b = le.AppendUint64(b, uint64(w.attrSize+sectionSz))
 	b = le.AppendUint64(le.AppendUint64(b, attrs.off), attrs.size)
 	b = le.AppendUint64(le.AppendUint64(b, uint64(w.dataOff)), uint64(w.dataSize))
-	b = le.AppendUint64(le.AppendUint64(b, 0), 0)
+	b = le.AppendUint64(le.AppendUint64(b, eventTypes.off), eventTypes.size)
 	for _, x := range bitmap {
 		b = le.AppendUint64(b, x)
 	}
@@ -179,6 +186,7 @@ func (w *Writer) Close() error {
 	}
 	if w.pipe {
 		w.sendFeatures()
+		w.sendEventTypes()
 		if w.err == nil {
 			w.err = w.bw.Flush()
 		}
@@ -208,6 +216,14 @@ func (w *Writer) Close() error {
 	}
 	w.write(hdrs)
 	w.write(contents)
+	var eventTypes section
+	if len(w.EventTypes) > 0 {
+		end := contentOff + int64(len(contents))
+		pad := -end & 7
+		w.write(make([]byte, pad))
+		eventTypes = section{uint64(end + pad), uint64(len(w.EventTypes))}
+		w.write(w.EventTypes)
+	}
 	if w.err == nil {
 		w.err = w.bw.Flush()
 	}
@@ -215,7 +231,7 @@ func (w *Writer) Close() error {
 		return fmt.Errorf("perf.data writer: %w", w.err)
 	}
 	attrsOff := w.dataOff - int64(len(w.attrs)*(w.attrSize+sectionSz))
-	hdr := w.header(section{uint64(attrsOff), uint64(len(w.attrs) * (w.attrSize + sectionSz))}, bitmap)
+	hdr := w.header(section{uint64(attrsOff), uint64(len(w.attrs) * (w.attrSize + sectionSz))}, eventTypes, bitmap)
 	if _, err := w.w.Seek(0, io.SeekStart); err != nil {
 		return fmt.Errorf("perf.data writer: %w", err)
 	}
@@ -258,6 +274,23 @@ func NewPipeWriter(w io.Writer, attrs []*Attr) (*Writer, error) {
 
 // maxRecord is the most a record's u16 size can say.
 const maxRecord = 1<<16 - 1
+
+// sendEventTypes writes, in pipe mode, EventTypes as HEADER_EVENT_TYPE
+// records whose bodies are multiples of 8 bytes.
+func (w *Writer) sendEventTypes() {
+	const most = (maxRecord - 8) &^ 7
+	var rec []byte
+	for b := w.EventTypes; len(b) > 0 && w.err == nil; {
+		n := min(len(b), most)
+		body := b[:n]
+		if pad := -n & 7; pad > 0 {
+			body = append(append([]byte(nil), body...), make([]byte, pad)...)
+		}
+		rec, w.err = AppendRecord(rec[:0], &HeaderEventType{Data: body})
+		w.write(rec)
+		b = b[n:]
+	}
+}
 
 // sendFeatures writes, in pipe mode, the features not yet in the stream.
 func (w *Writer) sendFeatures() {

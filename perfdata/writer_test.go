@@ -26,13 +26,19 @@ func recordBusy(t *testing.T) (string, *perfdata.File) {
 	return path, f
 }
 
+// eventTypes is what the copies carry in their event_types section, as
+// jitprof carries its JIT data: more than a pipe-mode record holds, and
+// not a multiple of 8 bytes.
+var eventTypes = bytes.Repeat([]byte("event_types: perf must skip it "), 3000)[:90001]
+
 // TestWriterCopyAcceptedByPerf rewrites a perf recording with our Writer,
-// adding jitprof's own feature section, and checks perf reads the copy
-// exactly as the original: same stats, same perf script, same report.
+// adding an event_types section, and checks perf reads the copy exactly
+// as the original: same stats, same perf script, same report; and that
+// perf inject, which dies on a feature bit it does not know, takes it.
 func TestWriterCopyAcceptedByPerf(t *testing.T) {
 	orig, f := recordBusy(t)
 	copyPath := filepath.Join(t.TempDir(), "copy.data")
-	copyFile(t, f, copyPath, map[perfdata.Feature][]byte{perfdata.FeatJitprof: []byte("jitprof section: perf must skip it")})
+	copyFile(t, f, copyPath, eventTypes)
 
 	perf := perftest.Perf(t)
 	for _, args := range [][]string{
@@ -56,6 +62,11 @@ func TestWriterCopyAcceptedByPerf(t *testing.T) {
 	if !strings.Contains(hdr, "cmdline") || !strings.Contains(hdr, "hostname") {
 		t.Errorf("perf report --header-only on the copy lacks the features:\n%s", hdr)
 	}
+	injected := filepath.Join(t.TempDir(), "injected.data")
+	perftest.Run(t, perf, "inject", "-i", copyPath, "-o", injected)
+	if st := perftest.Stats(t, injected); st["SAMPLE"] != perftest.Stats(t, orig)["SAMPLE"] {
+		t.Errorf("perf inject of the copy: %v", st)
+	}
 
 	// Round trip: read → write → read is lossless.
 	g, err := perfdata.Open(copyPath)
@@ -63,8 +74,8 @@ func TestWriterCopyAcceptedByPerf(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer g.Close()
-	if got, _ := g.Features.Raw(perfdata.FeatJitprof); string(got) != "jitprof section: perf must skip it" {
-		t.Errorf("our feature section reads back as %q", got)
+	if !bytes.Equal(g.EventTypes, eventTypes) {
+		t.Errorf("the event_types section reads back as %d bytes, want the %d written", len(g.EventTypes), len(eventTypes))
 	}
 	for _, feat := range f.Features.List() {
 		a, _ := f.Features.Raw(feat)
@@ -258,7 +269,7 @@ func TestWriterKilled(t *testing.T) {
 func TestPipeWriterAcceptedByPerf(t *testing.T) {
 	orig, f := recordBusy(t)
 	stream := filepath.Join(t.TempDir(), "stream.data")
-	copyTo(t, f, stream, nil, true)
+	copyTo(t, f, stream, eventTypes, true)
 
 	// perf reads a stream with less known up front than a file (its
 	// report, for one, has no children column unless told), so what it
@@ -292,7 +303,7 @@ func TestPipeWriterAcceptedByPerf(t *testing.T) {
 	var recs []string
 	for r := g.Records(); r.Next(); {
 		switch r.Record().Type() {
-		case perfdata.RecordHeaderAttr, perfdata.RecordHeaderFeature, perfdata.RecordHeaderBuildID:
+		case perfdata.RecordHeaderAttr, perfdata.RecordHeaderFeature, perfdata.RecordHeaderBuildID, perfdata.RecordHeaderEventType:
 			continue // the file keeps these in its header
 		}
 		b, _ := perfdata.AppendRecord(nil, r.Record())
@@ -308,6 +319,10 @@ func TestPipeWriterAcceptedByPerf(t *testing.T) {
 	}
 	if !reflect.DeepEqual(g.Attrs, f.Attrs) {
 		t.Errorf("attrs read back %+v, want %+v", g.Attrs, f.Attrs)
+	}
+	// Padded with zeros to whole 8-byte words.
+	if pad := -len(eventTypes) & 7; !bytes.Equal(g.EventTypes, append(bytes.Clone(eventTypes), make([]byte, pad)...)) {
+		t.Errorf("event types read back as %d bytes, want the %d written and %d of padding", len(g.EventTypes), len(eventTypes), pad)
 	}
 	for _, feat := range f.Features.List() {
 		a, _ := f.Features.Raw(feat)

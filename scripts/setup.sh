@@ -34,7 +34,12 @@ command -v g++ >/dev/null 2>&1 || need_apt+=(g++)
 command -v make >/dev/null 2>&1 || need_apt+=(make)
 command -v nm >/dev/null 2>&1 || need_apt+=(binutils)
 command -v xz >/dev/null 2>&1 || need_apt+=(xz-utils)
-command -v unshare >/dev/null 2>&1 || need_apt+=(util-linux)
+# unshare, setpriv and su: the trust tests run a JIT as another user in
+# namespaces of its own; useradd makes that user.
+for tool in unshare setpriv su; do
+	command -v $tool >/dev/null 2>&1 || { need_apt+=(util-linux); break; }
+done
+[ -x /usr/sbin/useradd ] || command -v useradd >/dev/null 2>&1 || need_apt+=(passwd)
 [ -x /usr/bin/time ] || need_apt+=(time)
 if [ ${#need_apt[@]} -gt 0 ]; then
 	if [ "$(id -u)" -ne 0 ]; then

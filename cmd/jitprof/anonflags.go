@@ -32,7 +32,7 @@ func (a *anonFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&a.samples, "anon-samples", false, "include samples in anonymous executable memory (JIT code), named by the anon handlers where they can")
 	fs.Var(&a.handlers, "anon-handler", "JIT data `handler`s to try, in order (repeatable or comma-separated; built in: jitlog, jitdump, perfmap; NAME runs jitprof-anon-NAME); implies --anon-samples")
 	fs.DurationVar(&a.budget, "anon-handler-budget", anon.DefaultBudget, fmt.Sprintf("the most `time` external anon handlers may take in all; one that does not answer a request within %v is killed and not asked again", anon.DefaultTimeout))
-	fs.BoolVar(&a.force, "force", false, "read JIT data files that fail the ownership, symlink and size checks")
+	fs.BoolVar(&a.force, "force", false, "read JIT data files owned by another user than the process's, with several links, or over 1 GiB (never through a symlink; see docs/security.md)")
 	for _, name := range []string{"v", "verbose"} {
 		fs.BoolVar(&a.verbose, name, false, "say for every process without JIT data where each anon handler looked, and every ambiguous range; -v and --verbose are one")
 	}

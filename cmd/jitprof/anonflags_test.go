@@ -8,6 +8,7 @@ import (
 
 	"github.com/jitprof/jitprof/internal/anon"
 	"github.com/jitprof/jitprof/internal/anonbind"
+	"github.com/jitprof/jitprof/internal/trust"
 )
 
 // claimsOfASystem is what a system-wide recording gives: one JIT named,
@@ -25,7 +26,7 @@ func claimsOfASystem() []anonbind.Claim {
 		{PID: 10, Comm: "node", Handler: "perfmap", Source: "perfmap /tmp/perf-10.map", Asked: 50, Named: 50,
 			Ambiguous: []anonbind.Ambiguity{{Start: 0x1000, End: 0x1100, Names: []string{"a", "b"}}, {Start: 0x2000, End: 0x2100, Names: []string{"c", "d"}}, {Start: 0x3000, End: 0x3100, Names: []string{"e", "f"}}, {Start: 0x4000, End: 0x4100, Names: []string{"g", "h"}}}},
 		{PID: 20, Comm: "toy", Handler: "broken", Source: "broken data", Asked: 1200, Named: 0, ResolveErr: errors.New("resolve: the map is gone")},
-		{PID: 25, Comm: "evil", Errs: []error{&anon.ClaimError{Handler: "perfmap", PID: 25, Err: fmt.Errorf("refusing /tmp/perf-25.map: owned by uid 7: %w", anon.ErrUntrusted)}}},
+		{PID: 25, Comm: "evil", Errs: []error{&anon.ClaimError{Handler: "perfmap", PID: 25, Err: fmt.Errorf("refusing /tmp/perf-25.map: owned by uid 7: %w", trust.ErrUntrusted)}}},
 		{PID: 30, Comm: "a", Errs: []error{&anon.ClaimError{Handler: "hang", PID: 30, Err: errors.New("no answer within 10s, killed it")}, noData("perfmap", 30)}},
 		{PID: 31, Comm: "b", Errs: []error{notAsked(31), noData("perfmap", 31)}},
 		{PID: 32, Comm: "c", Errs: []error{notAsked(32), noData("perfmap", 32)}},

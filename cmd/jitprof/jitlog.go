@@ -6,9 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
-	"syscall"
 
+	"github.com/jitprof/jitprof/internal/perfevent"
 	"github.com/jitprof/jitprof/jitlog"
 )
 
@@ -56,7 +55,7 @@ func jitlogClean(stdout, stderr io.Writer, args []string) error {
 		fmt.Fprintf(stdout, "removed %s\n", p)
 	}
 	if err != nil {
-		return fmt.Errorf("jitlog clean %s: %w", *dir, err)
+		return err // it names the directory or file
 	}
 	if len(removed) == 0 {
 		fmt.Fprintf(stdout, "nothing to remove in %s\n", *dir)
@@ -69,7 +68,7 @@ func jitlogDump(stdout, stderr io.Writer, args []string) error {
 	fs := flag.NewFlagSet("jitlog dump", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	pid := fs.Int("p", 0, "dump the database of process `pid` (in $JITPROF_JITLOG_DIR or /tmp/jitprof-UID)")
-	force := fs.Bool("force", false, "read a database not owned by you or root")
+	force := fs.Bool("force", false, "read a database owned by another user than the process's (or yours), with several links, or over the size limit")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -116,17 +115,16 @@ func formatRecord(r jitlog.Record) string {
 }
 
 // database returns the path of the jitlog database named by -p PID or a
-// path, for the commands that read one, and the uid of its writer: a
-// process's database is trusted when its owner wrote it, not only ours.
+// path, for the commands that read one, and the uid it must belong to:
+// that process's user for a running process's database, the user running
+// jitprof for any other (internal/trust).
 func database(fs *flag.FlagSet, pid int, pos []string) (path string, owner int, err error) {
-	owner = os.Getuid()
+	owner = os.Geteuid()
 	switch {
 	case pid != 0 && len(pos) == 0:
 		path = jitlog.DatabasePath(jitlog.DefaultDir(), pid)
-		if st, err := os.Stat("/proc/" + strconv.Itoa(pid)); err == nil {
-			if sys, ok := st.Sys().(*syscall.Stat_t); ok {
-				owner = int(sys.Uid)
-			}
+		if id, err := perfevent.ReadIdentity("/proc", pid); err == nil {
+			owner = id.UID
 		}
 	case pid == 0 && len(pos) == 1:
 		path = pos[0]

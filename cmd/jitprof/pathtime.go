@@ -26,7 +26,7 @@ func pathtimeMain(stdout, stderr io.Writer, args []string) error {
 	pid := fs.Int("p", 0, "read the jitlog database of process `pid` (in $JITPROF_JITLOG_DIR or /tmp/jitprof-UID)")
 	input := fs.String("i", "", "add on-CPU time per region from the cpu-clock or task-clock samples of this `perf.data` (jitprof record, or perf record -k mono)")
 	nested := fs.Bool("nested", false, "an enter inside a region is a call charged to the caller, not a jump")
-	force := fs.Bool("force", false, "read a database not owned by you or root")
+	force := fs.Bool("force", false, "read a database owned by another user than the process's (or yours), with several links, or over the size limit")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: jitprof pathtime [-p PID | DATABASE] [-i perf.data] [--nested]")
 		fs.PrintDefaults()

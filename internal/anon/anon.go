@@ -20,12 +20,18 @@ type Process struct {
 	// Comm is the process's command name.
 	Comm string
 	// Root is where the process's own files are seen, /proc/PID/root while
-	// it lives; "" means the host's root.
+	// it lives; "" means the host's root. Paths under Root are resolved
+	// inside it, as the process sees them (internal/trust).
 	Root string
-	// UID owns the process; JIT data written by anyone else (except root
-	// and the user running the report) is refused (see trust.go). The zero
-	// value means root, so an unknown owner trusts only root's files.
+	// UID is the process's user, as the recorder saw it: JIT data files
+	// owned by anyone else are refused (internal/trust), root's too.
+	// trust.UnknownOwner accepts only the files of the user running
+	// jitprof.
 	UID int
+	// StartTime is the process's start time (field 22 of /proc/PID/stat)
+	// when the recording says it, 0 when not: FillLive uses it to tell
+	// the process from a later one with its pid.
+	StartTime uint64
 	// Mappings are the process's mappings over the recording, in time
 	// order; JIT data files such as jitdump's marker mapping appear here.
 	Mappings []Mapping

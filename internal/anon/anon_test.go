@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/jitprof/jitprof/internal/trust"
 )
 
 func names(hs []Handler) []string {
@@ -81,7 +83,7 @@ func (nopResolver) Close() error                          { return nil }
 
 func TestClaimOrder(t *testing.T) {
 	missing := fake{name: "missing", err: ErrNoData}
-	broken := fake{name: "broken", err: ErrUntrusted}
+	broken := fake{name: "broken", err: trust.ErrUntrusted}
 	declines := fake{name: "declines"}
 	claims := fake{name: "claims", r: nopResolver{}}
 	tests := []struct {
@@ -104,7 +106,7 @@ func TestClaimOrder(t *testing.T) {
 		if got != tt.claimer || (r != nil) != (h != nil) || len(errs) != tt.wantErrs {
 			t.Errorf("Claim(%v) = %s, %v; want %q and %d errors", names(tt.hs), got, errs, tt.claimer, tt.wantErrs)
 		}
-		if len(errs) == 2 && !errors.Is(errs[0], ErrUntrusted) {
+		if len(errs) == 2 && !errors.Is(errs[0], trust.ErrUntrusted) {
 			t.Errorf("errors %v: ErrNoData should come last, after real failures", errs)
 		}
 	}

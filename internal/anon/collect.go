@@ -87,11 +87,12 @@ func Collect(p *Process, limit int64) ([]jitbundle.Entry, []error) {
 }
 
 func collectFile(p *Process, path string, room int64) (jitbundle.Entry, error) {
-	f, size, err := openTrusted(p, path)
+	f, err := openTrusted(p, path)
 	if err != nil {
 		return jitbundle.Entry{}, err
 	}
 	defer f.Close()
+	size := f.Size
 	if size > room {
 		return jitbundle.Entry{}, fmt.Errorf("%s: %d bytes exceed the %d left for embedded JIT data", path, size, max(room, 0))
 	}

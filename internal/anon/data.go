@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/jitprof/jitprof/internal/trust"
 )
 
 // data is one JIT data file a handler reads: copied into the recording or
@@ -44,7 +46,8 @@ func (d *data) describe(handler string) string {
 // base name, since the recorder may have seen the file through
 // /proc/PID/root. Nothing found is an error wrapping ErrNoData that lists
 // the paths tried; a file the trust checks refuse is an error wrapping
-// ErrUntrusted.
+// trust.ErrUntrusted, and ends the search: a refused file is not a missing
+// one, and what a later path holds is not what the JIT wrote.
 func findData(p *Process, paths []string) (*data, error) {
 	for _, path := range paths {
 		if b, ok := p.Embedded[path]; ok {
@@ -65,16 +68,30 @@ func findData(p *Process, paths []string) (*data, error) {
 		}
 	}
 	for _, path := range paths {
-		f, size, err := openTrusted(p, path)
+		f, err := openTrusted(p, path)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
 		if err != nil {
 			return nil, err
 		}
-		return &data{path: path, r: f, size: size, f: f}, nil
+		return &data{path: path, r: f, size: f.Size, f: f.File}, nil
 	}
 	return nil, fmt.Errorf("%w: tried %s", ErrNoData, strings.Join(paths, ", "))
+}
+
+// openTrusted opens path, one of p's JIT data files, after the checks of
+// internal/trust: owned by p.UID, a regular file with one link, within
+// the size limit, reached without following a symlink; a path under
+// p.Root is resolved inside that root, as the process sees it.
+func openTrusted(p *Process, path string) (*trust.File, error) {
+	rule := trust.Rule{Owner: p.UID, Force: p.Force}
+	if p.Root != "" && p.Root != "/" {
+		if rel, ok := strings.CutPrefix(path, p.Root+"/"); ok {
+			return trust.OpenIn(p.Root, "/"+rel, rule)
+		}
+	}
+	return trust.Open(path, rule)
 }
 
 // filePaths lists where a JIT data file that a JIT names by its own pid

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/jitprof/jitprof/internal/codemap"
+	"github.com/jitprof/jitprof/internal/trust"
 	"github.com/jitprof/jitprof/jitlog"
 )
 
@@ -22,7 +23,10 @@ func (jitlogHandler) Name() string { return "jitlog" }
 func jitlogPaths(p *Process) []string {
 	// DefaultDir is per user: the report may run as root while the JIT
 	// ran as p.UID.
-	dirs := uniq([]string{jitlog.DefaultDir(), fmt.Sprintf("/tmp/jitprof-%d", p.UID)})
+	dirs := []string{jitlog.DefaultDir()}
+	if p.UID != trust.UnknownOwner {
+		dirs = uniq(append(dirs, fmt.Sprintf("/tmp/jitprof-%d", p.UID)))
+	}
 	var paths []string
 	for _, dir := range dirs {
 		paths = append(paths, filePaths(p, func(pid int) string { return jitlog.DatabasePath(dir, pid) })...)

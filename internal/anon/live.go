@@ -4,34 +4,41 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
+
+	"github.com/jitprof/jitprof/internal/perfevent"
+	"github.com/jitprof/jitprof/internal/trust"
 )
 
-// FillLive fills in what only a running process can tell: its owner, where
-// its files are (its root, which differs in a container) and its pid in
-// its own namespace. procRoot is normally "/proc". It reports false, and
-// changes nothing, when the process is gone or its pid now runs another
-// program (a Comm that does not match).
+// FillLive fills in what only a running process can tell: where its files
+// are (its root, which differs in a container or another mount namespace),
+// its pid in its own namespace and, when the recording did not say, its
+// user. procRoot is normally "/proc". It reports false, and changes
+// nothing, when the process is gone or its pid now belongs to another
+// process: another start time than p.StartTime or, when that is unknown,
+// another command name than p.Comm.
 func (p *Process) FillLive(procRoot string) bool {
-	dir := procRoot + "/" + strconv.Itoa(p.PID)
-	comm, err := os.ReadFile(dir + "/comm")
-	if err != nil || p.Comm != "" && strings.TrimSpace(string(comm)) != p.Comm {
+	id, err := perfevent.ReadIdentity(procRoot, p.PID)
+	if err != nil {
 		return false
 	}
-	if st, err := os.Stat(dir); err == nil {
-		if sys, ok := st.Sys().(*syscall.Stat_t); ok {
-			p.UID = int(sys.Uid)
+	dir := procRoot + "/" + strconv.Itoa(p.PID)
+	if p.StartTime != 0 {
+		if id.StartTime != p.StartTime {
+			return false
+		}
+	} else if p.Comm != "" {
+		comm, err := os.ReadFile(dir + "/comm")
+		if err != nil || strings.TrimSpace(string(comm)) != p.Comm {
+			return false
 		}
 	}
+	// The uid the recorder saw wins: a process started through su was
+	// root when it was forked and its user's when its JIT wrote.
+	if p.UID == trust.UnknownOwner {
+		p.UID = id.UID
+	}
+	p.StartTime = id.StartTime
+	p.NSPID = id.NSPID
 	p.Root = dir + "/root"
-	if status, err := os.ReadFile(dir + "/status"); err == nil {
-		for _, line := range strings.Split(string(status), "\n") {
-			if f := strings.Fields(line); len(f) >= 2 && f[0] == "NSpid:" {
-				if n, err := strconv.Atoi(f[len(f)-1]); err == nil {
-					p.NSPID = n
-				}
-			}
-		}
-	}
 	return true
 }

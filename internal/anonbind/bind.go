@@ -13,6 +13,7 @@ import (
 	"github.com/jitprof/jitprof/internal/anon"
 	"github.com/jitprof/jitprof/internal/jitbundle"
 	"github.com/jitprof/jitprof/internal/session"
+	"github.com/jitprof/jitprof/internal/trust"
 	"github.com/jitprof/jitprof/perfdata"
 )
 
@@ -61,6 +62,7 @@ type Binder struct {
 	opts     Options
 	procs    map[uint32]session.Process
 	embedded map[uint32]map[string][]byte
+	recorded map[uint32]jitbundle.Process // who each process was, as recorded
 
 	mu    sync.RWMutex
 	state map[uint32]*procState
@@ -92,21 +94,27 @@ type symKey struct {
 }
 
 // New prepares a Binder for the processes of tl, with the JIT data the
-// recorder embedded in f (jitprof's feature section), if any.
+// recorder embedded in f (internal/jitbundle), if any: copies of JIT data
+// files, and who each process was, by which any file still read from disk
+// is judged.
 func New(f *perfdata.File, tl *session.Timeline, opts Options) (*Binder, error) {
 	if opts.ProcRoot == "" {
 		opts.ProcRoot = "/proc"
 	}
-	b := &Binder{opts: opts, procs: map[uint32]session.Process{}, embedded: map[uint32]map[string][]byte{}, state: map[uint32]*procState{}}
+	b := &Binder{opts: opts, procs: map[uint32]session.Process{}, embedded: map[uint32]map[string][]byte{},
+		recorded: map[uint32]jitbundle.Process{}, state: map[uint32]*procState{}}
 	for _, p := range tl.Processes() {
 		b.procs[p.PID] = p
 	}
-	if raw, ok := f.Features.Raw(perfdata.FeatJitprof); ok {
-		entries, err := jitbundle.Decode(raw)
-		if err != nil {
-			return nil, fmt.Errorf("jitprof's JIT data section: %w", err)
+	bundle, err := jitbundle.Load(f)
+	if err != nil {
+		return nil, fmt.Errorf("jitprof's JIT data: %w", err)
+	}
+	if bundle != nil {
+		for _, p := range bundle.Processes {
+			b.recorded[uint32(p.PID)] = p
 		}
-		for _, e := range entries {
+		for _, e := range bundle.Files {
 			pid := uint32(e.PID)
 			if b.embedded[pid] == nil {
 				b.embedded[pid] = map[string][]byte{}
@@ -219,7 +227,13 @@ func (st *procState) name(sym *anon.Symbol) string {
 
 func (b *Binder) claim(pid uint32, st *procState) {
 	sp := b.procs[pid]
-	p := &anon.Process{PID: int(pid), NSPID: int(pid), Comm: sp.Comm, Embedded: b.embedded[pid], Force: b.opts.Force}
+	p := &anon.Process{PID: int(pid), NSPID: int(pid), Comm: sp.Comm, UID: trust.UnknownOwner, Embedded: b.embedded[pid], Force: b.opts.Force}
+	if rp, ok := b.recorded[pid]; ok {
+		p.UID, p.StartTime = rp.UID, rp.StartTime
+		if rp.NSPID != 0 {
+			p.NSPID = rp.NSPID
+		}
+	}
 	for _, m := range sp.Mappings {
 		p.Mappings = append(p.Mappings, anon.Mapping{Start: m.Start, End: m.End, Pgoff: m.Pgoff, Time: m.Time, Path: m.Path, Exec: m.Exec})
 	}

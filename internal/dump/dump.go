@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/jitprof/jitprof/internal/jitbundle"
 	"github.com/jitprof/jitprof/perfdata"
 )
 
@@ -128,6 +129,22 @@ func writeFeatures(w io.Writer, f *perfdata.File) {
 	fs := &f.Features
 	for _, feat := range fs.List() {
 		fmt.Fprintf(w, "# feature %v: %s\n", feat, describeFeature(fs, feat))
+	}
+	if len(f.EventTypes) > 0 {
+		fmt.Fprintf(w, "# event_types: %d bytes\n", len(f.EventTypes))
+	}
+	b, err := jitbundle.Load(f)
+	switch {
+	case err != nil:
+		fmt.Fprintf(w, "# jitprof JIT data: unreadable: %v\n", err)
+	case b != nil:
+		fmt.Fprintf(w, "# jitprof JIT data: %d processes, %d files\n", len(b.Processes), len(b.Files))
+		for _, p := range b.Processes {
+			fmt.Fprintf(w, "#   process %d: nspid %d uid %d gid %d start %d\n", p.PID, p.NSPID, p.UID, p.GID, p.StartTime)
+		}
+		for _, e := range b.Files {
+			fmt.Fprintf(w, "#   file of %d: %s %s, %d bytes\n", e.PID, e.Kind, e.Path, len(e.Data))
+		}
 	}
 }
 

@@ -1,51 +1,91 @@
-// Package jitbundle encodes jitprof's own perf.data feature section
-// (perfdata.FeatJitprof): the JIT data files of the recorded processes
-// (perf maps, jitdumps, jitlog databases, ...), copied at record time so
-// that a report names JIT code after the files are gone or rewritten.
+// Package jitbundle encodes the JIT data jitprof record embeds in a
+// perf.data: who each recorded process that ran JIT code was (pid, uid,
+// gid, start time), and the JIT data files of those processes (perf maps,
+// jitdumps, jitlog databases, ...), copied at record time, so that a
+// report names JIT code after the files are gone or rewritten and judges
+// any file it still reads by the uid the process had, even when the
+// process has exited (a process started through su reads as root's then).
 //
-// The section is little-endian:
+// Where it lives: since version 2, in the perf.data header's event_types
+// section (in pipe mode, HEADER_EVENT_TYPE records), which perf has
+// ignored since Linux 3.x in every tool (see perfdata.File.EventTypes).
+// Version 1 lived in feature bit 200 (perfdata.FeatJitprof), which perf
+// 6.1's inject crashes on; Load still reads it.
 //
-//	magic   [8]byte "JITPBNDL"
-//	version u32     (1)
-//	count   u32     number of entries
-//	count × entry:
+// The bundle is little-endian:
+//
+//	magic    [8]byte "JITPBNDL"
+//	version  u32     (2; 1 has neither flags, size nor processes)
+//	flags    u32     (0)
+//	size     u64     bytes from the magic to the end of the last file
+//	nprocs   u32     number of processes
+//	nfiles   u32     number of files
+//	nprocs × process:
+//	    pid      u32   in the recording's pid namespace
+//	    nspid    u32   in the process's own pid namespace (0: unknown)
+//	    uid      u32   filesystem uid, owner of the files it writes
+//	    gid      u32   filesystem gid
+//	    start    u64   start time, clock ticks since boot (/proc/PID/stat
+//	                   field 22; 0: unknown)
+//	nfiles × file:
 //	    pid      u32
 //	    kindLen  u16, kind  [kindLen]byte  ("perfmap", "jitdump", "jitlog", ...)
 //	    pathLen  u16, path  [pathLen]byte  (the path the recorder read)
 //	    mtime    i64   modification time, Unix nanoseconds
 //	    dataLen  u64, data  [dataLen]byte
 //
-// A reader of a later version refuses it rather than misreading it. The
-// package is pure: no I/O.
+// Version 1 is magic, version, nfiles and the files. What follows size
+// in its container (a stream pads to 8 bytes) must be zeros. A reader of
+// a later version refuses it rather than misreading it. The package is
+// pure: no I/O.
 package jitbundle
 
 import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+
+	"github.com/jitprof/jitprof/perfdata"
 )
 
-// Magic opens a section; Version is the one this package writes and reads.
+// Magic opens a bundle; Version is the one this package writes. It reads
+// 1 and 2.
 const (
 	Magic   = "JITPBNDL"
-	Version = 1
+	Version = 2
 )
 
 // Limits on what Encode writes and Decode accepts.
 const (
-	MaxEntries = 1 << 16
-	MaxKind    = 64
-	MaxPath    = 4096
-	// MaxData bounds one file; it matches the handlers' trust limit.
+	MaxEntries   = 1 << 16
+	MaxProcesses = 1 << 16
+	MaxKind      = 64
+	MaxPath      = 4096
+	// MaxData bounds one file; it matches the trust limit on JIT files.
 	MaxData = 1 << 30
 )
 
 // Errors callers branch on.
 var (
-	ErrFormat  = errors.New("malformed jitprof section")
-	ErrVersion = errors.New("unsupported jitprof section version")
-	ErrLimit   = errors.New("jitprof section over a limit")
+	ErrFormat  = errors.New("malformed jitprof JIT data")
+	ErrVersion = errors.New("unsupported jitprof JIT data version")
+	ErrLimit   = errors.New("jitprof JIT data over a limit")
 )
+
+// Bundle is what a recording carries.
+type Bundle struct {
+	Processes []Process
+	Files     []Entry
+}
+
+// Process is who a recorded process was when the recorder last saw it
+// alive.
+type Process struct {
+	PID       int
+	NSPID     int // 0 when unknown
+	UID, GID  int
+	StartTime uint64 // clock ticks since boot, 0 when unknown
+}
 
 // Entry is one copied file.
 type Entry struct {
@@ -56,74 +96,151 @@ type Entry struct {
 	Data  []byte
 }
 
-const headerSize = 16
+// Sizes of the fixed parts.
+const (
+	headerV1  = 16
+	headerV2  = 32
+	procSize  = 24
+	minEntry  = 4 + 2 + 2 + 8 + 8
+	maxUint32 = 1<<32 - 1
+)
 
-// minEntry is the size of an entry with empty strings and data.
-const minEntry = 4 + 2 + 2 + 8 + 8
-
-// Encode encodes entries; an entry over a limit is an error wrapping
-// ErrLimit, since Decode would refuse it.
-func Encode(entries []Entry) ([]byte, error) {
-	if len(entries) > MaxEntries {
-		return nil, fmt.Errorf("jitbundle: %d entries, more than %d: %w", len(entries), MaxEntries, ErrLimit)
+// Load returns the bundle a recording carries, nil when it has none:
+// from the event_types section, or from feature bit 200 where jitprof
+// before version 2 put it. Event types that are not a bundle (perf wrote
+// real ones before Linux 3.x) are not jitprof's and are ignored.
+func Load(f *perfdata.File) (*Bundle, error) {
+	if len(f.EventTypes) >= len(Magic) && string(f.EventTypes[:len(Magic)]) == Magic {
+		return Decode(f.EventTypes)
 	}
-	n := headerSize
-	for i, e := range entries {
+	if raw, ok := f.Features.Raw(perfdata.FeatJitprof); ok {
+		return Decode(raw)
+	}
+	return nil, nil
+}
+
+// Encode encodes b; a field over a limit is an error wrapping ErrLimit,
+// since Decode would refuse it.
+func Encode(b *Bundle) ([]byte, error) {
+	if len(b.Files) > MaxEntries {
+		return nil, fmt.Errorf("jitbundle: %d files, more than %d: %w", len(b.Files), MaxEntries, ErrLimit)
+	}
+	if len(b.Processes) > MaxProcesses {
+		return nil, fmt.Errorf("jitbundle: %d processes, more than %d: %w", len(b.Processes), MaxProcesses, ErrLimit)
+	}
+	n := headerV2 + procSize*len(b.Processes)
+	for i, p := range b.Processes {
+		for _, v := range []int{p.PID, p.NSPID, p.UID, p.GID} {
+			if v < 0 || v > maxUint32 {
+				return nil, fmt.Errorf("jitbundle: process %d: id %d out of range: %w", i, v, ErrLimit)
+			}
+		}
+	}
+	for i, e := range b.Files {
 		if err := check(i, len(e.Kind), len(e.Path), uint64(len(e.Data))); err != nil {
 			return nil, err
 		}
-		if e.PID < 0 || e.PID > 1<<32-1 {
-			return nil, fmt.Errorf("jitbundle: entry %d: pid %d out of range: %w", i, e.PID, ErrLimit)
+		if e.PID < 0 || e.PID > maxUint32 {
+			return nil, fmt.Errorf("jitbundle: file %d: pid %d out of range: %w", i, e.PID, ErrLimit)
 		}
 		n += minEntry + len(e.Kind) + len(e.Path) + len(e.Data)
 	}
-	b := make([]byte, 0, n)
-	b = append(b, Magic...)
-	b = binary.LittleEndian.AppendUint32(b, Version)
-	b = binary.LittleEndian.AppendUint32(b, uint32(len(entries)))
-	for _, e := range entries {
-		b = binary.LittleEndian.AppendUint32(b, uint32(e.PID))
-		b = binary.LittleEndian.AppendUint16(b, uint16(len(e.Kind)))
-		b = append(b, e.Kind...)
-		b = binary.LittleEndian.AppendUint16(b, uint16(len(e.Path)))
-		b = append(b, e.Path...)
-		b = binary.LittleEndian.AppendUint64(b, uint64(e.MTime))
-		b = binary.LittleEndian.AppendUint64(b, uint64(len(e.Data)))
-		b = append(b, e.Data...)
+	le := binary.LittleEndian
+	out := make([]byte, 0, n)
+	out = append(out, Magic...)
+	out = le.AppendUint32(out, Version)
+	out = le.AppendUint32(out, 0)
+	out = le.AppendUint64(out, uint64(n))
+	out = le.AppendUint32(out, uint32(len(b.Processes)))
+	out = le.AppendUint32(out, uint32(len(b.Files)))
+	for _, p := range b.Processes {
+		out = le.AppendUint32(out, uint32(p.PID))
+		out = le.AppendUint32(out, uint32(p.NSPID))
+		out = le.AppendUint32(out, uint32(p.UID))
+		out = le.AppendUint32(out, uint32(p.GID))
+		out = le.AppendUint64(out, p.StartTime)
 	}
-	return b, nil
+	for _, e := range b.Files {
+		out = le.AppendUint32(out, uint32(e.PID))
+		out = le.AppendUint16(out, uint16(len(e.Kind)))
+		out = append(out, e.Kind...)
+		out = le.AppendUint16(out, uint16(len(e.Path)))
+		out = append(out, e.Path...)
+		out = le.AppendUint64(out, uint64(e.MTime))
+		out = le.AppendUint64(out, uint64(len(e.Data)))
+		out = append(out, e.Data...)
+	}
+	return out, nil
 }
 
 func check(i, kind, path int, data uint64) error {
 	switch {
 	case kind == 0 || kind > MaxKind:
-		return fmt.Errorf("jitbundle: entry %d: kind of %d bytes, want 1 to %d: %w", i, kind, MaxKind, ErrLimit)
+		return fmt.Errorf("jitbundle: file %d: kind of %d bytes, want 1 to %d: %w", i, kind, MaxKind, ErrLimit)
 	case path > MaxPath:
-		return fmt.Errorf("jitbundle: entry %d: path of %d bytes, more than %d: %w", i, path, MaxPath, ErrLimit)
+		return fmt.Errorf("jitbundle: file %d: path of %d bytes, more than %d: %w", i, path, MaxPath, ErrLimit)
 	case data > MaxData:
-		return fmt.Errorf("jitbundle: entry %d: %d bytes of data, more than %d: %w", i, data, MaxData, ErrLimit)
+		return fmt.Errorf("jitbundle: file %d: %d bytes of data, more than %d: %w", i, data, MaxData, ErrLimit)
 	}
 	return nil
 }
 
-// Decode decodes a section. Entries' Data alias b, so that a large
-// recording is not copied twice; the caller must not modify b while it
-// uses them.
-func Decode(b []byte) ([]Entry, error) {
-	if len(b) < headerSize || string(b[:8]) != Magic {
+// Decode decodes a bundle of version 1 or 2. Files' Data alias b, so
+// that a large recording is not copied twice; the caller must not modify
+// b while it uses them.
+func Decode(b []byte) (*Bundle, error) {
+	le := binary.LittleEndian
+	if len(b) < headerV1 || string(b[:8]) != Magic {
 		return nil, fmt.Errorf("jitbundle: no %q header: %w", Magic, ErrFormat)
 	}
-	if v := binary.LittleEndian.Uint32(b[8:]); v != Version {
-		return nil, fmt.Errorf("jitbundle: version %d, want %d: %w", v, Version, ErrVersion)
+	var nprocs, nfiles uint32
+	d := decoder{b: b}
+	switch v := le.Uint32(b[8:]); v {
+	case 1:
+		nfiles = le.Uint32(b[12:])
+		d.off = headerV1
+	case 2:
+		if len(b) < headerV2 {
+			return nil, fmt.Errorf("jitbundle: %d bytes, shorter than the header: %w", len(b), ErrFormat)
+		}
+		if flags := le.Uint32(b[12:]); flags != 0 {
+			return nil, fmt.Errorf("jitbundle: flags %#x, want 0: %w", flags, ErrFormat)
+		}
+		size := le.Uint64(b[16:])
+		if size < headerV2 || size > uint64(len(b)) {
+			return nil, fmt.Errorf("jitbundle: size %d, outside [%d, %d]: %w", size, headerV2, len(b), ErrFormat)
+		}
+		for i, c := range b[size:] {
+			if c != 0 {
+				return nil, fmt.Errorf("jitbundle: byte %d past the end is not zero: %w", int(size)+i, ErrFormat)
+			}
+		}
+		d.b = b[:size]
+		nprocs, nfiles = le.Uint32(b[24:]), le.Uint32(b[28:])
+		d.off = headerV2
+	default:
+		return nil, fmt.Errorf("jitbundle: version %d, want 1 or %d: %w", v, Version, ErrVersion)
 	}
-	count := binary.LittleEndian.Uint32(b[12:])
-	if count > MaxEntries {
-		return nil, fmt.Errorf("jitbundle: %d entries, more than %d: %w", count, MaxEntries, ErrLimit)
+	if nfiles > MaxEntries {
+		return nil, fmt.Errorf("jitbundle: %d files, more than %d: %w", nfiles, MaxEntries, ErrLimit)
 	}
-	d := decoder{b: b, off: headerSize}
-	// The count is untrusted: allocate no more entries than fit in b.
-	entries := make([]Entry, 0, min(int(count), len(b)/minEntry))
-	for i := range int(count) {
+	if nprocs > MaxProcesses {
+		return nil, fmt.Errorf("jitbundle: %d processes, more than %d: %w", nprocs, MaxProcesses, ErrLimit)
+	}
+	// The counts are untrusted: allocate no more than fits in b.
+	out := &Bundle{
+		Processes: make([]Process, 0, min(int(nprocs), len(d.b)/procSize)),
+		Files:     make([]Entry, 0, min(int(nfiles), len(d.b)/minEntry)),
+	}
+	for i := range int(nprocs) {
+		start := d.off
+		p := Process{PID: int(d.u32()), NSPID: int(d.u32()), UID: int(d.u32()), GID: int(d.u32()), StartTime: d.u64()}
+		if d.err != nil {
+			return nil, fmt.Errorf("jitbundle: process %d at offset %d: %w", i, start, d.err)
+		}
+		out.Processes = append(out.Processes, p)
+	}
+	for i := range int(nfiles) {
 		start := d.off
 		pid := d.u32()
 		kind := d.bytes(uint64(d.u16()))
@@ -135,14 +252,14 @@ func Decode(b []byte) ([]Entry, error) {
 		}
 		data := d.bytes(size)
 		if d.err != nil {
-			return nil, fmt.Errorf("jitbundle: entry %d at offset %d: %w", i, start, d.err)
+			return nil, fmt.Errorf("jitbundle: file %d at offset %d: %w", i, start, d.err)
 		}
-		entries = append(entries, Entry{PID: int(pid), Kind: string(kind), Path: string(path), MTime: int64(mtime), Data: data})
+		out.Files = append(out.Files, Entry{PID: int(pid), Kind: string(kind), Path: string(path), MTime: int64(mtime), Data: data})
 	}
-	if d.off != len(b) {
-		return nil, fmt.Errorf("jitbundle: %d bytes after the last entry: %w", len(b)-d.off, ErrFormat)
+	if d.off != len(d.b) {
+		return nil, fmt.Errorf("jitbundle: %d bytes after the last file: %w", len(d.b)-d.off, ErrFormat)
 	}
-	return entries, nil
+	return out, nil
 }
 
 // decoder reads fields, remembering the first short read.

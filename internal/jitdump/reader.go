@@ -69,7 +69,8 @@ func NewReader(r io.Reader) (*Reader, error) {
 	case binary.BigEndian.Uint32(b[0:]) == Magic:
 		rd.order = binary.BigEndian
 	default:
-		return nil, fmt.Errorf("jitdump: header: %w (%q)", ErrBadMagic, b[:4])
+		// Never the bytes: a dump may be any file put in its place.
+		return nil, fmt.Errorf("jitdump: header at offset 0: %w", ErrBadMagic)
 	}
 	o := rd.order
 	rd.hdr = Header{

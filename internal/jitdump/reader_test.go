@@ -407,3 +407,12 @@ func TestLongNamesAreCut(t *testing.T) {
 		t.Errorf("code %x after a long name", l.Code)
 	}
 }
+
+// TestBadMagicQuotesNothing: a dump may be any file put in its place; the
+// error says where and what, not the bytes.
+func TestBadMagicQuotesNothing(t *testing.T) {
+	_, err := NewReader(strings.NewReader("root:$6$secret:19000:0:99999:7:::\ndaemon:*:19000:0:99999:7:::\n"))
+	if !errors.Is(err, ErrBadMagic) || strings.Contains(err.Error(), "root") || !strings.Contains(err.Error(), "offset 0") {
+		t.Errorf("error %q: want ErrBadMagic at offset 0, without the file's bytes", err)
+	}
+}

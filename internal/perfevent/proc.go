@@ -22,11 +22,113 @@ var ErrNoProcess = errors.New("no such process")
 // synthesizes COMM and MMAP2 records for processes that were running before
 // recording began.
 type Process struct {
-	PID     int // the thread group id
-	PPID    int
-	Comm    string
+	PID  int // the thread group id
+	PPID int
+	Comm string
+	// Identity is who the process is: the recorder keeps it to judge the
+	// process's JIT data files by, also after the process has exited.
+	Identity
 	Threads []Thread
 	Maps    []Mapping
+}
+
+// Identity is what /proc says of who a process is.
+type Identity struct {
+	// UID and GID are the process's filesystem ids, the owner of the
+	// files it creates (its effective ids unless it called setfsuid), as
+	// seen from the reader's user namespace.
+	UID, GID int
+	// NSPID is the process's pid in its own pid namespace, the pid a JIT
+	// in a container writes into its file names.
+	NSPID int
+	// StartTime is field 22 of /proc/PID/stat, clock ticks since boot:
+	// with the pid, it tells the process from a later one with its pid.
+	StartTime uint64
+}
+
+// ReadIdentity reads pid's Identity from procRoot ("/proc", or a copy in
+// tests). A process that is gone gives an error wrapping ErrNoProcess.
+func ReadIdentity(procRoot string, pid int) (Identity, error) {
+	dir := procRoot + "/" + strconv.Itoa(pid)
+	status, err := os.ReadFile(dir + "/status")
+	if err == nil {
+		var id Identity
+		if id, _, _, err = parseStatus(status); err != nil {
+			err = fmt.Errorf("%s/%w", dir, err)
+		} else if id.StartTime, err = readStartTime(dir); err == nil {
+			return id, nil
+		}
+	}
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ESRCH) {
+		err = fmt.Errorf("%w: %w", ErrNoProcess, err)
+	}
+	return Identity{}, fmt.Errorf("process %d: %w", pid, err)
+}
+
+// parseStatus reads what a Process needs of /proc/PID/status: Tgid,
+// PPid, and the Uid, Gid and NSpid lines of an Identity.
+func parseStatus(b []byte) (id Identity, tgid, ppid int, err error) {
+	tgid, ppid, id.UID, id.GID = -1, -1, -1, -1
+	for line := range strings.Lines(string(b)) {
+		k, v, _ := strings.Cut(line, ":")
+		f := strings.Fields(v)
+		if len(f) == 0 {
+			continue
+		}
+		switch k {
+		case "Tgid":
+			tgid, err = strconv.Atoi(f[0])
+		case "PPid":
+			ppid, err = strconv.Atoi(f[0])
+		case "Uid", "Gid":
+			// Real, effective, saved set, filesystem.
+			if len(f) != 4 {
+				return id, 0, 0, fmt.Errorf("status: %s: %d fields, want 4", k, len(f))
+			}
+			dst := &id.UID
+			if k == "Gid" {
+				dst = &id.GID
+			}
+			*dst, err = strconv.Atoi(f[3])
+		case "NSpid":
+			// Outermost first; the last is the process's own namespace.
+			id.NSPID, err = strconv.Atoi(f[len(f)-1])
+		}
+		if err != nil {
+			return id, 0, 0, fmt.Errorf("status: %s: %w", k, err)
+		}
+	}
+	if tgid < 0 || ppid < 0 || id.UID < 0 || id.GID < 0 {
+		return id, 0, 0, errors.New("status: no Tgid, PPid, Uid or Gid")
+	}
+	if id.NSPID == 0 {
+		id.NSPID = tgid // kernels before 4.1 have no NSpid line
+	}
+	return id, tgid, ppid, nil
+}
+
+// readStartTime reads field 22 of dir/stat.
+func readStartTime(dir string) (uint64, error) {
+	b, err := os.ReadFile(dir + "/stat")
+	if err != nil {
+		return 0, err
+	}
+	// The command name (field 2) may hold spaces and parentheses; the
+	// fields after it start after the last ')'.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("%s/stat: no command name", dir)
+	}
+	f := bytes.Fields(b[i+1:])
+	// f[0] is field 3, so field 22 is f[19].
+	if len(f) < 20 {
+		return 0, fmt.Errorf("%s/stat: %d fields, want at least 22", dir, len(f)+2)
+	}
+	start, err := strconv.ParseUint(string(f[19]), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%s/stat: start time: %w", dir, err)
+	}
+	return start, nil
 }
 
 // Thread is one thread of a process.
@@ -102,22 +204,12 @@ func readProcess(pid int) (Process, error) {
 	if err != nil {
 		return Process{}, err
 	}
-	p := Process{PID: -1, PPID: -1}
-	for line := range strings.Lines(string(status)) {
-		k, v, _ := strings.Cut(line, ":")
-		v = strings.TrimSpace(v)
-		switch k {
-		case "Tgid":
-			p.PID, err = strconv.Atoi(v)
-		case "PPid":
-			p.PPID, err = strconv.Atoi(v)
-		}
-		if err != nil {
-			return Process{}, fmt.Errorf("%s/status: %w", dir, err)
-		}
+	var p Process
+	if p.Identity, p.PID, p.PPID, err = parseStatus(status); err != nil {
+		return Process{}, fmt.Errorf("%s/%w", dir, err)
 	}
-	if p.PID < 0 || p.PPID < 0 {
-		return Process{}, fmt.Errorf("%s/status: no Tgid or PPid", dir)
+	if p.StartTime, err = readStartTime(dir); err != nil {
+		return Process{}, err
 	}
 	if p.Comm, err = readComm(dir); err != nil {
 		return Process{}, err

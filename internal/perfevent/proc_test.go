@@ -155,3 +155,43 @@ func TestKernelMapping(t *testing.T) {
 		t.Errorf("kernel text %+v", k)
 	}
 }
+
+func TestParseStatus(t *testing.T) {
+	status := "Name:\tnode\nTgid:\t4242\nNgid:\t0\nPid:\t4242\nPPid:\t1\n" +
+		"Uid:\t0\t1000\t0\t1001\nGid:\t0\t100\t0\t101\nNSpid:\t4242\t7\n"
+	id, tgid, ppid, err := parseStatus([]byte(status))
+	want := Identity{UID: 1001, GID: 101, NSPID: 7}
+	if err != nil || id != want || tgid != 4242 || ppid != 1 {
+		t.Errorf("parseStatus = %+v tgid %d ppid %d, %v; want %+v, 4242, 1", id, tgid, ppid, err, want)
+	}
+	for _, bad := range []string{
+		"Tgid:\t1\nPPid:\t0\nGid:\t0\t0\t0\t0\n",                   // no Uid
+		"Tgid:\t1\nPPid:\t0\nUid:\t0\t0\nGid:\t0\t0\t0\t0\n",       // short Uid
+		"Tgid:\t1\nPPid:\t0\nUid:\tx\tx\tx\tx\nGid:\t0\t0\t0\t0\n", // not a number
+	} {
+		if _, _, _, err := parseStatus([]byte(bad)); err == nil {
+			t.Errorf("parseStatus(%q): no error", bad)
+		}
+	}
+}
+
+func TestReadIdentitySelf(t *testing.T) {
+	id, err := ReadIdentity("/proc", os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id.UID != os.Geteuid() || id.GID != os.Getegid() || id.NSPID == 0 || id.StartTime == 0 {
+		t.Errorf("identity %+v; want uid %d gid %d, a pid and a start time", id, os.Geteuid(), os.Getegid())
+	}
+	p, err := ReadProcess(os.Getpid())
+	if err != nil || p.Identity != id {
+		t.Errorf("ReadProcess identity %+v, %v; ReadIdentity said %+v", p.Identity, err, id)
+	}
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadIdentity("/proc", cmd.Process.Pid); !errors.Is(err, ErrNoProcess) {
+		t.Errorf("identity of an exited process: %v, want ErrNoProcess", err)
+	}
+}

@@ -40,13 +40,18 @@ var (
 	ErrNameHasNewline = errors.New("name contains a newline")
 )
 
-// LineError is a problem with one line of a map.
+// LineError is a problem with one line of a map. Like every error of this
+// package it says where and what, never the line's bytes: a map may be
+// any file a hostile user put in its place.
 type LineError struct {
-	Line int
-	Err  error
+	Line   int
+	Offset int64 // of the line's first byte
+	Err    error
 }
 
-func (e *LineError) Error() string { return fmt.Sprintf("perfmap: line %d: %v", e.Line, e.Err) }
+func (e *LineError) Error() string {
+	return fmt.Sprintf("perfmap: line %d (offset %d): %v", e.Line, e.Offset, e.Err)
+}
 func (e *LineError) Unwrap() error { return e.Err }
 
 // Defaults for Options fields left zero.
@@ -97,8 +102,9 @@ func (o Options) Parse(r io.Reader) (*Map, error) {
 	// back as ErrBufferFull, which is how long lines are detected.
 	br := bufio.NewReaderSize(r, max(maxLine, 16))
 	m := &Map{}
+	var off, next int64 // offsets of this line and the next
 	bad := func(line int, err error) error {
-		le := &LineError{Line: line, Err: err}
+		le := &LineError{Line: line, Offset: off, Err: err}
 		if !o.Lenient {
 			return le
 		}
@@ -109,11 +115,15 @@ func (o Options) Parse(r io.Reader) (*Map, error) {
 		return nil
 	}
 	for line := 1; ; line++ {
+		off = next
 		b, err := br.ReadSlice('\n')
+		next += int64(len(b))
 		switch {
 		case err == bufio.ErrBufferFull:
-			if err := skipLine(br); err != nil {
-				return m, fmt.Errorf("perfmap: line %d: %w", line, err)
+			n, err := skipLine(br)
+			next += n
+			if err != nil {
+				return m, fmt.Errorf("perfmap: line %d (offset %d): %w", line, off, err)
 			}
 			if err := bad(line, fmt.Errorf("%w (limit %d bytes)", ErrLineTooLong, maxLine)); err != nil {
 				return nil, err
@@ -124,7 +134,7 @@ func (o Options) Parse(r io.Reader) (*Map, error) {
 				return m, nil
 			}
 		case err != nil:
-			return nil, fmt.Errorf("perfmap: line %d: %w", line, err)
+			return nil, fmt.Errorf("perfmap: line %d (offset %d): %w", line, off, err)
 		}
 		if len(b) > maxLine {
 			if err := bad(line, fmt.Errorf("%w (limit %d bytes)", ErrLineTooLong, maxLine)); err != nil {
@@ -146,7 +156,7 @@ func (o Options) Parse(r io.Reader) (*Map, error) {
 			continue
 		}
 		if len(m.Symbols) >= maxSyms {
-			return nil, &LineError{Line: line, Err: fmt.Errorf("%w (limit %d)", ErrTooManyLines, maxSyms)}
+			return nil, &LineError{Line: line, Offset: off, Err: fmt.Errorf("%w (limit %d)", ErrTooManyLines, maxSyms)}
 		}
 		sym.Line = line
 		m.Symbols = append(m.Symbols, sym)
@@ -156,17 +166,20 @@ func (o Options) Parse(r io.Reader) (*Map, error) {
 	}
 }
 
-// skipLine discards the rest of an over-long line.
-func skipLine(br *bufio.Reader) error {
+// skipLine discards the rest of an over-long line and returns how many
+// bytes it discarded.
+func skipLine(br *bufio.Reader) (int64, error) {
+	var n int64
 	for {
-		_, err := br.ReadSlice('\n')
+		b, err := br.ReadSlice('\n')
+		n += int64(len(b))
 		switch err {
 		case nil, io.EOF:
-			return nil
+			return n, nil
 		case bufio.ErrBufferFull:
 			continue
 		default:
-			return err
+			return n, err
 		}
 	}
 }
@@ -184,11 +197,11 @@ func parseLine(b []byte) (Symbol, error) {
 	sizeField, name := cutField(rest)
 	start, err := parseHex(startField)
 	if err != nil {
-		return Symbol{}, fmt.Errorf("start address %q: %w", startField, err)
+		return Symbol{}, fmt.Errorf("start address: %w", err)
 	}
 	size, err := parseHex(sizeField)
 	if err != nil {
-		return Symbol{}, fmt.Errorf("size %q: %w", sizeField, err)
+		return Symbol{}, fmt.Errorf("size: %w", err)
 	}
 	if len(name) == 0 {
 		return Symbol{}, fmt.Errorf("%w: missing name", ErrSyntax)

@@ -78,6 +78,33 @@ func TestParse(t *testing.T) {
 	}
 }
 
+// TestErrorsQuoteNothing: a "map" may be any file a hostile user put in
+// its place (a bind-mounted /etc/shadow); errors say where and why, never
+// its bytes.
+func TestErrorsQuoteNothing(t *testing.T) {
+	const secret = "s3cr3tmarker"
+	for _, in := range []string{
+		"1000 10 ok\n" + secret + ":$6$x:19000:0:99999:7:::\n",
+		"1000 10 ok\n1000 " + secret + " name\n",
+		"1000 10 ok\n0x" + secret + "\n",
+		"1000 10 ok\n" + strings.Repeat(secret, 500) + "\n",
+		"1000 10 ok\n1000 " + secret, // torn
+	} {
+		_, err := Parse(strings.NewReader(in))
+		var le *LineError
+		if !errors.As(err, &le) || le.Line != 2 || le.Offset != int64(len("1000 10 ok\n")) {
+			t.Errorf("%.40q: error %v, want one at line 2, offset 11", in, err)
+		}
+		if strings.Contains(fmt.Sprint(err), "s3cr3t") || !strings.Contains(fmt.Sprint(err), "line 2 (offset 11)") {
+			t.Errorf("error %q quotes the file or does not say where", err)
+		}
+		m, err := Options{Lenient: true}.Parse(strings.NewReader(in))
+		if err != nil || len(m.Errors) != 1 || strings.Contains(m.Errors[0].Error(), "s3cr3t") {
+			t.Errorf("lenient: %v, %v", m, err)
+		}
+	}
+}
+
 func TestLenient(t *testing.T) {
 	in := "1000 10 a\n" +
 		"garbage\n" +

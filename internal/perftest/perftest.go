@@ -120,59 +120,113 @@ int main(int argc, char **argv) {
 // busyFlags build the workload with frame pointers and DWARF.
 var busyFlags = []string{"-O1", "-g", "-fno-omit-frame-pointer", "-pthread"}
 
+// AnonJITSource is the smallest JIT: it copies a counting loop into
+// anonymous memory mapped read-write-execute and runs it, so its samples
+// land in //anon memory as a JIT's do. Arguments: seconds to run (0 or
+// none: until killed), and "map" to write /tmp/perf-PID.map naming the
+// code jit_spin, as a JIT writes its perf map. It prints "ready PID ADDR"
+// once the code runs.
+const AnonJITSource = `#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+	double secs = argc > 1 ? atof(argv[1]) : 0;
+	/* mov rcx, rdi; 1: dec rcx; jnz 1b; ret */
+	static const unsigned char loop[] = {0x48, 0x89, 0xf9, 0x48, 0xff, 0xc9, 0x75, 0xfb, 0xc3};
+	unsigned char *code = mmap(NULL, 4096, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (code == MAP_FAILED) { perror("mmap"); return 1; }
+	memcpy(code, loop, sizeof loop);
+	if (argc > 2 && strcmp(argv[2], "map") == 0) {
+		char path[64];
+		snprintf(path, sizeof path, "/tmp/perf-%d.map", (int)getpid());
+		FILE *f = fopen(path, "w");
+		if (!f) { perror(path); return 1; }
+		fprintf(f, "%lx %x jit_spin\n", (unsigned long)code, (unsigned)sizeof loop);
+		fclose(f);
+	}
+	printf("ready %d %p\n", (int)getpid(), (void *)code);
+	fflush(stdout);
+	void (*run)(long) = (void (*)(long))code;
+	struct timespec t0, t;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		run(20000000);
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if (secs > 0 && (t.tv_sec - t0.tv_sec) + (t.tv_nsec - t0.tv_nsec) / 1e9 >= secs) return 0;
+	}
+}
+`
+
+// cProgram is a C workload built once per test binary.
+type cProgram struct {
+	name, src string
+	flags     []string
+	once      sync.Once
+	path, err string
+}
+
 var (
-	busyOnce sync.Once
-	busyPath string
-	busyErr  string
+	busy    = &cProgram{name: "busy", src: BusySource, flags: busyFlags}
+	anonJIT = &cProgram{name: "anonjit", src: AnonJITSource, flags: []string{"-O1"}}
 )
 
 // Busy builds BusySource once per test binary and returns its path. Its
 // arguments: iterations (100 ≈ 0.3 s of CPU), extra threads, and 1 to fork and
 // exec itself once.
-func Busy(t testing.TB) string {
+func Busy(t testing.TB) string { return busy.build(t) }
+
+// AnonJIT builds AnonJITSource once per test binary and returns its path,
+// in a directory every user can read, so that tests may run it as another
+// user.
+func AnonJIT(t testing.TB) string { return anonJIT.build(t) }
+
+func (p *cProgram) build(t testing.TB) string {
 	t.Helper()
 	cc := Need(t, "gcc")
-	busyOnce.Do(func() {
+	p.once.Do(func() {
 		// One build per version of the source, shared by every test
 		// binary and kept between runs: nothing piles up in /tmp, and a
 		// system-wide test never sees the workload's binary vanish.
-		sum := sha256.Sum256([]byte(BusySource + strings.Join(busyFlags, " ")))
-		dir := filepath.Join(os.TempDir(), fmt.Sprintf("jitprof-busy-%x", sum[:6]))
-		busyPath = filepath.Join(dir, "busy")
-		if _, err := os.Stat(busyPath); err == nil {
+		sum := sha256.Sum256([]byte(p.src + strings.Join(p.flags, " ")))
+		dir := filepath.Join(os.TempDir(), fmt.Sprintf("jitprof-%s-%x", p.name, sum[:6]))
+		p.path = filepath.Join(dir, p.name)
+		if _, err := os.Stat(p.path); err == nil {
 			return
 		}
 		// The source stays beside the binary: its DWARF names it, and
 		// annotate tests print its lines.
-		src := filepath.Join(dir, "busy.c")
-		tmp := fmt.Sprintf("%s.%d", busyPath, os.Getpid())
+		src := filepath.Join(dir, p.name+".c")
+		tmp := fmt.Sprintf("%s.%d", p.path, os.Getpid())
 		if err := os.MkdirAll(dir, 0o755); err != nil {
-			busyErr = err.Error()
+			p.err = err.Error()
 			return
 		}
 		// Rename is atomic: test binaries building at once each install
 		// whole files.
-		if err := os.WriteFile(tmp+".c", []byte(BusySource), 0o644); err != nil {
-			busyErr = err.Error()
+		if err := os.WriteFile(tmp+".c", []byte(p.src), 0o644); err != nil {
+			p.err = err.Error()
 			return
 		}
 		if err := os.Rename(tmp+".c", src); err != nil {
-			busyErr = err.Error()
+			p.err = err.Error()
 			return
 		}
-		out, err := exec.Command(cc, append(busyFlags, "-o", tmp, src)...).CombinedOutput()
+		out, err := exec.Command(cc, append(p.flags, "-o", tmp, src)...).CombinedOutput()
 		if err != nil {
-			busyErr = err.Error() + "\n" + string(out)
+			p.err = err.Error() + "\n" + string(out)
 			return
 		}
-		if err := os.Rename(tmp, busyPath); err != nil {
-			busyErr = err.Error()
+		if err := os.Rename(tmp, p.path); err != nil {
+			p.err = err.Error()
 		}
 	})
-	if busyErr != "" {
-		t.Fatalf("building the busy workload: %s", busyErr)
+	if p.err != "" {
+		t.Fatalf("building the %s workload: %s", p.name, p.err)
 	}
-	return busyPath
+	return p.path
 }
 
 // NodeFib is a small CPU-bound script for node: V8 compiles fib, first

@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/jitprof/jitprof/internal/perfevent"
 	"github.com/jitprof/jitprof/perfdata"
 )
 
@@ -36,6 +37,10 @@ type procMaps struct {
 	// after the FORK (they come from another CPU's ring), so the child
 	// looks them up through the parent rather than copying them.
 	parent *procMaps
+	// id is who the process is (uid, gid, start time), once known: its
+	// JIT data files are judged by it, also after it has exited.
+	id      perfevent.Identity
+	idKnown bool
 }
 
 // images follows which executable mappings every process has, so that

@@ -2,30 +2,28 @@ package record
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 
 	"github.com/jitprof/jitprof/internal/anon"
 	"github.com/jitprof/jitprof/internal/jitbundle"
-	"github.com/jitprof/jitprof/perfdata"
+	"github.com/jitprof/jitprof/internal/perfevent"
+	"github.com/jitprof/jitprof/internal/trust"
 )
 
 // maxJITData bounds what one recording embeds: JIT data is usually a few
 // MB, and a runaway map should cost a warning, not the disk.
 const maxJITData = 512 << 20
 
-// embedJITData copies the JIT data files of the recorded processes that
-// ran JIT code (anonymous executable memory, or a jitdump marker mapping)
-// into jitprof's own feature section, so that reports name JIT code after
-// /tmp is cleaned or on another machine. It returns how many files it
+// embedJITData puts jitprof's JIT data (internal/jitbundle) in the
+// recording's event_types section, which every perf tool skips: who each
+// recorded process that ran JIT code (anonymous executable memory, or a
+// jitdump marker mapping) was, and copies of its JIT data files, so that
+// reports name JIT code after /tmp is cleaned or on another machine, and
+// judge files by the uid the process had. It returns how many files it
 // embedded; problems go to notice.
-// maxPipeFeature is the most a pipe-mode HEADER_FEATURE record holds:
-// a u16 size less its 16-byte head.
-const maxPipeFeature = 1<<16 - 1 - 16
-
-func (r *recorder) embedJITData(notice func(string), pipe bool) int {
+func (r *recorder) embedJITData(notice func(string)) int {
 	pids := make([]uint32, 0, len(r.images.procs))
 	for pid, p := range r.images.procs {
 		if p.runsJIT() {
@@ -33,15 +31,29 @@ func (r *recorder) embedJITData(notice func(string), pipe bool) int {
 		}
 	}
 	sort.Slice(pids, func(i, j int) bool { return pids[i] < pids[j] })
-	var entries []jitbundle.Entry
+	var b jitbundle.Bundle
 	left := int64(maxJITData)
 	for _, pid := range pids {
 		p := r.images.procs[pid]
-		ap := &anon.Process{PID: int(pid), NSPID: int(pid), UID: os.Getuid()}
+		if p.idKnown && p.id.StartTime != 0 {
+			// Still running: who it is now, if it is the same process.
+			if id, err := perfevent.ReadIdentity("/proc", int(pid)); err == nil && id.StartTime == p.id.StartTime {
+				p.id = id
+			}
+		}
+		ap := &anon.Process{PID: int(pid), NSPID: int(pid), UID: trust.UnknownOwner}
+		if p.idKnown {
+			ap.UID, ap.StartTime = p.id.UID, p.id.StartTime
+			b.Processes = append(b.Processes, jitbundle.Process{PID: int(pid), NSPID: p.id.NSPID, UID: p.id.UID, GID: p.id.GID, StartTime: p.id.StartTime})
+		}
 		for _, m := range p.maps {
 			ap.Mappings = append(ap.Mappings, anon.Mapping{Start: m.start, End: m.end, Path: m.img.name, Exec: true})
 		}
-		ap.FillLive("/proc")
+		// Without a start time a live process with this pid may be
+		// another one: its files are not looked for under its root.
+		if ap.StartTime != 0 {
+			ap.FillLive("/proc")
+		}
 		es, errs := anon.Collect(ap, left)
 		for _, err := range errs {
 			if notice != nil {
@@ -51,27 +63,20 @@ func (r *recorder) embedJITData(notice func(string), pipe bool) int {
 		for _, e := range es {
 			left -= int64(len(e.Data))
 		}
-		entries = append(entries, es...)
+		b.Files = append(b.Files, es...)
 	}
-	if len(entries) == 0 {
+	if len(b.Processes) == 0 && len(b.Files) == 0 {
 		return 0
 	}
-	b, err := jitbundle.Encode(entries)
+	enc, err := jitbundle.Encode(&b)
 	if err != nil {
 		if notice != nil {
 			notice(fmt.Sprintf("JIT data not embedded: %v", err))
 		}
 		return 0
 	}
-	if pipe && len(b) > maxPipeFeature {
-		// A stream carries a feature in one record, of 64 KiB at most.
-		if notice != nil {
-			notice(fmt.Sprintf("JIT data not embedded: its %d KiB do not fit a pipe-mode record (64 KiB); reports read the JIT files themselves, while they last", len(b)>>10))
-		}
-		return 0
-	}
-	r.w.Features.SetRaw(perfdata.FeatJitprof, b)
-	return len(entries)
+	r.w.EventTypes = enc
+	return len(b.Files)
 }
 
 // runsJIT reports whether a process mapped anonymous executable memory

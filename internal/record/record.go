@@ -69,7 +69,7 @@ type Result struct {
 	// BuildIDs is the number of images in the BUILD_ID feature.
 	BuildIDs int
 	// JITFiles is the number of JIT data files (perf maps, jitdumps,
-	// jitlog databases) embedded in jitprof's feature section.
+	// jitlog databases) embedded in the recording (internal/jitbundle).
 	JITFiles int
 	// ExitStatus is the command's exit status as a shell reports it, or
 	// -1 when no command was run.
@@ -242,7 +242,7 @@ loop:
 		res.ExitStatus = status
 	}
 	res.BuildIDs = r.finish(cfg)
-	res.JITFiles = r.embedJITData(cfg.Notice, cfg.Pipe)
+	res.JITFiles = r.embedJITData(cfg.Notice)
 	if err := w.Close(); err != nil {
 		r.err = errors.Join(r.err, err)
 	}
@@ -413,6 +413,7 @@ func (r *recorder) write(rec []byte) {
 const (
 	miscCPUModeMask = 7
 	miscKernel      = 1
+	miscCommExec    = 1 << 13 // PERF_RECORD_MISC_COMM_EXEC
 )
 
 // handle writes one kernel record and notes what the end of the file
@@ -448,10 +449,30 @@ func (r *recorder) handle(rec []byte) {
 		}
 		b := rec[8:]
 		addr, size := ne.Uint64(b[8:]), ne.Uint64(b[16:])
-		r.mmap(ne.Uint32(b), addr, addr+size, cString(b[64:]))
+		pid := ne.Uint32(b)
+		r.mmap(pid, addr, addr+size, cString(b[64:]))
+		if !r.proc(pid).idKnown {
+			r.identify(pid)
+		}
 	case unix.PERF_RECORD_FORK:
 		if len(rec) >= 16 {
-			r.fork(ne.Uint32(rec[8:]), ne.Uint32(rec[12:]))
+			pid, ppid := ne.Uint32(rec[8:]), ne.Uint32(rec[12:])
+			r.fork(pid, ppid)
+			if pid != ppid {
+				// A new process, perhaps with the pid of one that has
+				// exited. It starts as its parent; /proc says whether
+				// it is still.
+				p, parent := r.proc(pid), r.proc(ppid)
+				p.id, p.idKnown = parent.id, parent.idKnown
+				p.id.StartTime = 0
+				r.identify(pid)
+			}
+		}
+	case unix.PERF_RECORD_COMM:
+		// An exec can change who the process is: su's child execs its
+		// user's shell after setuid.
+		if misc&miscCommExec != 0 && len(rec) >= 12 {
+			r.identify(ne.Uint32(rec[8:]))
 		}
 	case unix.PERF_RECORD_LOST:
 		if len(rec) >= 24 {

@@ -88,6 +88,8 @@ func (r *recorder) synthProcesses(cfg Config) error {
 
 func (r *recorder) synthProcess(p perfevent.Process) {
 	pid := uint32(p.PID)
+	pm := r.proc(pid)
+	pm.id, pm.idKnown = p.Identity, true
 	for _, t := range p.Threads {
 		tid := uint32(t.TID)
 		r.writeRecord(&perfdata.Comm{Common: r.common(perfdata.MiscUser, pid, tid), PID: pid, TID: tid, Comm: t.Comm})
@@ -113,6 +115,17 @@ func (r *recorder) synthProcess(p perfevent.Process) {
 		})
 		r.mmap(pid, m.Start, m.End, m.Path)
 	}
+}
+
+// identify reads who process pid is from /proc, keeping what was known
+// when it is gone.
+func (r *recorder) identify(pid uint32) {
+	id, err := perfevent.ReadIdentity("/proc", int(pid))
+	if err != nil {
+		return
+	}
+	p := r.proc(pid)
+	p.id, p.idKnown = id, true
 }
 
 // finish sets the feature sections and returns how many build-ids it

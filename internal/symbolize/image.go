@@ -121,7 +121,7 @@ func openELF(path string) (f *elfFile, err error) {
 	defer catch(path, &err)
 	ef, err := elf.NewFile(file)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w: %w", path, ErrMalformed, err)
+		return nil, notELF(path, err)
 	}
 	return &elfFile{File: ef, name: path, closer: file}, nil
 }
@@ -130,9 +130,21 @@ func newELF(name string, r io.ReaderAt) (f *elfFile, err error) {
 	defer catch(name, &err)
 	ef, err := elf.NewFile(r)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w: %w", name, ErrMalformed, err)
+		return nil, notELF(name, err)
 	}
 	return &elfFile{File: ef, name: name}, nil
+}
+
+// notELF is the error for a file debug/elf refuses. Its own message
+// quotes the file's bytes ("bad magic number '[114 111 111 116]'"), and
+// the path is a recorded process's word: in a mount namespace of its own
+// it can name any file of ours, so the bytes are left out.
+func notELF(name string, err error) error {
+	var fe *elf.FormatError
+	if errors.As(err, &fe) {
+		return fmt.Errorf("%s: %w: not a valid ELF file", name, ErrMalformed)
+	}
+	return fmt.Errorf("%s: %w: %w", name, ErrMalformed, err)
 }
 
 // LoadOptions control how an image is read.

@@ -1,6 +1,8 @@
 package symbolize
 
 import (
+	"errors"
+	"os"
 	"path/filepath"
 	"testing"
 )
@@ -98,5 +100,19 @@ func TestSharedLibraryAtBias(t *testing.T) {
 		if ip == got.Start {
 			t.Errorf("%s: library loaded without bias; the test proves nothing", fn)
 		}
+	}
+}
+
+// TestNotELFQuotesNothing: the path of a mapping is the recorded
+// process's word, and may name any file of the reader's; debug/elf's
+// message would quote its first bytes.
+func TestNotELFQuotesNothing(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "shadow")
+	if err := os.WriteFile(path, []byte("root:$6$secret:19000:0:99999:7:::\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := openELF(path)
+	if !errors.Is(err, ErrMalformed) || err.Error() != path+": malformed ELF: not a valid ELF file" {
+		t.Errorf("err = %v", err)
 	}
 }
