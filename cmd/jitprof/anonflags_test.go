@@ -51,7 +51,7 @@ jitprof report: pid 10: the perfmap data is ambiguous for 0x3000-0x3100: e, f al
 jitprof report: pid 10: and 1 more ambiguous ranges (-v lists them)
 jitprof report: pid 20 (toy): anon handler broken took its JIT code but failed while naming it (named 0 of 1200 addresses; the rest stay in anon buckets): resolve: the map is gone
 jitprof report: pid 25 (evil): no anon handler named its JIT code; its samples stay in anon buckets
-  anon handler perfmap, pid 25: refusing /tmp/perf-25.map: owned by uid 7: untrusted JIT data file
+  anon handler perfmap, pid 25: refusing /tmp/perf-25.map: owned by uid 7: untrusted file
 jitprof report: pid 30 (a): no anon handler named its JIT code; its samples stay in anon buckets
   anon handler hang, pid 30: no answer within 10s, killed it
 jitprof report: anon handler hang was not asked about pids 31, 32: it timed out on pid 30
