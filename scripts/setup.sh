@@ -5,7 +5,8 @@
 #   scripts/setup.sh demo   what ./demo.sh runs: nothing beyond Go
 #   scripts/setup.sh test   what ./test.sh runs: Linux perf (the reference
 #                           every real-tool test compares against) and the
-#                           tools the tests drive
+#                           tools the tests drive (pypy3: a real JIT whose
+#                           log the pypy handler reads)
 #
 # Go tools (staticcheck) are not installed here: they are pinned in go.mod
 # with tool directives and run as `go tool NAME`, checked by go.sum.
@@ -36,6 +37,7 @@ command -v nm >/dev/null 2>&1 || need_apt+=(binutils)
 command -v xz >/dev/null 2>&1 || need_apt+=(xz-utils)
 command -v unshare >/dev/null 2>&1 || need_apt+=(util-linux)
 [ -x /usr/bin/time ] || need_apt+=(time)
+command -v pypy3 >/dev/null 2>&1 && pypy3 --version >/dev/null 2>&1 || need_apt+=(pypy3)
 if [ ${#need_apt[@]} -gt 0 ]; then
 	if [ "$(id -u)" -ne 0 ]; then
 		echo "setup: need root to install: ${need_apt[*]} (apt-get install -y ${need_apt[*]})" >&2
