@@ -10,7 +10,7 @@
 //	count   u32     number of entries
 //	count × entry:
 //	    pid      u32
-//	    kindLen  u16, kind  [kindLen]byte  ("perfmap", "jitdump", "jitlog", ...)
+//	    kindLen  u16, kind  [kindLen]byte  ("perfmap", "jitdump", "jitlog", ...; "tsc": see KindTSC)
 //	    pathLen  u16, path  [pathLen]byte  (the path the recorder read)
 //	    mtime    i64   modification time, Unix nanoseconds
 //	    dataLen  u64, data  [dataLen]byte

@@ -53,6 +53,8 @@ func (r *recorder) embedJITData(notice func(string), pipe bool) int {
 		}
 		entries = append(entries, es...)
 	}
+	files := len(entries)
+	entries = append(entries, r.tsc.entries(pids)...)
 	if len(entries) == 0 {
 		return 0
 	}
@@ -71,7 +73,7 @@ func (r *recorder) embedJITData(notice func(string), pipe bool) int {
 		return 0
 	}
 	r.w.Features.SetRaw(perfdata.FeatJitprof, b)
-	return len(entries)
+	return files
 }
 
 // runsJIT reports whether a process mapped anonymous executable memory
