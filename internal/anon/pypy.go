@@ -185,7 +185,7 @@ func pypyClock(p *Process) (*pypylog.Clock, string) {
 
 // pypyNames names every code: a loop by its Python function and number,
 // "f [loop 3]"; a bridge by the loop it belongs to and its place among
-// that loop's bridges, "f [loop 3, bridge 2]"; a bridge whose loop the log
+// that loop's bridges, "f [bridge 2 of loop 3]"; a bridge whose loop the log
 // does not say (no jit-log-opt) as PyPy does, "bridge out of guard 0x...".
 func pypyNames(l *pypylog.Log) []string {
 	names := make([]string, len(l.Codes))
@@ -202,7 +202,7 @@ func pypyNames(l *pypylog.Log) []string {
 		}
 		bridges[root]++
 		r := l.Codes[root]
-		names[i] = fmt.Sprintf("%s [loop %d, bridge %d]", r.Loc.Func, r.Loop, bridges[root])
+		names[i] = fmt.Sprintf("%s [bridge %d of loop %d]", r.Loc.Func, bridges[root], r.Loop)
 	}
 	return names
 }

@@ -64,14 +64,14 @@ func TestPyPyReal(t *testing.T) {
 		file string
 		line int
 	}{
-		{0x7f93819e2a00, "h [loop 1]", "/tmp/pypyx/br.py", 4},                 // the bootstrap
-		{0x7f93819e2970 + 384, "h [loop 1]", "/tmp/pypyx/br.py", 4},           // guard_value after FOR_ITER's merge point
-		{0x7f93819e2f20 + 113, "h [loop 1, bridge 1]", "/tmp/pypyx/br.py", 5}, // +110: after BINARY_MODULO's
-		{0x7f93819e2f70, "h [loop 1, bridge 1]", "/tmp/pypyx/br.py", 7},       // the guard it leaves is on line 7
+		{0x7f93819e2a00, "h [loop 1]", "/tmp/pypyx/br.py", 4},                   // the bootstrap
+		{0x7f93819e2970 + 384, "h [loop 1]", "/tmp/pypyx/br.py", 4},             // guard_value after FOR_ITER's merge point
+		{0x7f93819e2f20 + 113, "h [bridge 1 of loop 1]", "/tmp/pypyx/br.py", 5}, // +110: after BINARY_MODULO's
+		{0x7f93819e2f70, "h [bridge 1 of loop 1]", "/tmp/pypyx/br.py", 7},       // the guard it leaves is on line 7
 		{0x7f93819e3940, "inner [loop 6]", "/tmp/pypyx/br.py", 14},
-		{0x7f93819e5100, "inner [loop 6, bridge 2]", "/tmp/pypyx/br.py", 0},
+		{0x7f93819e5100, "inner [bridge 2 of loop 6]", "/tmp/pypyx/br.py", 0},
 		{0x7f93819e4220, "outer [loop 8]", "/tmp/pypyx/br.py", 19},
-		{0x7f93819e5400, "outer [loop 8, bridge 1]", "/tmp/pypyx/br.py", 0},
+		{0x7f93819e5400, "outer [bridge 1 of loop 8]", "/tmp/pypyx/br.py", 0},
 	} {
 		s, ok := r.Resolve(tc.addr, late)
 		if !ok || s.Name != tc.name || s.File != tc.file || tc.line != 0 && s.Line != tc.line {
