@@ -192,7 +192,12 @@ func pypyNames(l *pypylog.Log) []string {
 	bridges := map[int]int{} // root code -> bridges seen
 	for i, c := range l.Codes {
 		if !c.Bridge {
-			names[i] = fmt.Sprintf("%s [loop %d]", c.Loc.Func, c.Loop)
+			fn := c.Loc.Func
+			if fn == "" {
+				// compile_tmp_callback's stubs have no name.
+				fn = "call to the interpreter"
+			}
+			names[i] = fmt.Sprintf("%s [loop %d]", fn, c.Loop)
 			continue
 		}
 		root, ok := l.Root(i)

@@ -241,3 +241,13 @@ func FuzzPyPyClaim(f *testing.F) {
 		}
 	})
 }
+
+// TestPyPyCallback: compile_tmp_callback's nameless stubs, "Loop -1 ()"
+// in pystone's log, get a name that says what they are.
+func TestPyPyCallback(t *testing.T) {
+	log := "[1] {jit-backend-addr\nLoop -1 () has address 0x7f00000030ab to 0x7f0000003190 (bootstrap 0x7f0000003020)\n       function: 0x7f0000003020\n            end: 0x7f00000031db\n[2] jit-backend-addr}\n"
+	r := claimPyPy(t, pypyProcess([]byte(log), 0x7f0000000000))
+	if s, ok := r.Resolve(0x7f0000003100, 0); !ok || s.Name != "call to the interpreter [loop -1]" {
+		t.Errorf("the stub: %+v", s)
+	}
+}

@@ -43,7 +43,9 @@ type Options struct {
 // and "jump target" takes the place of "function".
 type Code struct {
 	Bridge bool
-	// Loop is a loop's number, unique in the process; 0 for bridges.
+	// Loop is a loop's number, unique in the process, but for the -1 of
+	// every stub that calls the interpreter until the code it stands for
+	// is compiled (compile_tmp_callback, "Loop -1 ()"); 0 for bridges.
 	Loop int
 	// Name is a loop's name, its Python position in PyPy3's form; Loc is
 	// Name parsed. Bridges have neither in this section.
@@ -322,7 +324,7 @@ func (b *builder) addrLine(t []byte, line int64) error {
 			return bad(line, "a Loop line not in the form \"Loop N (name) has address A to B\"")
 		}
 		n, err := strconv.Atoi(string(rest[:sp]))
-		if err != nil || n < 0 {
+		if err != nil {
 			return bad(line, "a Loop line with a bad loop number")
 		}
 		a, bb, tail, err := addressRange(rest[ha+len(hasAddress):])
@@ -517,7 +519,7 @@ func (b *builder) traceHeader(t []byte, line int64) error {
 	tr := b.trace
 	ns, rest, _ := bytes.Cut(t, []byte(" "))
 	n, err := strconv.Atoi(string(ns))
-	if err != nil || n < 0 {
+	if err != nil {
 		return bad(line, "a loop trace header with a bad loop number")
 	}
 	tr.Loop = n

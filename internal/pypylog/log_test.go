@@ -143,13 +143,23 @@ Loop 2 (weird (name) ) has address 0x1000 to 0x1100 (bootstrap 0x0f80)
 [7] {jit-backend-addr
 bridge out of Guard 0xabc has address 0x2000 to 0x2080
 [8] jit-backend-addr}
+[9] {jit-backend-addr
+Loop -1 () has address 0x30ab to 0x3190 (bootstrap 0x3020)
+       gc table: 0x3000
+       function: 0x3020
+            end: 0x31db
+[a] jit-backend-addr}
 `
 	l, err := Read(strings.NewReader(full), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(l.Codes) != 2 {
-		t.Fatalf("codes %+v, want loop 2 and one bridge", l.Codes)
+	if len(l.Codes) != 3 {
+		t.Fatalf("codes %+v, want loop 2, one bridge and a callback", l.Codes)
+	}
+	// compile_tmp_callback's stubs, seen in pystone's log.
+	if c := l.Codes[2]; c.Loop != -1 || c.Name != "" || c.Start != 0x3020 || c.End != 0x31db || c.Block != 0x3000 {
+		t.Errorf("loop -1: %+v", c)
 	}
 	// Without function/end lines (older PyPys) the header's addresses
 	// bound the code: a loop from its bootstrap.
