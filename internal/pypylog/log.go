@@ -603,6 +603,9 @@ func decDigits(t []byte) (v, n int) {
 
 func (b *builder) commitTrace() {
 	tr := *b.trace
+	if tr.Kind == "" {
+		return // no header: a log of section lines only (PYPYLOG=FILE)
+	}
 	i := len(b.log.Traces)
 	var code int
 	var ok bool

@@ -172,6 +172,12 @@ Loop -1 () has address 0x30ab to 0x3190 (bootstrap 0x3020)
 	if _, ok := l.Root(1); ok {
 		t.Error("a bridge whose guard is in no trace has a root")
 	}
+
+	// PYPYLOG=FILE logs section lines only: no codes, no traces.
+	l, err = Read(strings.NewReader("[1] {jit-log-opt-loop\n[2] jit-log-opt-loop}\n[3] {jit-backend-addr\n[4] jit-backend-addr}\n"), Options{})
+	if err != nil || len(l.Codes)+len(l.Traces) != 0 {
+		t.Errorf("a log of section lines: %+v, %v", l, err)
+	}
 }
 
 func TestReadErrors(t *testing.T) {
