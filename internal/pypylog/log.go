@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -20,6 +21,10 @@ const (
 // MaxCode bounds the machine code of one loop or bridge; PyPy allocates
 // code in blocks of a few MiB.
 const MaxCode = 1 << 30
+
+// MaxTraceLines bounds the operations and merge points of one trace;
+// PyPy cuts traces at trace_limit, 6000 operations by default.
+const MaxTraceLines = 1 << 24
 
 // Options choose what Read keeps.
 type Options struct {
@@ -112,12 +117,12 @@ type Trace struct {
 type Op struct {
 	// Offset is the operation's +OFF: where its machine code starts,
 	// counted from the code's Block; -1 when it has none.
-	Offset int
+	Offset int32
 	// Guard is the guard descr the operation names, 0 for none.
 	Guard uint64
 	// Point is the index in Trace.Points of the merge point the
 	// operation follows, -1 before the first.
-	Point int
+	Point int32
 }
 
 // MergePoint is a debug_merge_point(depth, call_id, 'location'): the
@@ -452,7 +457,7 @@ func (b *builder) commitAddr() error {
 	} else {
 		b.loops[c.Loop] = i
 	}
-	b.log.Codes = append(b.log.Codes, c)
+	b.log.Codes = append(grow(b.log.Codes), c)
 	return nil
 }
 
@@ -479,6 +484,9 @@ func (b *builder) traceLine(t []byte, line int64) error {
 			return nil
 		}
 	}
+	if len(tr.Ops)+len(tr.Points) >= MaxTraceLines {
+		return bad(line, "a trace of more than %d lines", MaxTraceLines)
+	}
 	off := -1
 	if len(t) > 1 && t[0] == '+' {
 		v, n := decDigits(t[1:])
@@ -495,7 +503,7 @@ func (b *builder) traceLine(t []byte, line int64) error {
 		tr.Points = append(tr.Points, mp)
 		return nil
 	}
-	op := Op{Offset: off, Point: len(tr.Points) - 1}
+	op := Op{Offset: int32(off), Point: int32(len(tr.Points) - 1)}
 	// Only guards name guard descrs.
 	if bytes.HasPrefix(t, guardOp) {
 		if i := bytes.Index(t, guardDescr); i >= 0 {
@@ -623,7 +631,16 @@ func (b *builder) commitTrace() {
 			b.guards[op.Guard] = i
 		}
 	}
-	b.log.Traces = append(b.log.Traces, tr)
+	b.log.Traces = append(grow(b.log.Traces), tr)
+}
+
+// grow doubles a full slice: append grows big slices by a quarter, which
+// copies a log's many large Code and Trace values over and over.
+func grow[T any](s []T) []T {
+	if len(s) < cap(s) {
+		return s
+	}
+	return slices.Grow(s, max(len(s), 64))
 }
 
 // Root returns the index in l.Codes of the loop that code i (a loop or
@@ -653,8 +670,8 @@ func (t *Trace) PositionAt(off int) (MergePoint, bool) {
 	// Operations are logged in code order; those without an offset
 	// generated no code.
 	for i := len(t.Ops) - 1; i >= 0; i-- {
-		if op := t.Ops[i]; op.Offset >= 0 && op.Offset <= off {
-			if op.Point < 0 || op.Point >= len(t.Points) {
+		if op := t.Ops[i]; op.Offset >= 0 && int(op.Offset) <= off {
+			if op.Point < 0 || int(op.Point) >= len(t.Points) {
 				return MergePoint{}, false
 			}
 			return t.Points[op.Point], true
