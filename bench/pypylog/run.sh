@@ -67,6 +67,8 @@ out="$dir/section.md"
 	echo "| pypylog.Reader, every event | $reader_s | $(rate "$reader_s") | $reader_cpu | $(rate "$reader_cpu") | $(ratio "$reader_s" "$cat_s") | $(mib "$reader_rss") |"
 	echo "| pypylog.Read, loops, bridges and traces kept | $read_s | $(rate "$read_s") | $read_cpu | $(rate "$read_cpu") | $(ratio "$read_s" "$cat_s") | $(mib "$read_rss") |"
 	echo
+	echo "Target (issue 14): the reader at the disk's speed; compare its wall time with dd's, and its MB per CPU second (what it costs when the machine is free) with the disk's MB/s. Read keeps every operation of every trace (offset, guard, merge point: 16 bytes each) and a map of every guard, for the handler's line tables and bridges; its cost is that memory."
+	echo
 	echo "In memory (go test -bench 'Reader|Read' ./internal/pypylog, a 32 MB log):"
 	echo
 	echo '```'
