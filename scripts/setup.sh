@@ -5,7 +5,8 @@
 #   scripts/setup.sh demo   what ./demo.sh runs: nothing beyond Go
 #   scripts/setup.sh test   what ./test.sh runs: Linux perf (the reference
 #                           every real-tool test compares against) and the
-#                           tools the tests drive
+#                           tools the tests drive (pypy3: a real JIT whose
+#                           log the pypy handler reads)
 #
 # Go tools (staticcheck) are not installed here: they are pinned in go.mod
 # with tool directives and run as `go tool NAME`, checked by go.sum.
@@ -41,6 +42,7 @@ for tool in unshare setpriv su; do
 done
 [ -x /usr/sbin/useradd ] || command -v useradd >/dev/null 2>&1 || need_apt+=(passwd)
 [ -x /usr/bin/time ] || need_apt+=(time)
+command -v pypy3 >/dev/null 2>&1 && pypy3 --version >/dev/null 2>&1 || need_apt+=(pypy3)
 if [ ${#need_apt[@]} -gt 0 ]; then
 	if [ "$(id -u)" -ne 0 ]; then
 		echo "setup: need root to install: ${need_apt[*]} (apt-get install -y ${need_apt[*]})" >&2

@@ -19,18 +19,20 @@ import (
 
 // anonFlags are the JIT-code options of the commands that read a
 // recording: --anon-samples, --anon-handler, --anon-handler-budget,
-// --force and -v.
+// --pypylog, --force and -v.
 type anonFlags struct {
 	samples  bool
 	handlers multiFlag
 	budget   time.Duration
+	pypylog  string
 	force    bool
 	verbose  bool
 }
 
 func (a *anonFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&a.samples, "anon-samples", false, "include samples in anonymous executable memory (JIT code), named by the anon handlers where they can")
-	fs.Var(&a.handlers, "anon-handler", "JIT data `handler`s to try, in order (repeatable or comma-separated; built in: jitlog, jitdump, perfmap; NAME runs jitprof-anon-NAME); implies --anon-samples")
+	fs.Var(&a.handlers, "anon-handler", "JIT data `handler`s to try, in order (repeatable or comma-separated; built in: jitlog, jitdump, pypy, perfmap; NAME runs jitprof-anon-NAME); implies --anon-samples")
+	fs.StringVar(&a.pypylog, "pypylog", "", "PyPy's log `FILE` (as in PYPYLOG=jit-backend-addr,jit-log-opt:FILE; %d is the pid) naming the loops and bridges of PyPy processes; implies --anon-handler pypy")
 	fs.DurationVar(&a.budget, "anon-handler-budget", anon.DefaultBudget, fmt.Sprintf("the most `time` external anon handlers may take in all; one that does not answer a request within %v is killed and not asked again", anon.DefaultTimeout))
 	fs.BoolVar(&a.force, "force", false, "read JIT data files owned by another user than the process's, with several links, or over 1 GiB (never through a symlink; see docs/security.md)")
 	for _, name := range []string{"v", "verbose"} {
@@ -38,7 +40,7 @@ func (a *anonFlags) register(fs *flag.FlagSet) {
 	}
 }
 
-func (a *anonFlags) enabled() bool { return a.samples || len(a.handlers) > 0 }
+func (a *anonFlags) enabled() bool { return a.samples || len(a.handlers) > 0 || a.pypylog != "" }
 
 // bind sets up the handlers for f in sopts (building its timeline) when
 // the flags ask for JIT code, and returns the binder to close, or nil.
@@ -49,6 +51,9 @@ func (a *anonFlags) bind(f *perfdata.File, sopts *session.Options) (*anonbind.Bi
 	hs, err := anon.ExternalOptions{Budget: a.budget}.Select(a.handlers)
 	if err != nil {
 		return nil, err
+	}
+	if a.pypylog != "" {
+		hs = anon.WithPyPyLog(hs, a.pypylog)
 	}
 	if sopts.Timeline, err = session.BuildTimeline(f); err != nil {
 		return nil, err

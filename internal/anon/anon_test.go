@@ -34,15 +34,15 @@ func TestSelect(t *testing.T) {
 		want    []string
 		wantErr string
 	}{
-		{nil, []string{"jitlog", "jitdump", "perfmap"}, ""},
-		{[]string{""}, []string{"jitlog", "jitdump", "perfmap"}, ""},
+		{nil, []string{"jitlog", "jitdump", "pypy", "perfmap"}, ""},
+		{[]string{""}, []string{"jitlog", "jitdump", "pypy", "perfmap"}, ""},
 		{[]string{"perfmap"}, []string{"perfmap"}, ""},
 		{[]string{"perfmap,jitdump"}, []string{"perfmap", "jitdump"}, ""},
 		{[]string{"perfmap, jitdump", "jitlog"}, []string{"perfmap", "jitdump", "jitlog"}, ""},
 		{[]string{"perfmap", "perfmap,jitdump,perfmap"}, []string{"perfmap", "jitdump"}, ""},
 		{[]string{"mine,perfmap"}, []string{"mine", "perfmap"}, ""},
 		{[]string{exe}, []string{exe}, ""},
-		{[]string{"perfmap,nosuch"}, nil, "--anon-handler=nosuch: no executable jitprof-anon-nosuch on PATH: unknown anon handler (built in: jitdump, jitlog, perfmap)"},
+		{[]string{"perfmap,nosuch"}, nil, "--anon-handler=nosuch: no executable jitprof-anon-nosuch on PATH: unknown anon handler (built in: jitdump, jitlog, perfmap, pypy)"},
 		{[]string{"noexec"}, nil, "no executable jitprof-anon-noexec on PATH"},
 		{[]string{"./nosuch"}, nil, "./nosuch is not an executable file"},
 	}

@@ -29,7 +29,7 @@
 //	                   field 22; 0: unknown)
 //	nfiles × file:
 //	    pid      u32
-//	    kindLen  u16, kind  [kindLen]byte  ("perfmap", "jitdump", "jitlog", ...)
+//	    kindLen  u16, kind  [kindLen]byte  ("perfmap", "jitdump", "jitlog", ...; "tsc": see KindTSC)
 //	    pathLen  u16, path  [pathLen]byte  (the path the recorder read)
 //	    mtime    i64   modification time, Unix nanoseconds
 //	    dataLen  u64, data  [dataLen]byte

@@ -65,6 +65,8 @@ func (r *recorder) embedJITData(notice func(string)) int {
 		}
 		b.Files = append(b.Files, es...)
 	}
+	files := len(b.Files)
+	b.Files = append(b.Files, r.tsc.entries(pids)...)
 	if len(b.Processes) == 0 && len(b.Files) == 0 {
 		return 0
 	}
@@ -76,7 +78,7 @@ func (r *recorder) embedJITData(notice func(string)) int {
 		return 0
 	}
 	r.w.EventTypes = enc
-	return len(b.Files)
+	return files
 }
 
 // runsJIT reports whether a process mapped anonymous executable memory

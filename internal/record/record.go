@@ -346,6 +346,7 @@ type recorder struct {
 
 	images
 	pending []userIP // this round's user-space samples
+	tsc     tscClock
 }
 
 type userIP struct {
@@ -354,7 +355,7 @@ type userIP struct {
 }
 
 func newRecorder(w *perfdata.Writer, attr *perfdata.Attr) *recorder {
-	r := &recorder{w: w, attr: attr, ipOff: -1, tidOff: -1, timeOff: -1, images: newImages()}
+	r := &recorder{w: w, attr: attr, ipOff: -1, tidOff: -1, timeOff: -1, images: newImages(), tsc: startTSC()}
 	off := 8 // after the header
 	st := attr.SampleType
 	for _, f := range []perfdata.SampleFormat{perfdata.SampleIdentifier, perfdata.SampleIP, perfdata.SampleTID, perfdata.SampleTime} {

@@ -1,0 +1,198 @@
+package main
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/jitprof/jitprof/internal/perftest"
+)
+
+// pypyDriver runs the functions the program defines for their share of
+// CPU time (budget, seconds), a chunk at a time and in turn, so that a
+// slow spell of a loaded machine hits all alike, and writes the CPU time
+// each really took, by time.process_time, to argv[1]. Few enough chunks
+// that the driver's own loops stay below PyPy's JIT threshold (1039).
+const pypyDriver = `
+import json, sys, time
+spent = {k: 0.0 for k in budget}
+while True:
+    todo = [k for k in budget if spent[k] < budget[k]]
+    if not todo:
+        break
+    for k in todo:
+        t0 = time.process_time()
+        work[k]()
+        spent[k] += time.process_time() - t0
+with open(sys.argv[1], "w") as f:
+    json.dump(spent, f)
+`
+
+// pypyFlat has three loops of different shapes, none with a bridge.
+const pypyFlat = `
+def ints(n):
+    s = 0
+    for i in range(n):
+        s += i * i % 7
+    return s
+
+def floats(n):
+    x = 0.0
+    for i in range(n):
+        x = x * 0.999 + i * 0.5
+    return x
+
+def lists(n, data):
+    s = 0
+    for i in range(n):
+        s += data[i & 1023]
+    return s
+
+data = list(range(1024))
+budget = {"ints": 0.6, "floats": 0.4, "lists": 0.25}
+work = {"ints": lambda: ints(2000000), "floats": lambda: floats(2000000), "lists": lambda: lists(2000000, data)}
+`
+
+// pypyBridges has a loop whose other branch becomes a hot bridge, beside
+// a plain loop: the bridge's time belongs to its loop's function.
+const pypyBridges = `
+def branchy(n):
+    s = 0
+    for i in range(n):
+        if i % 3 == 0:
+            s += 1
+        else:
+            s -= i & 7
+    return s
+
+def ints(n):
+    s = 0
+    for i in range(n):
+        s += i * i % 7
+    return s
+
+budget = {"branchy": 0.7, "ints": 0.45}
+work = {"branchy": lambda: branchy(2000000), "ints": lambda: ints(2000000)}
+`
+
+// TestPyPyLoops records real PyPy programs with their log, as a user
+// would, and checks that report --pypylog names their loops (and
+// bridges, under the function of their loop) with the share of CPU time
+// each function measured itself, within 5 points.
+func TestPyPyLoops(t *testing.T) {
+	perftest.Perf(t) // the recorder needs perf_event_open, as perf does
+	pypy := perftest.Need(t, "pypy3")
+	jitprof, _ := buildTools(t)
+	for _, tc := range []struct {
+		name, program string
+		bridges       bool
+	}{
+		{"flat", pypyFlat, false},
+		{"bridges", pypyBridges, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			script, truthFile := filepath.Join(dir, "prog.py"), filepath.Join(dir, "truth.json")
+			log, data := filepath.Join(dir, "pypy.log"), filepath.Join(dir, "perf.data")
+			if err := os.WriteFile(script, []byte(tc.program+pypyDriver), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			rec := exec.Command(jitprof, "record", "-q", "-o", data, "--", pypy, script, truthFile)
+			rec.Env = append(os.Environ(), "PYPYLOG=jit-backend-addr,jit-log-opt:"+log)
+			if out, err := rec.CombinedOutput(); err != nil {
+				t.Fatalf("jitprof record: %v\n%s", err, out)
+			}
+			var spent map[string]float64
+			b, err := os.ReadFile(truthFile)
+			if err == nil {
+				err = json.Unmarshal(b, &spent)
+			}
+			if err != nil {
+				t.Fatalf("the program's measurement: %v", err)
+			}
+
+			rep := exec.Command(jitprof, "report", "-i", data, "--anon-handler=pypy", "--pypylog", log, "-l", "--format", "csv")
+			var stderr strings.Builder
+			rep.Stderr = &stderr
+			out, err := rep.Output()
+			if err != nil {
+				t.Fatalf("jitprof report: %v\n%s", err, stderr.String())
+			}
+			if want := "JIT code named by pypy from pypy " + log + ", times by the recording's TSC calibration"; !strings.Contains(stderr.String(), want) {
+				t.Errorf("report's stderr lacks %q:\n%s", want, stderr.String())
+			}
+			byFunc, all, bridges := pypyShares(t, string(out))
+
+			var total, funcs float64
+			for name, s := range spent {
+				total += s
+				funcs += byFunc[name]
+			}
+			// The loops must hold the program's time, not startup.
+			if funcs < 50 {
+				t.Fatalf("the functions' loops have %.1f%% of the samples, want most: %v (all: %v)", funcs, byFunc, all)
+			}
+			var worst float64
+			for name, s := range spent {
+				want, got := 100*s/total, 100*byFunc[name]/funcs
+				if d := math.Abs(got - want); d > 5 {
+					t.Errorf("%s: %.1f%% of the loops' samples, the program measured %.1f%%", name, got, want)
+				} else {
+					worst = max(worst, d)
+				}
+			}
+			t.Logf("functions within %.2f points of the program's measurement %v; loops %v", worst, spent, all)
+			if tc.bridges && bridges < 2 {
+				t.Errorf("bridges have %.1f%% of the samples, want a hot one: %v", bridges, all)
+			}
+			for name := range byFunc {
+				if _, ok := spent[name]; !ok && byFunc[name] > 1 {
+					t.Errorf("the report names %q (%.1f%%), a function the program does not run hot", name, byFunc[name])
+				}
+			}
+		})
+	}
+}
+
+// pypyShares returns, from a report -l CSV, the per cent of samples per
+// Python function in PyPy's JIT code (loops and bridges together), per
+// symbol, and the share of bridges.
+func pypyShares(t *testing.T, out string) (byFunc, all map[string]float64, bridges float64) {
+	t.Helper()
+	rows, err := csv.NewReader(strings.NewReader(out)).ReadAll()
+	if err != nil || len(rows) < 2 {
+		t.Fatalf("report CSV: %v\n%s", err, out)
+	}
+	col := map[string]int{}
+	for i, h := range rows[0] {
+		col[h] = i
+	}
+	byFunc, all = map[string]float64{}, map[string]float64{}
+	for _, r := range rows[1:] {
+		if !strings.HasPrefix(r[col["dso"]], "[JIT pypy]") {
+			continue
+		}
+		pc, err := strconv.ParseFloat(r[col["self_percent"]], 64)
+		if err != nil {
+			t.Fatalf("report CSV row %v: %v", r, err)
+		}
+		sym := strings.TrimPrefix(r[col["sym"]], "[.] ")
+		fn, kind, ok := strings.Cut(sym, " [")
+		if !ok {
+			t.Errorf("JIT code named %q, not FUNCTION [loop N] or [bridge M of loop N]", sym)
+			continue
+		}
+		all[sym] += pc
+		byFunc[fn] += pc
+		if strings.HasPrefix(kind, "bridge") {
+			bridges += pc
+		}
+	}
+	return byFunc, all, bridges
+}
