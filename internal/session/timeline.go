@@ -507,5 +507,10 @@ func (t *Timeline) Comm(pid, tid uint32, time uint64) string {
 	if cs := t.comms[pid]; len(cs) > 0 {
 		return cs[0].comm
 	}
+	if tid == 0 {
+		// The idle task: no COMM record names it (/proc has no pid 0),
+		// and perf calls it swapper, as the kernel does.
+		return "swapper"
+	}
 	return ":" + fmt.Sprint(tid)
 }

@@ -217,3 +217,48 @@ func TestProcesses(t *testing.T) {
 		t.Errorf("sample with the given timeline in %q", with[10])
 	}
 }
+
+// TestCommsAsPerf: the idle task, which no COMM record names, is
+// swapper, and a thread nothing names is :TID, as perf report calls them
+// on the same file.
+func TestCommsAsPerf(t *testing.T) {
+	a := &perfdata.Attr{
+		Type: perfdata.TypeSoftware, SamplePeriod: 1000,
+		SampleType: perfdata.SampleIP | perfdata.SampleTID | perfdata.SampleTime | perfdata.SamplePeriod,
+		Flags:      perfdata.FlagSampleIDAll,
+		IDs:        []uint64{1},
+	}
+	recs := []perfdata.Record{comm(a, 10, 1, "app", false)}
+	for i := range uint64(3) {
+		recs = append(recs, sample(a, 10, 10, 2+i, 0x400000), sample(a, 0, 0, 2+i, 0x400000), sample(a, 20, 21, 2+i, 0x400000))
+	}
+	path := perftest.WriteData(t, []*perfdata.Attr{a}, recs, nil)
+	f, err := perfdata.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	p, err := Load(f, Options{Symbolizer: symbolize.New(symbolize.Options{})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ours []string
+	for _, th := range p.Threads {
+		ours = append(ours, p.Strings[th.Comm])
+	}
+	slices.Sort(ours)
+	if want := []string{":21", "app", "swapper"}; !slices.Equal(ours, want) {
+		t.Errorf("comms %q, want %q", ours, want)
+	}
+	out := perftest.Run(t, perftest.Perf(t), "report", "-i", path, "--stdio", "--sort", "comm", "-q")
+	var perfs []string
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); len(f) == 2 && strings.HasSuffix(f[0], "%") {
+			perfs = append(perfs, f[1])
+		}
+	}
+	slices.Sort(perfs)
+	if !slices.Equal(ours, perfs) {
+		t.Errorf("comms %q, perf report's %q\n%s", ours, perfs, out)
+	}
+}
