@@ -495,11 +495,15 @@ func (t *Timeline) Comm(pid, tid uint32, time uint64) string {
 		if i > 0 {
 			return cs[i-1].comm
 		}
-		if len(cs) > 0 {
+		// Before its first name, a forked thread has its parent's (a
+		// child between fork and exec); one that was there before the
+		// recording, the first name it was given.
+		f, forked := t.threads[tid]
+		forked = forked && f.ptid != tid
+		if len(cs) > 0 && !forked {
 			return cs[0].comm
 		}
-		f, ok := t.threads[tid]
-		if !ok || f.ptid == tid {
+		if !forked {
 			break
 		}
 		tid, time = f.ptid, min(time, f.time)

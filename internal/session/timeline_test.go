@@ -2,7 +2,9 @@ package session
 
 import (
 	"fmt"
+	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -219,8 +221,8 @@ func TestProcesses(t *testing.T) {
 }
 
 // TestCommsAsPerf: the idle task, which no COMM record names, is
-// swapper, and a thread nothing names is :TID, as perf report calls them
-// on the same file.
+// swapper; a thread nothing names is :TID; a child between fork and exec
+// has its parent's name. perf report names them so on the same file.
 func TestCommsAsPerf(t *testing.T) {
 	a := &perfdata.Attr{
 		Type: perfdata.TypeSoftware, SamplePeriod: 1000,
@@ -232,6 +234,7 @@ func TestCommsAsPerf(t *testing.T) {
 	for i := range uint64(3) {
 		recs = append(recs, sample(a, 10, 10, 2+i, 0x400000), sample(a, 0, 0, 2+i, 0x400000), sample(a, 20, 21, 2+i, 0x400000))
 	}
+	recs = append(recs, fork(a, 11, 10, 6), sample(a, 11, 11, 7, 0x400000), comm(a, 11, 8, "child", true), sample(a, 11, 11, 9, 0x400000))
 	path := perftest.WriteData(t, []*perfdata.Attr{a}, recs, nil)
 	f, err := perfdata.Open(path)
 	if err != nil {
@@ -242,23 +245,22 @@ func TestCommsAsPerf(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ours []string
-	for _, th := range p.Threads {
-		ours = append(ours, p.Strings[th.Comm])
+	ours := map[string]uint64{}
+	for _, e := range p.Entries {
+		ours[p.Strings[p.Threads[e.Thread].Comm]] += e.Count
 	}
-	slices.Sort(ours)
-	if want := []string{":21", "app", "swapper"}; !slices.Equal(ours, want) {
-		t.Errorf("comms %q, want %q", ours, want)
+	if want := map[string]uint64{"app": 4, "swapper": 3, ":21": 3, "child": 1}; !maps.Equal(ours, want) {
+		t.Errorf("samples by comm %v, want %v", ours, want)
 	}
-	out := perftest.Run(t, perftest.Perf(t), "report", "-i", path, "--stdio", "--sort", "comm", "-q")
-	var perfs []string
+	out := perftest.Run(t, perftest.Perf(t), "report", "-i", path, "--stdio", "--sort", "comm", "-n", "-q")
+	perfs := map[string]uint64{}
 	for _, line := range strings.Split(out, "\n") {
-		if f := strings.Fields(line); len(f) == 2 && strings.HasSuffix(f[0], "%") {
-			perfs = append(perfs, f[1])
+		if f := strings.Fields(line); len(f) == 3 && strings.HasSuffix(f[0], "%") {
+			n, _ := strconv.ParseUint(f[1], 10, 64)
+			perfs[f[2]] += n
 		}
 	}
-	slices.Sort(perfs)
-	if !slices.Equal(ours, perfs) {
-		t.Errorf("comms %q, perf report's %q\n%s", ours, perfs, out)
+	if !maps.Equal(ours, perfs) {
+		t.Errorf("samples by comm %v, perf report's %v\n%s", ours, perfs, out)
 	}
 }
