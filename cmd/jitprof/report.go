@@ -23,7 +23,7 @@ func runReport(args []string) error {
 	input := fs.String("i", "perf.data", "input `file`")
 	fs.StringVar(input, "input", "perf.data", "same as -i")
 	symbols := fs.Bool("l", false, "list symbols (adds sym to the sort keys)")
-	sortKeys := fs.String("sort", "", "sort `keys`, comma-separated: comm, pid, tid, dso, sym, srcline, cpu (default dso, or dso,sym with -l)")
+	sortKeys := fs.String("sort", "", "sort `keys`, comma-separated: comm, pid (the process; perf's pid is the thread: tid), tid, dso, symbol (sym), srcline, cpu, app, userapp, or prefixes as perf takes them (default dso, or dso,sym with -l)")
 	fs.StringVar(sortKeys, "s", "", "same as --sort")
 	separate := fs.String("separate", "", "separate samples by `what`, as opreport: thread, cpu, kernel, lib (comma-separated)")
 	merge := fs.String("merge", "", "merge samples the sort keys would separate: `what` of tid, tgid, cpu, lib, all")
@@ -82,6 +82,14 @@ func runReport(args []string) error {
 	default:
 		fmt.Fprintf(fs.Output(), "jitprof report: unknown format %q\n", *format)
 		return errUsage
+	}
+	if *sortKeys != "" {
+		keys, err := report.SortKeys(strings.Split(*sortKeys, ","))
+		if err != nil {
+			fmt.Fprintf(fs.Output(), "jitprof report: %v\n", err)
+			return errUsage
+		}
+		*sortKeys = strings.Join(keys, ",")
 	}
 	opts.Sort = sortList(*sortKeys, *symbols, *separate, *merge)
 

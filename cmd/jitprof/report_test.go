@@ -32,6 +32,9 @@ func TestReportPerfSpellings(t *testing.T) {
 		report("-i", data, "--comms", "nobody") == report("-i", data) {
 		t.Fatal("-g or --sort changes nothing on the test file: it cannot tell the spellings apart")
 	}
+	if code := run([]string{"report", "-i", data, "-o", filepath.Join(dir, "x"), "-s", "socket"}, io.Discard); code != 2 {
+		t.Errorf("report -s socket (a perf key jitprof lacks): exit %d, want 2", code)
+	}
 	for _, c := range []struct{ perf, ours []string }{
 		{[]string{"--input", data}, []string{"-i", data}},
 		{[]string{"-i", data, "-s", "comm,dso,sym"}, []string{"-i", data, "--sort", "comm,dso,sym"}},
@@ -41,6 +44,10 @@ func TestReportPerfSpellings(t *testing.T) {
 		{[]string{"-i", data, "-c", "nobody"}, []string{"-i", data, "--comms", "nobody"}},
 		{[]string{"-i", data, "-d", "busy2"}, []string{"-i", data, "--dsos", "/tmp/scratch/busy2"}},
 		{[]string{"-i", data, "--comm", "busy2", "--pid", "0,22352"}, []string{"-i", data}},
+		// Sort keys as perf spells them, prefixes as perf takes them.
+		{[]string{"-i", data, "-s", "comm,dso,symbol"}, []string{"-i", data, "--sort", "comm,dso,sym"}},
+		{[]string{"-i", data, "-s", "C,d,S"}, []string{"-i", data, "--sort", "comm,dso,sym"}},
+		{[]string{"-i", data, "-s", "tgid,sym,sym"}, []string{"-i", data, "--sort", "pid,sym"}},
 	} {
 		if got, want := report(c.perf...), report(c.ours...); got != want {
 			t.Errorf("report %v differs from report %v:\n%s\nwant\n%s", c.perf, c.ours, got, want)

@@ -148,9 +148,69 @@ func TestAgreesWithPerf(t *testing.T) {
 			}
 			if c.name == "fp" {
 				checkPprofTop(t, p)
+				checkSortSpellings(t, p, data)
 			}
 		})
 	}
+}
+
+// checkSortSpellings reports by perf's spellings of the sort keys
+// jitprof has, ours and perf's on the same file: the rows must agree.
+func checkSortSpellings(t *testing.T, p *profile.Profile, data string) {
+	for _, spell := range []string{"symbol", "sym", "s", "SYMBOL", "comm", "c", "cpu", "cp", "dso", "d"} {
+		keys, err := SortKeys([]string{spell})
+		if err != nil {
+			t.Error(err)
+			continue
+		}
+		reps, err := Compute(p, Options{Sort: keys})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ours := map[string]float64{}
+		for _, r := range reps[0].Rows {
+			ours[sortRow(keys[0], r.Keys[0])] += pct(r.Self, reps[0].Event.Total)
+		}
+		out := perftest.Run(t, "perf", "report", "-i", data, "--stdio", "--no-children", "--sort", spell, "-q", "--percent-limit", "0", "-g", "none")
+		theirs := map[string]float64{}
+		for _, line := range strings.Split(out, "\n") {
+			f := strings.Fields(line)
+			if len(f) < 2 || !strings.HasSuffix(f[0], "%") {
+				continue
+			}
+			v, err := strconv.ParseFloat(strings.TrimSuffix(f[0], "%"), 64)
+			if err != nil {
+				t.Fatalf("perf report line %q: %v", line, err)
+			}
+			// perf ends a symbol-only row with empty columns: "-".
+			for len(f) > 2 && f[len(f)-1] == "-" {
+				f = f[:len(f)-1]
+			}
+			theirs[sortRow(keys[0], strings.Join(f[1:], " "))] += v
+		}
+		if len(theirs) == 0 {
+			t.Errorf("perf report --sort %s: no rows:\n%s", spell, out)
+		}
+		compare(t, "--sort "+spell, ours, theirs)
+	}
+}
+
+// sortRow names a row of one key for comparison: perf shows images by
+// base name, CPUs with leading zeros, and no CPU as -1 where we say "-".
+func sortRow(key, v string) string {
+	switch key {
+	case KeyDSO:
+		return filepath.Base(v)
+	case KeyCPU:
+		if v == "-" {
+			return "-1"
+		}
+		n, _ := strconv.Atoi(v)
+		return strconv.Itoa(n)
+	case KeySym:
+		return rowName("", v)
+	}
+	return v
 }
 
 // checkPprofTop checks that go tool pprof -top on the export names the

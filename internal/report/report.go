@@ -49,8 +49,8 @@ var ErrBadKey = errors.New("unknown sort key")
 
 // Options control Write.
 type Options struct {
-	// Sort lists the keys rows are made of, in column order; empty means
-	// dso (OProfile's per-image view).
+	// Sort lists the keys rows are made of, in column order, as SortKey
+	// takes them; empty means dso (OProfile's per-image view).
 	Sort []string
 	// Children adds the inclusive (children) column from the callchains
 	// and orders rows by it, as perf report --children.
@@ -112,14 +112,9 @@ type rowKey [nkeys]int64
 
 // Compute builds the rows of every event.
 func Compute(p *profile.Profile, opts Options) ([]EventReport, error) {
-	keys := opts.Sort
-	if len(keys) == 0 {
-		keys = []string{KeyDSO}
-	}
-	for _, k := range keys {
-		if _, ok := keyTitles[k]; !ok {
-			return nil, fmt.Errorf("report: %w %q (want comm, pid, tid, dso, sym, srcline, cpu, app or userapp)", ErrBadKey, k)
-		}
+	keys, err := SortKeys(opts.Sort)
+	if err != nil {
+		return nil, fmt.Errorf("report: %w", err)
 	}
 	apps := &appIndex{p: p}
 	key := func(e *profile.Entry, frame int32) rowKey {
@@ -283,10 +278,7 @@ func Write(w io.Writer, p *profile.Profile, opts Options) error {
 	if err != nil {
 		return err
 	}
-	keys := opts.Sort
-	if len(keys) == 0 {
-		keys = []string{KeyDSO}
-	}
+	keys, _ := SortKeys(opts.Sort) // Compute checked them
 	switch opts.Format {
 	case JSON:
 		return writeJSON(w, p, keys, reps, opts)
