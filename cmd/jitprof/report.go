@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -92,6 +93,10 @@ func runReport(args []string) error {
 		*sortKeys = strings.Join(keys, ",")
 	}
 	opts.Sort = sortList(*sortKeys, *symbols, *separate, *merge)
+	if *format == "pprof" && *output == "" && isTerminal(os.Stdout) {
+		// As go tool pprof, which will not either.
+		return errors.New("--format pprof writes gzip-compressed bytes, not for a terminal: give -o FILE (such as -o profile.pb.gz) or redirect standard output")
+	}
 
 	sopts := session.Options{Lines: contains(opts.Sort, report.KeySrcline), Progress: progressBar(os.Stderr),
 		LeafOnly: !opts.Children && *format != "pprof" && *format != "folded"} // a flat report needs no callchains
@@ -103,6 +108,16 @@ func runReport(args []string) error {
 	var excluded anonbind.Excluded
 	if binder == nil {
 		excluded = anonbind.ExcludeAnon(p)
+	}
+	var leftOut string
+	if excluded.Samples > 0 {
+		leftOut = fmt.Sprintf("%d of %d samples (%.2f%% of the event) are in JIT code (anonymous executable memory) and left out, so percentages are of the rest: add --anon-samples to include and name them",
+			excluded.Samples, excluded.Samples+p.Events[0].Count, 100*float64(excluded.Period)/float64(max(excluded.TotalPeriod, 1)))
+		if *format == "text" || *format == "json" {
+			opts.Notes = append(opts.Notes, leftOut) // in the report's header
+		} else {
+			fmt.Fprintf(os.Stderr, "jitprof report: note: %s\n", leftOut)
+		}
 	}
 	w := os.Stdout
 	if *output != "" {
@@ -126,9 +141,8 @@ func runReport(args []string) error {
 		err = p.WriteFolded(w, 0)
 	default:
 		err = report.Write(w, p, opts)
-		if err == nil && excluded.Samples > 0 {
-			fmt.Fprintf(w, "# %d samples (%.2f%% of the event) in anonymous executable memory (JIT code) are left out; use --anon-samples to include and name them\n",
-				excluded.Samples, 100*float64(excluded.Period)/float64(max(excluded.TotalPeriod, 1)))
+		if err == nil && leftOut != "" && *format == "text" {
+			fmt.Fprintf(w, "# %s\n", leftOut) // and at the end, where the eye lands
 		}
 	}
 	if err != nil {
