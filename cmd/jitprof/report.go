@@ -10,6 +10,7 @@ import (
 
 	"github.com/jitprof/jitprof/internal/anonbind"
 	"github.com/jitprof/jitprof/internal/perfevent"
+	"github.com/jitprof/jitprof/internal/profile"
 	"github.com/jitprof/jitprof/internal/report"
 	"github.com/jitprof/jitprof/internal/session"
 )
@@ -56,6 +57,7 @@ func runReport(args []string) error {
 	}
 	format := fs.String("format", "text", "output `format`: text, json, csv, pprof (.pb.gz) or folded (flame-graph stacks)")
 	output := fs.String("o", "", "write to `file` instead of standard output")
+	foldedPeriods := fs.Bool("folded-periods", false, "folded: write each stack's period (event count) instead of its samples")
 	var jit anonFlags
 	jit.register(fs)
 	fs.Usage = func() {
@@ -138,7 +140,11 @@ func runReport(args []string) error {
 		}
 		return w.Close()
 	case "folded":
-		err = p.WriteFolded(w, 0)
+		value := profile.FoldedSamples
+		if *foldedPeriods {
+			value = profile.FoldedPeriods
+		}
+		err = p.WriteFolded(w, 0, value)
 	default:
 		err = report.Write(w, p, opts)
 		if err == nil && leftOut != "" && *format == "text" {
