@@ -21,7 +21,7 @@ func runPathtime(args []string) error {
 	force := fs.Bool("force", false, "read a database not owned by you or root")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: jitprof pathtime [-p PID | DATABASE] [--nested]")
-		fs.PrintDefaults()
+		printFlags(fs)
 	}
 	pos, err := parseArgs(fs, args)
 	if err != nil {

@@ -62,7 +62,7 @@ func runReport(args []string) error {
 	jit.register(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: jitprof report [-i FILE] [-l] [-g] [-s|--sort KEYS] [--format text|json|csv|pprof|folded] [-o FILE]")
-		fs.PrintDefaults()
+		printFlags(fs)
 	}
 	pos, err := parseArgs(fs, args)
 	if err != nil {
