@@ -47,6 +47,6 @@ func Hints(p *profile.Profile) []string {
 		return nil
 	}
 	return []string{fmt.Sprintf("%.1f%% of the samples are in CPython's interpreter (%s), which does not name the Python functions it runs. "+
-		"CPython 3.12 and later name them when run with -X perf (or PYTHONPERFSUPPORT=1): record with -g and report with -g --anon-samples",
+		"CPython 3.12 and later name them when run with -X perf (or PYTHONPERFSUPPORT=1) and built with frame pointers: record with -g and report with -g --anon-samples",
 		share, filepath.Base(p.Images[interp].Name))}
 }
