@@ -107,6 +107,7 @@ func TestMatch(t *testing.T) {
 	jit := b.Image(profile.Image{Name: "[JIT jitlog] app", Kind: profile.ImageAnon})
 	th := b.Thread(profile.Thread{PID: 1, TID: 1, Comm: b.String("app")})
 	caller := b.Frame(profile.Frame{Func: b.Func(profile.Func{Name: "run_jit", Image: jit, Addr: 0x100})})
+	b.Push(-1, b.Frame(profile.Frame{Func: b.Func(profile.Func{Name: "Hot", Image: jit, Addr: 0x200})}))
 	for i, s := range []struct {
 		name string
 		n    uint64
@@ -126,9 +127,11 @@ func TestMatch(t *testing.T) {
 		{"Hot.trig", "double Hot.trig(double) [0x7f00]", nil},
 		{"double Hot.trig(double)", "double Hot.trig(double) [0x7f00]", nil},
 		{"fib", `several symbols match: "fib [gen 5]" (7 samples), "fib [gen 1]" (5 samples); give one of them`, ErrAmbiguous},
-		{"Hot.", `"double Hot.trig(double) [0x7f00]" (2 samples), "double Hot.other(int)" (1 samples)`, ErrAmbiguous},
-		{"colatz", `no such symbol; the nearest with samples: "collatz [gen 3]" (4 samples), "fib [gen 5]" (7 samples)`, ErrNoSymbol},
+		{"Hot.", `"double Hot.trig(double) [0x7f00]" (2 samples), "double Hot.other(int)" (1 sample)`, ErrAmbiguous},
+		{"colatz", `no such symbol; the nearest with samples: "collatz [gen 3]" (4 samples), `, ErrNoSymbol},
 		{"run_jit", "no samples", ErrNoSamples},
+		{"Hot", "no samples", ErrNoSamples}, // a function of its own, not a part of Hot.trig's name
+		{"Hot.trg", `no such symbol; the nearest with samples: "double Hot.trig(double) [0x7f00]" (2 samples), "double Hot.other(int)" (1 sample)`, ErrNoSymbol},
 	} {
 		o := opts
 		o.Symbol = c.q

@@ -26,7 +26,8 @@ var copySuffix = regexp.MustCompile(` \[(gen \d+|0x[0-9a-f]+)\]$`)
 
 // matchRules find the sampled functions a name means when no function
 // is named exactly that, in order: the name without its copy suffix
-// ("fib" for "fib [gen 3]"), then a part of the name.
+// ("fib" for "fib [gen 3]"), then, unless a function without samples
+// has that name, a part of the name.
 var matchRules = []func(name, q string) bool{
 	func(name, q string) bool { return copySuffix.ReplaceAllString(name, "") == q },
 	strings.Contains,
@@ -54,7 +55,12 @@ func match(p *profile.Profile, sampled map[int32]uint64, opts Options) (map[int3
 	if len(set) > 0 {
 		return set, nil
 	}
-	for _, rule := range matchRules {
+	for i, rule := range matchRules {
+		// A function by that very name without samples is that
+		// function, not another whose name holds its name.
+		if i == 1 && known(p, q, opts) {
+			return nil, fmt.Errorf("annotate %s: %w", q, ErrNoSamples)
+		}
 		byName := map[string]uint64{}
 		for f, n := range sampled {
 			if rule(p.Funcs[f].Name, q) {
@@ -69,9 +75,6 @@ func match(p *profile.Profile, sampled map[int32]uint64, opts Options) (map[int3
 			return set, nil
 		}
 		return nil, fmt.Errorf("annotate %s: %w: %s; give one of them", q, ErrAmbiguous, list(byName, len(byName)))
-	}
-	if known(p, q, opts) {
-		return nil, fmt.Errorf("annotate %s: %w", q, ErrNoSamples)
 	}
 	byName := map[string]uint64{}
 	for f, n := range sampled {
@@ -111,42 +114,55 @@ func list(byName map[string]uint64, n int) string {
 		if i > 0 {
 			sb.WriteString(", ")
 		}
-		fmt.Fprintf(&sb, "%q (%d samples)", name, byName[name])
+		sb.WriteString(withSamples(name, byName[name]))
 	}
 	return sb.String()
 }
 
-// nearest formats the n names closest to q by edit distance, ignoring
-// case and copy suffixes; ties go to the name with more samples.
+// nearest formats the n names closest to q, ignoring case and copy
+// suffixes: first by the edit distance from q to the closest part of the
+// name ("Hot.trg" is 1 from "double Hot.trig(double)"), then from q to
+// the whole name, then by samples.
 func nearest(q string, byName map[string]uint64, n int) string {
 	type cand struct {
-		name string
-		dist int
+		name       string
+		part, full int
 	}
 	lq := strings.ToLower(q)
 	cands := make([]cand, 0, len(byName))
 	for name := range byName {
-		cands = append(cands, cand{name, editDistance(lq, strings.ToLower(copySuffix.ReplaceAllString(name, "")))})
+		ln := strings.ToLower(copySuffix.ReplaceAllString(name, ""))
+		cands = append(cands, cand{name, editDistance(lq, ln, true), editDistance(lq, ln, false)})
 	}
 	slices.SortFunc(cands, func(a, b cand) int {
-		return cmp.Or(cmp.Compare(a.dist, b.dist), cmp.Compare(byName[b.name], byName[a.name]), cmp.Compare(a.name, b.name))
+		return cmp.Or(cmp.Compare(a.part, b.part), cmp.Compare(a.full, b.full), cmp.Compare(byName[b.name], byName[a.name]), cmp.Compare(a.name, b.name))
 	})
 	var sb strings.Builder
 	for i, c := range cands[:min(n, len(cands))] {
 		if i > 0 {
 			sb.WriteString(", ")
 		}
-		fmt.Fprintf(&sb, "%q (%d samples)", c.name, byName[c.name])
+		sb.WriteString(withSamples(c.name, byName[c.name]))
 	}
 	return sb.String()
 }
 
-// editDistance is the Levenshtein distance between a and b, in bytes.
-func editDistance(a, b string) int {
+func withSamples(name string, n uint64) string {
+	if n == 1 {
+		return fmt.Sprintf("%q (1 sample)", name)
+	}
+	return fmt.Sprintf("%q (%d samples)", name, n)
+}
+
+// editDistance is the Levenshtein distance between a and b, in bytes;
+// with part, between a and the closest substring of b (Sellers).
+func editDistance(a, b string, part bool) int {
 	prev := make([]int, len(b)+1)
 	cur := make([]int, len(b)+1)
 	for j := range prev {
-		prev[j] = j
+		if !part {
+			prev[j] = j
+		}
 	}
 	for i := 1; i <= len(a); i++ {
 		cur[0] = i
@@ -158,6 +174,9 @@ func editDistance(a, b string) int {
 			cur[j] = min(sub, prev[j]+1, cur[j-1]+1)
 		}
 		prev, cur = cur, prev
+	}
+	if part {
+		return slices.Min(prev)
 	}
 	return prev[len(b)]
 }
