@@ -33,6 +33,7 @@ command -v perf >/dev/null 2>&1 && perf --version >/dev/null 2>&1 || need_apt+=(
 command -v gcc >/dev/null 2>&1 || need_apt+=(gcc)
 command -v g++ >/dev/null 2>&1 || need_apt+=(g++)
 command -v make >/dev/null 2>&1 || need_apt+=(make)
+command -v python3 >/dev/null 2>&1 || need_apt+=(python3)  # the CPython hint test
 command -v nm >/dev/null 2>&1 || need_apt+=(binutils)
 command -v xz >/dev/null 2>&1 || need_apt+=(xz-utils)
 # unshare, setpriv and su: the trust tests run a JIT as another user in

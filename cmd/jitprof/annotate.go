@@ -30,7 +30,7 @@ func runAnnotate(args []string) error {
 	jit.register(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: jitprof annotate [-i FILE] [--dso IMAGE] [--no-source] [--asm-syntax att|intel] [--anon-samples] [SYMBOL]  (no SYMBOL: every function with samples)")
-		fs.PrintDefaults()
+		printFlags(fs)
 	}
 	pos, err := parseArgs(fs, args)
 	if err != nil {

@@ -21,7 +21,7 @@ func runDump(args []string) error {
 	fs.BoolVar(&opts.HeaderOnly, "header-only", false, "print the header, attrs and features only")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: jitprof dump [-i] [FILE] [--stats | --header-only]")
-		fs.PrintDefaults()
+		printFlags(fs)
 	}
 	pos, err := parseArgs(fs, args)
 	if err != nil {

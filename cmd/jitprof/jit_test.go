@@ -169,7 +169,7 @@ func csvShares(t *testing.T, csv, prefix string) (map[string]float64, float64) {
 		}
 		var pc float64
 		fmt.Sscan(f[col["self_percent"]], &pc)
-		got[strings.TrimPrefix(f[col["sym"]], "[.] ")] += pc
+		got[f[col["sym"]]] += pc
 		sum += pc
 	}
 	return got, sum

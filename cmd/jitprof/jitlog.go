@@ -19,11 +19,9 @@ func runJitlog(args []string) error { return jitlogMain(os.Stdout, os.Stderr, ar
 
 // jitlogMain runs "jitprof jitlog clean|dump" writing to stdout and stderr.
 func jitlogMain(stdout, stderr io.Writer, args []string) error {
-	usage := func() {
-		fmt.Fprintln(stderr, "usage: jitprof jitlog clean [--dir DIR]\n       jitprof jitlog dump [-p PID | DATABASE] [--force]")
-	}
+	const synopsis = "usage: jitprof jitlog clean [--dir DIR]\n       jitprof jitlog dump [-p PID | DATABASE] [--force]"
 	if len(args) == 0 {
-		usage()
+		fmt.Fprintln(stderr, synopsis)
 		return errUsage
 	}
 	switch args[0] {
@@ -31,17 +29,46 @@ func jitlogMain(stdout, stderr io.Writer, args []string) error {
 		return jitlogClean(stdout, stderr, args[1:])
 	case "dump":
 		return jitlogDump(stdout, stderr, args[1:])
+	case "-h", "-help", "--help":
+		fmt.Fprintln(stdout, synopsis)
+		for _, fs := range []*flag.FlagSet{jitlogCleanFlags(stdout, new(string)), jitlogDumpFlags(stdout, new(int), new(bool))} {
+			fmt.Fprintf(stdout, "\njitprof %s:\n", fs.Name())
+			printFlags(fs)
+		}
+		return flag.ErrHelp
 	}
-	usage()
+	fmt.Fprintln(stderr, synopsis)
 	return errUsage
+}
+
+func jitlogCleanFlags(w io.Writer, dir *string) *flag.FlagSet {
+	fs := flag.NewFlagSet("jitlog clean", flag.ContinueOnError)
+	fs.SetOutput(w)
+	fs.StringVar(dir, "dir", jitlog.DefaultDir(), "the jitlog `directory`")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: jitprof jitlog clean [--dir DIR]  (removes the databases of processes that are gone)")
+		printFlags(fs)
+	}
+	return fs
+}
+
+func jitlogDumpFlags(w io.Writer, pid *int, force *bool) *flag.FlagSet {
+	fs := flag.NewFlagSet("jitlog dump", flag.ContinueOnError)
+	fs.SetOutput(w)
+	fs.IntVar(pid, "p", 0, "dump the database of process `pid` (in $JITPROF_JITLOG_DIR or /tmp/jitprof-UID)")
+	fs.BoolVar(force, "force", false, "read a database owned by another user than the process's (or yours), with several links, or over the size limit")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: jitprof jitlog dump [-p PID | DATABASE] [--force]")
+		printFlags(fs)
+	}
+	return fs
 }
 
 // jitlogClean removes the databases of processes that are gone, as seed
 // 000 asks at the start of a session; live processes' stay.
 func jitlogClean(stdout, stderr io.Writer, args []string) error {
-	fs := flag.NewFlagSet("jitlog clean", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	dir := fs.String("dir", jitlog.DefaultDir(), "the jitlog `directory`")
+	dir := new(string)
+	fs := jitlogCleanFlags(stderr, dir)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -65,10 +92,8 @@ func jitlogClean(stdout, stderr io.Writer, args []string) error {
 
 // jitlogDump prints a database's records, one line each, in file order.
 func jitlogDump(stdout, stderr io.Writer, args []string) error {
-	fs := flag.NewFlagSet("jitlog dump", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	pid := fs.Int("p", 0, "dump the database of process `pid` (in $JITPROF_JITLOG_DIR or /tmp/jitprof-UID)")
-	force := fs.Bool("force", false, "read a database owned by another user than the process's (or yours), with several links, or over the size limit")
+	pid, force := new(int), new(bool)
+	fs := jitlogDumpFlags(stderr, pid, force)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err

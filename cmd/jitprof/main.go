@@ -9,7 +9,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"sort"
+	"strings"
 )
 
 // command is one subcommand: `jitprof NAME ARGS...`.
@@ -34,12 +36,15 @@ func main() {
 }
 
 func run(args []string, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	if len(args) == 0 {
 		usage(stderr)
-		if len(args) == 0 {
-			return 2
-		}
-		return 0
+		return 2
+	}
+	switch args[0] {
+	case "-h", "-help", "--help":
+		args[0] = "help"
+	case "--version":
+		args[0] = "version"
 	}
 	c, ok := commands[args[0]]
 	if !ok {
@@ -73,7 +78,7 @@ func usage(w io.Writer) {
 	for _, n := range names {
 		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
 	}
-	fmt.Fprintln(w, "\nRun 'jitprof COMMAND -h' for a command's options.")
+	fmt.Fprintln(w, "\nRun 'jitprof help COMMAND' or 'jitprof COMMAND -h' for a command's options.")
 }
 
 // errUsage reports bad arguments after the usage has been printed.
@@ -93,12 +98,24 @@ func parseCommand(fs *flag.FlagSet, args []string) ([]string, error) {
 }
 
 func parse(fs *flag.FlagSet, args []string, stopAtPositional bool) ([]string, error) {
+	// The flag package prints the usage on -h and on errors alike; asked
+	// for, it goes to stdout, where it can be paged, and after an error to
+	// stderr, after the error.
+	u, out := fs.Usage, fs.Output()
+	fs.Usage = func() {}
+	var msg strings.Builder // the flag package's error, told as users type options
+	fs.SetOutput(&msg)
+	defer func() { fs.Usage = u; fs.SetOutput(out) }()
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
+			fs.SetOutput(out)
 			if errors.Is(err, flag.ErrHelp) {
+				writeUsage(os.Stdout, fs, u)
 				return nil, err
 			}
+			fmt.Fprintf(out, "jitprof %s: %s", fs.Name(), optionMessage(msg.String()))
+			writeUsage(out, fs, u)
 			return nil, errUsage
 		}
 		rest := fs.Args()
@@ -116,4 +133,17 @@ func parse(fs *flag.FlagSet, args []string, stopAtPositional bool) ([]string, er
 		pos = append(pos, rest[0])
 		args = rest[1:]
 	}
+}
+
+// longOption is a long option with the flag package's one dash.
+var longOption = regexp.MustCompile(`(^|[ :])-([A-Za-z][-A-Za-z0-9]+)`)
+
+// optionMessage rewrites the flag package's error messages with options
+// spelled as users type them: "flag provided but not defined: -bogus"
+// is "unknown option --bogus".
+func optionMessage(msg string) string {
+	msg = strings.Replace(msg, "flag provided but not defined: ", "unknown option ", 1)
+	msg = strings.Replace(msg, " for flag ", " for ", 1)
+	msg = strings.Replace(msg, "flag needs an argument: ", "option needs an argument: ", 1)
+	return longOption.ReplaceAllString(msg, "$1--$2")
 }

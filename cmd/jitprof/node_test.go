@@ -29,11 +29,13 @@ console.log(main());
 
 var (
 	rowRe = regexp.MustCompile(`^\s*([0-9.]+)%\s+(?:\d+\s+)?(.*)$`)
-	genRe = regexp.MustCompile(` \[gen \d+\]$`)
+	// A generation, or the address a perf map's name repeated at several
+	// addresses carries.
+	genRe = regexp.MustCompile(` \[(gen \d+|0x[0-9a-f]+)\]$`)
 )
 
 // symShares parses "--stdio --sort sym -q"-style rows (perf's or ours)
-// into percent by symbol name, generations merged.
+// into percent by symbol name, generations (and copies) merged.
 func symShares(out string) map[string]float64 {
 	m := map[string]float64{}
 	sc := bufio.NewScanner(strings.NewReader(out))

@@ -29,7 +29,7 @@ func pathtimeMain(stdout, stderr io.Writer, args []string) error {
 	force := fs.Bool("force", false, "read a database owned by another user than the process's (or yours), with several links, or over the size limit")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: jitprof pathtime [-p PID | DATABASE] [-i perf.data] [--nested]")
-		fs.PrintDefaults()
+		printFlags(fs)
 	}
 	pos, err := parseArgs(fs, args)
 	if err != nil {

@@ -74,7 +74,7 @@ func runRecord(args []string) error {
 	fs.BoolVar(quiet, "quiet", false, "same as -q")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: jitprof record [-e EVENT] [-F HZ | -c PERIOD] [-g] [-a | -p PID[,PID] | -t TID] [-C CPUS] [-o FILE] [-m PAGES] [--duration D] [-q] [-- CMD ARGS]")
-		fs.PrintDefaults()
+		printFlags(fs)
 	}
 	cmdArgs, err := parseCommand(fs, args)
 	if err != nil {

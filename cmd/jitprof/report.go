@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/jitprof/jitprof/internal/anonbind"
 	"github.com/jitprof/jitprof/internal/perfevent"
+	"github.com/jitprof/jitprof/internal/profile"
 	"github.com/jitprof/jitprof/internal/report"
 	"github.com/jitprof/jitprof/internal/session"
 )
@@ -23,7 +25,7 @@ func runReport(args []string) error {
 	input := fs.String("i", "perf.data", "input `file`")
 	fs.StringVar(input, "input", "perf.data", "same as -i")
 	symbols := fs.Bool("l", false, "list symbols (adds sym to the sort keys)")
-	sortKeys := fs.String("sort", "", "sort `keys`, comma-separated: comm, pid, tid, dso, sym, srcline, cpu (default dso, or dso,sym with -l)")
+	sortKeys := fs.String("sort", "", "sort `keys`, comma-separated: comm, pid (the process; perf's pid is the thread: tid), tid, dso, symbol (sym), srcline, cpu, app, userapp, or prefixes as perf takes them (default dso, or dso,sym with -l)")
 	fs.StringVar(sortKeys, "s", "", "same as --sort")
 	separate := fs.String("separate", "", "separate samples by `what`, as opreport: thread, cpu, kernel, lib (comma-separated)")
 	merge := fs.String("merge", "", "merge samples the sort keys would separate: `what` of tid, tgid, cpu, lib, all")
@@ -55,11 +57,12 @@ func runReport(args []string) error {
 	}
 	format := fs.String("format", "text", "output `format`: text, json, csv, pprof (.pb.gz) or folded (flame-graph stacks)")
 	output := fs.String("o", "", "write to `file` instead of standard output")
+	foldedPeriods := fs.Bool("folded-periods", false, "folded: write each stack's period (event count) instead of its samples")
 	var jit anonFlags
 	jit.register(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: jitprof report [-i FILE] [-l] [-g] [-s|--sort KEYS] [--format text|json|csv|pprof|folded] [-o FILE]")
-		fs.PrintDefaults()
+		printFlags(fs)
 	}
 	pos, err := parseArgs(fs, args)
 	if err != nil {
@@ -83,7 +86,19 @@ func runReport(args []string) error {
 		fmt.Fprintf(fs.Output(), "jitprof report: unknown format %q\n", *format)
 		return errUsage
 	}
+	if *sortKeys != "" {
+		keys, err := report.SortKeys(strings.Split(*sortKeys, ","))
+		if err != nil {
+			fmt.Fprintf(fs.Output(), "jitprof report: %v\n", err)
+			return errUsage
+		}
+		*sortKeys = strings.Join(keys, ",")
+	}
 	opts.Sort = sortList(*sortKeys, *symbols, *separate, *merge)
+	if *format == "pprof" && *output == "" && isTerminal(os.Stdout) {
+		// As go tool pprof, which will not either.
+		return errors.New("--format pprof writes gzip-compressed bytes, not for a terminal: give -o FILE (such as -o profile.pb.gz) or redirect standard output")
+	}
 
 	sopts := session.Options{Lines: contains(opts.Sort, report.KeySrcline), Progress: progressBar(os.Stderr),
 		LeafOnly: !opts.Children && *format != "pprof" && *format != "folded"} // a flat report needs no callchains
@@ -95,6 +110,16 @@ func runReport(args []string) error {
 	var excluded anonbind.Excluded
 	if binder == nil {
 		excluded = anonbind.ExcludeAnon(p)
+	}
+	var leftOut string
+	if excluded.Samples > 0 {
+		leftOut = fmt.Sprintf("%d of %d samples (%.2f%% of the event) are in JIT code (anonymous executable memory) and left out, so percentages are of the rest: add --anon-samples to include and name them",
+			excluded.Samples, excluded.Samples+p.Events[0].Count, 100*float64(excluded.Period)/float64(max(excluded.TotalPeriod, 1)))
+		if *format == "text" || *format == "json" {
+			opts.Notes = append(opts.Notes, leftOut) // in the report's header
+		} else {
+			fmt.Fprintf(os.Stderr, "jitprof report: note: %s\n", leftOut)
+		}
 	}
 	w := os.Stdout
 	if *output != "" {
@@ -115,12 +140,15 @@ func runReport(args []string) error {
 		}
 		return w.Close()
 	case "folded":
-		err = p.WriteFolded(w, 0)
+		value := profile.FoldedSamples
+		if *foldedPeriods {
+			value = profile.FoldedPeriods
+		}
+		err = p.WriteFolded(w, 0, value)
 	default:
 		err = report.Write(w, p, opts)
-		if err == nil && excluded.Samples > 0 {
-			fmt.Fprintf(w, "# %d samples (%.2f%% of the event) in anonymous executable memory (JIT code) are left out; use --anon-samples to include and name them\n",
-				excluded.Samples, 100*float64(excluded.Period)/float64(max(excluded.TotalPeriod, 1)))
+		if err == nil && leftOut != "" && *format == "text" {
+			fmt.Fprintf(w, "# %s\n", leftOut) // and at the end, where the eye lands
 		}
 	}
 	if err != nil {

@@ -38,6 +38,7 @@ func TestSortList(t *testing.T) {
 
 type reportRow struct {
 	Keys        map[string]string
+	Level       string // sym's [.] or [k]
 	Samples     uint64
 	SelfPercent float64 `json:"self_percent"`
 }

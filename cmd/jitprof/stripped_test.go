@@ -71,7 +71,7 @@ func TestStrippedMiniDebugInfo(t *testing.T) {
 	ours := map[string]float64{}
 	for _, r := range reportJSON(t, "-i", data, "-l") {
 		if r.Keys["dso"] == bin {
-			ours[r.Keys["sym"]] += r.SelfPercent
+			ours[r.Level+" "+r.Keys["sym"]] += r.SelfPercent
 		}
 	}
 	a, b := ours["[.] work_a"], ours["[.] work_b"]

@@ -29,9 +29,12 @@ const (
 
 // Options control Write.
 type Options struct {
-	// Symbol is the function to annotate, by the name reports give it;
-	// empty annotates every function with self samples, as perf
-	// annotate does without one.
+	// Symbol is the function to annotate, by the name reports give it
+	// (every function of that name, one per image), or, when none has
+	// it, the one sampled function whose name is Symbol without its copy
+	// suffix ([gen N], [0xADDR]) or, failing that, contains it. Empty
+	// annotates every function with self samples, as perf annotate does
+	// without one.
 	Symbol string
 	// DSO, when set, keeps only the images with this path or base name.
 	DSO string
@@ -65,6 +68,22 @@ func Write(w io.Writer, p *profile.Profile, opts Options) error {
 	if opts.Symbolizer == nil {
 		opts.Symbolizer = symbolize.New(symbolize.Options{})
 	}
+	var want map[int32]bool // nil: every function
+	if opts.Symbol != "" {
+		sampled := map[int32]uint64{}
+		for i := range p.Entries {
+			if e := &p.Entries[i]; e.Stack >= 0 {
+				fn := p.Frames[p.Nodes[e.Stack].Frame].Func
+				if dsoMatches(p.Images[p.Funcs[fn].Image].Name, opts.DSO) {
+					sampled[fn] += e.Count
+				}
+			}
+		}
+		var err error
+		if want, err = match(p, sampled, opts); err != nil {
+			return err
+		}
+	}
 	targets := map[[2]int32]*target{}
 	for i := range p.Entries {
 		e := &p.Entries[i]
@@ -73,7 +92,7 @@ func Write(w io.Writer, p *profile.Profile, opts Options) error {
 		}
 		fr := &p.Frames[p.Nodes[e.Stack].Frame]
 		f := &p.Funcs[fr.Func]
-		if opts.Symbol != "" && f.Name != opts.Symbol || !dsoMatches(p.Images[f.Image].Name, opts.DSO) {
+		if want != nil && !want[fr.Func] || !dsoMatches(p.Images[f.Image].Name, opts.DSO) {
 			continue
 		}
 		k := [2]int32{e.Event, fr.Func}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/jitprof/jitprof/internal/golden"
@@ -73,8 +74,11 @@ func TestGolden(t *testing.T) {
 
 func TestErrors(t *testing.T) {
 	p := loop(t)
-	if err := Write(&bytes.Buffer{}, p, Options{Symbol: "main"}); !errors.Is(err, ErrNoSamples) {
-		t.Errorf("unsampled symbol: %v, want ErrNoSamples", err)
+	if err := Write(&bytes.Buffer{}, p, Options{Symbol: "main"}); !errors.Is(err, ErrNoSymbol) || !strings.Contains(err.Error(), `nearest with samples: "_start" (10 samples)`) {
+		t.Errorf("no such symbol: %v, want ErrNoSymbol naming _start", err)
+	}
+	if err := Write(&bytes.Buffer{}, p, Options{Symbol: "idle"}); !errors.Is(err, ErrNoSamples) {
+		t.Errorf("a symbol of the image without samples: %v, want ErrNoSamples", err)
 	}
 	if err := Write(&bytes.Buffer{}, p, Options{Symbol: "_start", DSO: "libc.so.6"}); !errors.Is(err, ErrNoSamples) {
 		t.Errorf("another DSO: %v, want ErrNoSamples", err)
@@ -90,5 +94,57 @@ func TestErrors(t *testing.T) {
 	}
 	if err := Write(&bytes.Buffer{}, p, Options{DSO: "libc.so.6"}); !errors.Is(err, ErrNoSamples) {
 		t.Errorf("every function of an unsampled DSO: %v, want ErrNoSamples", err)
+	}
+}
+
+// TestMatch: a name means the functions of that name, else the one
+// sampled function it names without its copy suffix, else the one whose
+// name holds it; several are listed, none gives the nearest names, and
+// a function only in callchains has no samples.
+func TestMatch(t *testing.T) {
+	b := profile.NewBuilder()
+	ev := b.Event(profile.Event{Name: "cpu-clock", Period: 1})
+	jit := b.Image(profile.Image{Name: "[JIT jitlog] app", Kind: profile.ImageAnon})
+	th := b.Thread(profile.Thread{PID: 1, TID: 1, Comm: b.String("app")})
+	caller := b.Frame(profile.Frame{Func: b.Func(profile.Func{Name: "run_jit", Image: jit, Addr: 0x100})})
+	b.Push(-1, b.Frame(profile.Frame{Func: b.Func(profile.Func{Name: "Hot", Image: jit, Addr: 0x200})}))
+	for i, s := range []struct {
+		name string
+		n    uint64
+	}{{"fib [gen 1]", 5}, {"fib [gen 5]", 7}, {"collatz [gen 3]", 4}, {"double Hot.trig(double) [0x7f00]", 2}, {"double Hot.other(int)", 1}} {
+		fr := b.Frame(profile.Frame{Func: b.Func(profile.Func{Name: s.name, Image: jit, Addr: 0x1000 * uint64(i+1)})})
+		b.Add(profile.Key{Stack: b.Push(b.Push(-1, caller), fr), Thread: th, Event: ev}, s.n, s.n)
+	}
+	p := b.Profile()
+	opts := Options{Symbolizer: symbolize.New(symbolize.Options{DebugDirs: []string{}, BuildIDCaches: []string{}})}
+	for _, c := range []struct {
+		q    string
+		want string // the function annotated, or the error's text
+		err  error
+	}{
+		{"fib [gen 5]", "fib [gen 5]", nil},
+		{"collatz", "collatz [gen 3]", nil},
+		{"Hot.trig", "double Hot.trig(double) [0x7f00]", nil},
+		{"double Hot.trig(double)", "double Hot.trig(double) [0x7f00]", nil},
+		{"fib", `several symbols match: "fib [gen 5]" (7 samples), "fib [gen 1]" (5 samples); give one of them`, ErrAmbiguous},
+		{"Hot.", `"double Hot.trig(double) [0x7f00]" (2 samples), "double Hot.other(int)" (1 sample)`, ErrAmbiguous},
+		{"colatz", `no such symbol; the nearest with samples: "collatz [gen 3]" (4 samples), `, ErrNoSymbol},
+		{"run_jit", "no samples", ErrNoSamples},
+		{"Hot", "no samples", ErrNoSamples}, // a function of its own, not a part of Hot.trig's name
+		{"Hot.trg", `no such symbol; the nearest with samples: "double Hot.trig(double) [0x7f00]" (2 samples), "double Hot.other(int)" (1 sample)`, ErrNoSymbol},
+	} {
+		o := opts
+		o.Symbol = c.q
+		var buf bytes.Buffer
+		err := Write(&buf, p, o)
+		if c.err != nil {
+			if !errors.Is(err, c.err) || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("%q: %v, want %v with %s", c.q, err, c.err, c.want)
+			}
+			continue
+		}
+		if err != nil || !strings.HasPrefix(buf.String(), "# "+c.want+" in ") || strings.Count(buf.String(), "\n# ") > 0 {
+			t.Errorf("%q: %v\n%s\nwant %s alone", c.q, err, buf.String(), c.want)
+		}
 	}
 }

@@ -133,6 +133,33 @@ func TestReuse(t *testing.T) {
 	}
 }
 
+// TestPerfMapSameName: a JVM's perf map names one method's tiers alike
+// at different addresses; each copy is told apart by its address, names
+// the map gives once stay as they are, and a line repeated at the same
+// address is one copy.
+func TestPerfMapSameName(t *testing.T) {
+	const m = `0x00007f97fcec7600 0x98 double Hot.trig(double)
+0x00007f97fcec7940 0xf8 double Hot.other(int)
+0x00007f97f5400ec0 0x170 double Hot.trig(double)
+0x00007f97f5401300 0x310 Interpreter
+0x00007f97f5402000 0x100 double Hot.trig(double)
+0x00007f97fcec7940 0xf8 double Hot.other(int)
+0x00007f97f5403000 0 double Hot.other(int)
+`
+	r := claim(t, "perfmap", &Process{PID: 31, Embedded: map[string][]byte{"/tmp/perf-31.map": []byte(m)}})
+	for addr, want := range map[uint64]string{
+		0x7f97fcec7610: "double Hot.trig(double) [0x7f97fcec7600]",
+		0x7f97f5400ec0: "double Hot.trig(double) [0x7f97f5400ec0]",
+		0x7f97f54020ff: "double Hot.trig(double) [0x7f97f5402000]",
+		0x7f97fcec7941: "double Hot.other(int)",
+		0x7f97f5401300: "Interpreter",
+	} {
+		if got, _ := r.Resolve(addr, 0); got.Name != want {
+			t.Errorf("Resolve(%#x) = %+v, want %q", addr, got, want)
+		}
+	}
+}
+
 // codemapSkew is codemap.DefaultSkew: a sample just before a load may be
 // charged to it.
 const codemapSkew = 10_000

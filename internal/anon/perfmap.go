@@ -28,12 +28,32 @@ func (perfmapHandler) Claim(p *Process) (Resolver, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", d.path, err)
 	}
+	// A name the map gives code at several addresses (a JVM's tiers of
+	// one method, a function V8 optimized again) would make report rows
+	// that read the same: each copy is named with its address, as the map
+	// tells them apart. Not with a generation number: a perf map has no
+	// times, and its order need not be the order of compiles (the JVM's
+	// exit dump lists its code cache).
+	first, several := map[string]uint64{}, map[string]bool{}
+	for _, s := range m.Symbols {
+		if start, ok := first[s.Name]; s.Size == 0 {
+			continue
+		} else if !ok {
+			first[s.Name] = s.Start
+		} else if start != s.Start {
+			several[s.Name] = true
+		}
+	}
 	b := codemap.NewBuilder()
 	for _, s := range m.Symbols {
 		if s.Size == 0 {
 			continue // names no address; V8 writes some
 		}
-		if err := b.Load(0, s.Start, s.Size, s.Name, 0, nil); err != nil {
+		name := s.Name
+		if several[name] {
+			name = fmt.Sprintf("%s [%#x]", name, s.Start)
+		}
+		if err := b.Load(0, s.Start, s.Size, name, 0, nil); err != nil {
 			return nil, fmt.Errorf("%s:%d: %w", d.path, s.Line, err)
 		}
 	}

@@ -3,6 +3,8 @@ package profile
 import (
 	"fmt"
 	"io"
+	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -33,10 +35,23 @@ func (p *Profile) Pprof(event int) (*profile.Profile, error) {
 	if len(p.Cmdline) > 0 {
 		out.Comments = []string{strings.Join(p.Cmdline, " ")}
 	}
+	// pprof takes the first mapping for the program (go tool pprof's
+	// "File:"), so the program's image leads; the rest keep their order.
+	order := make([]int, 0, len(p.Images))
+	main := p.mainImage(event)
+	if main >= 0 {
+		order = append(order, main)
+	}
+	for i := range p.Images {
+		if i != main {
+			order = append(order, i)
+		}
+	}
 	maps := make([]*profile.Mapping, len(p.Images))
-	for i, im := range p.Images {
+	for _, i := range order {
+		im := p.Images[i]
 		m := &profile.Mapping{
-			ID: uint64(i + 1), Start: im.Start, Limit: im.Limit, Offset: im.Offset,
+			ID: uint64(len(out.Mapping) + 1), Start: im.Start, Limit: im.Limit, Offset: im.Offset,
 			File: im.Name, BuildID: im.BuildID,
 			HasFunctions: im.NoSymbols == "" && im.Kind != ImageUnknown,
 		}
@@ -78,13 +93,75 @@ func (p *Profile) Pprof(event int) (*profile.Profile, error) {
 	return out, nil
 }
 
+// mainImage returns the image of the program the samples of event are
+// of, or -1: of the executables (files that are not shared libraries)
+// in the samples' stacks, the one in most samples, preferring one a
+// sampled thread is named after (its comm: the executable's base name,
+// cut to 15 bytes); without executables, the file image in most samples.
+func (p *Profile) mainImage(event int) int {
+	in := make([]uint64, len(p.Images))  // samples with the image in their stack
+	named := make([]bool, len(p.Images)) // a thread with it is named after it
+	seen := make([]int, len(p.Images))   // entry index+1 that last counted it
+	var stack []int32
+	for i, e := range p.Entries {
+		if int(e.Event) != event {
+			continue
+		}
+		comm := p.Strings[p.Threads[e.Thread].Comm]
+		stack = p.Stack(stack[:0], e.Stack)
+		for _, fr := range stack {
+			im := p.FuncOf(fr).Image
+			if seen[im] == i+1 {
+				continue
+			}
+			seen[im] = i + 1
+			in[im] += e.Count
+			if base := filepath.Base(p.Images[im].Name); base[:min(len(base), 15)] == comm {
+				named[im] = true
+			}
+		}
+	}
+	best, bestRank := -1, [3]uint64{}
+	for i, im := range p.Images {
+		if im.Kind != ImageFile || in[i] == 0 {
+			continue
+		}
+		exe := !strings.Contains(filepath.Base(im.Name), ".so")
+		rank := [3]uint64{b2u(exe && named[i]), b2u(exe), in[i]}
+		if best < 0 || slices.Compare(rank[:], bestRank[:]) > 0 {
+			best, bestRank = i, rank
+		}
+	}
+	return best
+}
+
+func b2u(b bool) uint64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// FoldedValue is what WriteFolded writes for each stack.
+type FoldedValue int
+
+const (
+	// FoldedSamples counts the stack's samples, as stackcollapse-perf.pl
+	// does.
+	FoldedSamples FoldedValue = iota
+	// FoldedPeriods sums their periods: the event count they stand for
+	// (nanoseconds, for cpu-clock).
+	FoldedPeriods
+)
+
 // foldedName keeps names from breaking the format: flame-graph tools
 // split frames on ';' and the count off at the last space.
 var foldedName = strings.NewReplacer(";", ":", " ", "_")
 
 // WriteFolded writes the samples of one event as folded stacks,
-// "comm;root;...;leaf period" per line, sorted, for flame-graph tools.
-func (p *Profile) WriteFolded(w io.Writer, event int) error {
+// "comm;root;...;leaf value" per line, sorted, for flame-graph tools.
+// Frames no symbol names are [unknown], as in stackcollapse-perf.pl.
+func (p *Profile) WriteFolded(w io.Writer, event int, value FoldedValue) error {
 	sums := map[string]uint64{}
 	var stack []int32
 	var sb strings.Builder
@@ -97,9 +174,17 @@ func (p *Profile) WriteFolded(w io.Writer, event int) error {
 		sb.WriteString(p.Strings[p.Threads[e.Thread].Comm])
 		for i := len(stack) - 1; i >= 0; i-- {
 			sb.WriteByte(';')
-			sb.WriteString(foldedName.Replace(p.FuncOf(stack[i]).Name))
+			if f := p.FuncOf(stack[i]); f.Unresolved {
+				sb.WriteString("[unknown]")
+			} else {
+				sb.WriteString(foldedName.Replace(f.Name))
+			}
 		}
-		sums[sb.String()] += e.Period
+		if value == FoldedPeriods {
+			sums[sb.String()] += e.Period
+		} else {
+			sums[sb.String()] += e.Count
+		}
 	}
 	keys := make([]string, 0, len(sums))
 	for k := range sums {

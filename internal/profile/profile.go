@@ -38,6 +38,9 @@ type Func struct {
 	Addr   uint64 // start address of the symbol, or the unresolved address
 	File   string // source file of the function's first line, when known
 	Kernel bool
+	// Unresolved: no symbol covers Addr, and Name is the address, as
+	// perf's reports print it.
+	Unresolved bool
 	// Code is the machine code of JIT-generated functions whose JIT
 	// logged it, for annotate; nil otherwise (file images have theirs).
 	Code []byte

@@ -147,15 +147,147 @@ func TestAgreesWithPerf(t *testing.T) {
 				}
 			}
 			if c.name == "fp" {
-				checkPprofTop(t, p)
+				checkPprofTop(t, p, filepath.Base(busy))
+				checkSortSpellings(t, p, data)
+			}
+			if c.images == nil {
+				checkFolded(t, p, data)
 			}
 		})
 	}
 }
 
+// checkSortSpellings reports by perf's spellings of the sort keys
+// jitprof has, ours and perf's on the same file: the rows must agree.
+func checkSortSpellings(t *testing.T, p *profile.Profile, data string) {
+	for _, spell := range []string{"symbol", "sym", "s", "SYMBOL", "comm", "c", "cpu", "cp", "dso", "d"} {
+		keys, err := SortKeys([]string{spell})
+		if err != nil {
+			t.Error(err)
+			continue
+		}
+		reps, err := Compute(p, Options{Sort: keys})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ours := map[string]float64{}
+		for _, r := range reps[0].Rows {
+			ours[sortRow(keys[0], r.Keys[0])] += pct(r.Self, reps[0].Event.Total)
+		}
+		out := perftest.Run(t, "perf", "report", "-i", data, "--stdio", "--no-children", "--sort", spell, "-q", "--percent-limit", "0", "-g", "none")
+		theirs := map[string]float64{}
+		for _, line := range strings.Split(out, "\n") {
+			f := strings.Fields(line)
+			if len(f) < 2 || !strings.HasSuffix(f[0], "%") {
+				continue
+			}
+			v, err := strconv.ParseFloat(strings.TrimSuffix(f[0], "%"), 64)
+			if err != nil {
+				t.Fatalf("perf report line %q: %v", line, err)
+			}
+			// perf ends a symbol-only row with empty columns: "-".
+			for len(f) > 2 && f[len(f)-1] == "-" {
+				f = f[:len(f)-1]
+			}
+			theirs[sortRow(keys[0], strings.Join(f[1:], " "))] += v
+		}
+		if len(theirs) == 0 {
+			t.Errorf("perf report --sort %s: no rows:\n%s", spell, out)
+		}
+		compare(t, "--sort "+spell, ours, theirs)
+	}
+}
+
+// checkFolded compares the folded stacks with perf script's samples
+// collapsed as stackcollapse-perf.pl does: a count of samples per
+// comm;root;...;leaf, unresolved frames [unknown]. perf names PLT stubs
+// (@plt) where we may not, so stacks through one are left out, and the
+// rest must agree within 1% of the samples.
+func checkFolded(t *testing.T, p *profile.Profile, data string) {
+	var buf strings.Builder
+	if err := p.WriteFolded(&buf, 0, profile.FoldedSamples); err != nil {
+		t.Fatal(err)
+	}
+	ours := map[string]int{}
+	for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		i := strings.LastIndexByte(line, ' ')
+		n, err := strconv.Atoi(line[i+1:])
+		if err != nil {
+			t.Fatalf("folded line %q: %v", line, err)
+		}
+		ours[line[:i]] += n
+	}
+	theirs := map[string]int{}
+	var stack []string
+	flush := func() {
+		if len(stack) > 0 {
+			slices.Reverse(stack[1:])
+			theirs[strings.Join(stack, ";")]++
+		}
+		stack = stack[:0]
+	}
+	for _, line := range strings.Split(perftest.Run(t, "perf", "script", "-i", data, "-F", "comm,ip,sym"), "\n") {
+		switch {
+		case strings.TrimSpace(line) == "":
+			flush()
+		case line[0] != ' ' && line[0] != '\t':
+			flush()
+			stack = append(stack, strings.TrimSpace(line))
+		default:
+			_, sym, ok := strings.Cut(strings.TrimSpace(line), " ")
+			if !ok {
+				sym = "[unknown]"
+			}
+			stack = append(stack, strings.NewReplacer(";", ":", " ", "_").Replace(sym))
+		}
+	}
+	flush()
+	diff, total, unknown := 0, 0, false
+	for k, n := range theirs {
+		total += n
+		if !strings.Contains(k, "@plt") {
+			diff += max(n-ours[k], 0)
+		}
+	}
+	for k, n := range ours {
+		unknown = unknown || strings.Contains(k, ";[unknown]")
+		if strings.Contains(k, ";0x") {
+			t.Errorf("folded stack names an address, not [unknown]: %s", k)
+		}
+		if m, ok := theirs[k]; !ok {
+			diff += n
+		} else if !strings.Contains(k, "@plt") {
+			diff += max(n-m, 0)
+		}
+	}
+	if total == 0 || diff*100 > total {
+		t.Errorf("folded stacks: %d of %d samples differ from perf script's", diff, total)
+	}
+	t.Logf("folded: %d of %d samples differ from perf script's; [unknown] frames: %v", diff, total, unknown)
+}
+
+// sortRow names a row of one key for comparison: perf shows images by
+// base name, CPUs with leading zeros, and no CPU as -1 where we say "-".
+func sortRow(key, v string) string {
+	switch key {
+	case KeyDSO:
+		return filepath.Base(v)
+	case KeyCPU:
+		if v == "-" {
+			return "-1"
+		}
+		n, _ := strconv.Atoi(v)
+		return strconv.Itoa(n)
+	case KeySym:
+		return rowName("", v)
+	}
+	return v
+}
+
 // checkPprofTop checks that go tool pprof -top on the export names the
-// same top functions as the report.
-func checkPprofTop(t *testing.T, p *profile.Profile) {
+// program (File:, from the first mapping) and the same top functions as
+// the report.
+func checkPprofTop(t *testing.T, p *profile.Profile, program string) {
 	pp, err := p.Pprof(0)
 	if err != nil {
 		t.Fatal(err)
@@ -170,6 +302,9 @@ func checkPprofTop(t *testing.T, p *profile.Profile) {
 	}
 	f.Close()
 	out := perftest.Run(t, perftest.Need(t, "go"), "tool", "pprof", "-top", "-nodecount=2", path)
+	if !strings.Contains(out, "File: "+program+"\n") {
+		t.Errorf("go tool pprof -top does not say File: %s\n%s", program, out)
+	}
 	reps, err := Compute(p, Options{Sort: []string{KeySym}})
 	if err != nil {
 		t.Fatal(err)

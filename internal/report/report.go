@@ -13,6 +13,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
 
 	"github.com/jitprof/jitprof/internal/profile"
 )
@@ -49,8 +50,8 @@ var ErrBadKey = errors.New("unknown sort key")
 
 // Options control Write.
 type Options struct {
-	// Sort lists the keys rows are made of, in column order; empty means
-	// dso (OProfile's per-image view).
+	// Sort lists the keys rows are made of, in column order, as SortKey
+	// takes them; empty means dso (OProfile's per-image view).
 	Sort []string
 	// Children adds the inclusive (children) column from the callchains
 	// and orders rows by it, as perf report --children.
@@ -60,6 +61,9 @@ type Options struct {
 	Format       Format
 	// Filter keeps only the samples it matches.
 	Filter Filter
+	// Notes are lines the header adds for what the caller knows and the
+	// profile does not say, such as samples it left out.
+	Notes []string
 }
 
 // Filter keeps the samples of the given commands, processes, threads,
@@ -112,14 +116,9 @@ type rowKey [nkeys]int64
 
 // Compute builds the rows of every event.
 func Compute(p *profile.Profile, opts Options) ([]EventReport, error) {
-	keys := opts.Sort
-	if len(keys) == 0 {
-		keys = []string{KeyDSO}
-	}
-	for _, k := range keys {
-		if _, ok := keyTitles[k]; !ok {
-			return nil, fmt.Errorf("report: %w %q (want comm, pid, tid, dso, sym, srcline, cpu, app or userapp)", ErrBadKey, k)
-		}
+	keys, err := SortKeys(opts.Sort)
+	if err != nil {
+		return nil, fmt.Errorf("report: %w", err)
 	}
 	apps := &appIndex{p: p}
 	key := func(e *profile.Entry, frame int32) rowKey {
@@ -283,10 +282,7 @@ func Write(w io.Writer, p *profile.Profile, opts Options) error {
 	if err != nil {
 		return err
 	}
-	keys := opts.Sort
-	if len(keys) == 0 {
-		keys = []string{KeyDSO}
-	}
+	keys, _ := SortKeys(opts.Sort) // Compute checked them
 	switch opts.Format {
 	case JSON:
 		return writeJSON(w, p, keys, reps, opts)
@@ -305,8 +301,9 @@ func pct(v, total uint64) float64 {
 
 // WriteHeader writes the lines a person needs to trust a report: the
 // event, period or frequency, samples, lost samples, time span, command,
-// and a note for every image without symbols.
-func WriteHeader(w io.Writer, p *profile.Profile) {
+// a note for every image without symbols, the caller's notes and hints
+// on how to learn more (Hints).
+func WriteHeader(w io.Writer, p *profile.Profile, notes ...string) {
 	for _, e := range p.Events {
 		rate := fmt.Sprintf("period %d", e.Period)
 		if e.Freq != 0 {
@@ -320,18 +317,38 @@ func WriteHeader(w io.Writer, p *profile.Profile) {
 			float64(p.StartNS)/1e9, float64(p.EndNS)/1e9)
 	}
 	if len(p.Cmdline) > 0 {
-		fmt.Fprintf(w, "# command: %s\n", strings.Join(p.Cmdline, " "))
+		fmt.Fprintf(w, "# command: %s\n", commandLine(p.Cmdline))
 	}
 	for _, im := range p.Images {
 		if im.NoSymbols != "" {
 			fmt.Fprintf(w, "# note: no symbols for %s: %s\n", im.Name, im.NoSymbols)
 		}
 	}
+	for _, n := range notes {
+		fmt.Fprintf(w, "# note: %s\n", n)
+	}
+	for _, h := range Hints(p) {
+		fmt.Fprintf(w, "# hint: %s\n", h)
+	}
 	fmt.Fprintln(w, "#")
 }
 
+// commandLine joins args, quoting those a reader could not tell apart
+// otherwise: with spaces, newlines (which would end the header's comment
+// line) or other characters that do not print.
+func commandLine(args []string) string {
+	q := make([]string, len(args))
+	for i, a := range args {
+		q[i] = a
+		if a == "" || strings.ContainsFunc(a, func(r rune) bool { return r == '"' || r == '\\' || !unicode.IsPrint(r) || unicode.IsSpace(r) }) {
+			q[i] = strconv.Quote(a)
+		}
+	}
+	return strings.Join(q, " ")
+}
+
 func writeText(w io.Writer, p *profile.Profile, keys []string, reps []EventReport, opts Options) error {
-	WriteHeader(w, p)
+	WriteHeader(w, p, opts.Notes...)
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', tabwriter.AlignRight)
 	for _, rep := range reps {
 		if len(reps) > 1 {
@@ -366,12 +383,15 @@ func writeText(w io.Writer, p *profile.Profile, keys []string, reps []EventRepor
 }
 
 type jsonRow struct {
-	Keys            map[string]string `json:"keys"`
-	Samples         uint64            `json:"samples"`
-	Self            uint64            `json:"self"`
-	SelfPercent     float64           `json:"self_percent"`
-	Children        *uint64           `json:"children,omitempty"`
-	ChildrenPercent *float64          `json:"children_percent,omitempty"`
+	Keys map[string]string `json:"keys"`
+	// Level is the sym key's marker, [.] or [k], which machine outputs
+	// keep out of the name.
+	Level           string   `json:"level,omitempty"`
+	Samples         uint64   `json:"samples"`
+	Self            uint64   `json:"self"`
+	SelfPercent     float64  `json:"self_percent"`
+	Children        *uint64  `json:"children,omitempty"`
+	ChildrenPercent *float64 `json:"children_percent,omitempty"`
 }
 
 type jsonEvent struct {
@@ -393,8 +413,11 @@ func writeJSON(w io.Writer, p *profile.Profile, keys []string, reps []EventRepor
 		EndNS   uint64      `json:"end_ns"`
 		Images  []jsonImage `json:"images"`
 		Sort    []string    `json:"sort"`
+		Notes   []string    `json:"notes,omitempty"`
+		Hints   []string    `json:"hints,omitempty"`
 		Events  []jsonEvent `json:"events"`
-	}{Cmdline: p.Cmdline, Lost: p.Lost, StartNS: p.StartNS, EndNS: p.EndNS, Sort: keys, Images: []jsonImage{}}
+	}{Cmdline: p.Cmdline, Lost: p.Lost, StartNS: p.StartNS, EndNS: p.EndNS, Sort: keys, Images: []jsonImage{},
+		Notes: opts.Notes, Hints: Hints(p)}
 	for _, im := range p.Images {
 		out.Images = append(out.Images, jsonImage{im.Name, im.BuildID, im.NoSymbols})
 	}
@@ -404,6 +427,9 @@ func writeJSON(w io.Writer, p *profile.Profile, keys []string, reps []EventRepor
 			jr := jsonRow{Keys: map[string]string{}, Samples: r.Samples, Self: r.Self, SelfPercent: round(pct(r.Self, rep.Event.Total))}
 			for i, k := range keys {
 				jr.Keys[k] = r.Keys[i]
+				if k == KeySym {
+					jr.Level, jr.Keys[k] = splitLevel(r.Keys[i])
+				}
 			}
 			if opts.Children {
 				c, cp := r.Children, round(pct(r.Children, rep.Event.Total))
@@ -424,10 +450,27 @@ func round(f float64) float64 {
 	return v
 }
 
+// splitLevel splits a sym key's text into perf's marker, [.] or [k], and
+// the name; the text of no symbol, [unknown], has no marker.
+func splitLevel(sym string) (level, name string) {
+	for _, l := range []string{"[.]", "[k]"} {
+		if n, ok := strings.CutPrefix(sym, l+" "); ok {
+			return l, n
+		}
+	}
+	return "", sym
+}
+
 func writeCSV(w io.Writer, keys []string, reps []EventReport, opts Options) error {
 	cw := csv.NewWriter(w)
 	head := []string{"event"}
-	head = append(head, keys...)
+	sym := slices.Index(keys, KeySym)
+	for _, k := range keys {
+		head = append(head, k)
+		if k == KeySym {
+			head = append(head, "level") // sym's [.] or [k], in its own column
+		}
+	}
 	head = append(head, "samples", "self", "self_percent")
 	if opts.Children {
 		head = append(head, "children", "children_percent")
@@ -437,6 +480,11 @@ func writeCSV(w io.Writer, keys []string, reps []EventReport, opts Options) erro
 		for _, r := range rep.Rows {
 			rec := []string{rep.Event.Name}
 			rec = append(rec, r.Keys...)
+			if sym >= 0 {
+				level, name := splitLevel(r.Keys[sym])
+				rec = slices.Insert(rec, 2+sym, level)
+				rec[1+sym] = name
+			}
 			rec = append(rec, strconv.FormatUint(r.Samples, 10), strconv.FormatUint(r.Self, 10),
 				strconv.FormatFloat(pct(r.Self, rep.Event.Total), 'f', 4, 64))
 			if opts.Children {

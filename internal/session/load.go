@@ -549,7 +549,7 @@ func (l *loader) unknownFrame(addr uint64) int32 {
 		return id
 	}
 	im := l.b.Image(profile.Image{Name: "[unknown]", Kind: profile.ImageUnknown})
-	fn := l.b.Func(profile.Func{Name: fmt.Sprintf("0x%016x", addr), Image: im, Addr: addr})
+	fn := l.b.Func(profile.Func{Name: fmt.Sprintf("0x%016x", addr), Image: im, Addr: addr, Unresolved: true})
 	fr := profile.Frame{Func: fn}
 	if l.opts.Addresses {
 		fr.Addr = addr
@@ -593,7 +593,7 @@ func (l *loader) newKernelFrame(addr uint64, sym symbolize.Symbol, ok bool) int3
 	if ok {
 		f.Name, f.Addr = sym.Name, sym.Start
 	} else {
-		f.Name, f.Addr = fmt.Sprintf("0x%016x", addr), addr
+		f.Name, f.Addr, f.Unresolved = fmt.Sprintf("0x%016x", addr), addr, true
 	}
 	fr := profile.Frame{Func: l.b.Func(f)}
 	if l.opts.Addresses {
@@ -649,7 +649,7 @@ func (l *loader) fileFrame(m *Mapping, addr uint64, ret bool) int32 {
 	// perf names an unresolved address by its offset in the file.
 	f := profile.Func{Image: li.id, Name: sym.Name, Addr: sym.Start}
 	if !ok {
-		f.Name, f.Addr = fmt.Sprintf("0x%016x", off), off
+		f.Name, f.Addr, f.Unresolved = fmt.Sprintf("0x%016x", off), off, true
 	}
 	var fr profile.Frame
 	if li.im != nil && (l.opts.Lines || l.opts.Addresses) {

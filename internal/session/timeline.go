@@ -495,17 +495,26 @@ func (t *Timeline) Comm(pid, tid uint32, time uint64) string {
 		if i > 0 {
 			return cs[i-1].comm
 		}
-		if len(cs) > 0 {
+		// Before its first name, a forked thread has its parent's (a
+		// child between fork and exec); one that was there before the
+		// recording, the first name it was given.
+		f, forked := t.threads[tid]
+		forked = forked && f.ptid != tid
+		if len(cs) > 0 && !forked {
 			return cs[0].comm
 		}
-		f, ok := t.threads[tid]
-		if !ok || f.ptid == tid {
+		if !forked {
 			break
 		}
 		tid, time = f.ptid, min(time, f.time)
 	}
 	if cs := t.comms[pid]; len(cs) > 0 {
 		return cs[0].comm
+	}
+	if tid == 0 {
+		// The idle task: no COMM record names it (/proc has no pid 0),
+		// and perf calls it swapper, as the kernel does.
+		return "swapper"
 	}
 	return ":" + fmt.Sprint(tid)
 }

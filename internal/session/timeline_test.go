@@ -2,7 +2,9 @@ package session
 
 import (
 	"fmt"
+	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -215,5 +217,50 @@ func TestProcesses(t *testing.T) {
 	with := leafImages(t, f, Options{Timeline: tl})
 	if with[10] != "anon (tgid:10 range:0x7f0000-0x7f1000)" {
 		t.Errorf("sample with the given timeline in %q", with[10])
+	}
+}
+
+// TestCommsAsPerf: the idle task, which no COMM record names, is
+// swapper; a thread nothing names is :TID; a child between fork and exec
+// has its parent's name. perf report names them so on the same file.
+func TestCommsAsPerf(t *testing.T) {
+	a := &perfdata.Attr{
+		Type: perfdata.TypeSoftware, SamplePeriod: 1000,
+		SampleType: perfdata.SampleIP | perfdata.SampleTID | perfdata.SampleTime | perfdata.SamplePeriod,
+		Flags:      perfdata.FlagSampleIDAll,
+		IDs:        []uint64{1},
+	}
+	recs := []perfdata.Record{comm(a, 10, 1, "app", false)}
+	for i := range uint64(3) {
+		recs = append(recs, sample(a, 10, 10, 2+i, 0x400000), sample(a, 0, 0, 2+i, 0x400000), sample(a, 20, 21, 2+i, 0x400000))
+	}
+	recs = append(recs, fork(a, 11, 10, 6), sample(a, 11, 11, 7, 0x400000), comm(a, 11, 8, "child", true), sample(a, 11, 11, 9, 0x400000))
+	path := perftest.WriteData(t, []*perfdata.Attr{a}, recs, nil)
+	f, err := perfdata.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	p, err := Load(f, Options{Symbolizer: symbolize.New(symbolize.Options{})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ours := map[string]uint64{}
+	for _, e := range p.Entries {
+		ours[p.Strings[p.Threads[e.Thread].Comm]] += e.Count
+	}
+	if want := map[string]uint64{"app": 4, "swapper": 3, ":21": 3, "child": 1}; !maps.Equal(ours, want) {
+		t.Errorf("samples by comm %v, want %v", ours, want)
+	}
+	out := perftest.Run(t, perftest.Perf(t), "report", "-i", path, "--stdio", "--sort", "comm", "-n", "-q")
+	perfs := map[string]uint64{}
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); len(f) == 3 && strings.HasSuffix(f[0], "%") {
+			n, _ := strconv.ParseUint(f[1], 10, 64)
+			perfs[f[2]] += n
+		}
+	}
+	if !maps.Equal(ours, perfs) {
+		t.Errorf("samples by comm %v, perf report's %v\n%s", ours, perfs, out)
 	}
 }

@@ -62,6 +62,19 @@ func (im *Image) BuildID() string { return im.buildID }
 // NumSymbols is the number of distinct function addresses known.
 func (im *Image) NumSymbols() int { return len(im.syms.entries) }
 
+// HasFunction reports whether a function of the image is named name, as
+// Symbol.Name gives it. It reads every name: for error paths, not per
+// sample.
+func (im *Image) HasFunction(name string) bool {
+	t := im.syms
+	for _, e := range t.entries {
+		if t.names[e.name] == name || t.name(e.name) == name {
+			return true
+		}
+	}
+	return false
+}
+
 // LookupAddr returns the function containing the ELF virtual address addr.
 func (im *Image) LookupAddr(addr uint64) (Symbol, bool) { return im.syms.lookup(addr) }
 

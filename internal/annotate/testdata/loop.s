@@ -19,3 +19,9 @@ _start:
 	xor %edi, %edi
 	syscall
 	.size _start, .-_start
+# A function no sample is in.
+	.globl idle
+	.type idle, @function
+idle:
+	ret
+	.size idle, .-idle
