@@ -495,11 +495,14 @@ func (t *Timeline) Comm(pid, tid uint32, time uint64) string {
 		if i > 0 {
 			return cs[i-1].comm
 		}
-		if len(cs) > 0 {
-			return cs[0].comm
-		}
+		// Before its first name of its own (an exec, a
+		// PR_SET_NAME) a thread has its creator's, as perf gives a
+		// new thread its parent's comm at the fork.
 		f, ok := t.threads[tid]
 		if !ok || f.ptid == tid {
+			if len(cs) > 0 {
+				return cs[0].comm
+			}
 			break
 		}
 		tid, time = f.ptid, min(time, f.time)
