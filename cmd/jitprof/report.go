@@ -51,7 +51,7 @@ func runReport(args []string) error {
 		fs.StringVar(&dsos, name, "", "only the samples whose leaf is in these `images` (paths or base names, comma-separated); --dsos, --dso and -d are one")
 	}
 	for _, name := range []string{"cpu", "C"} {
-		fs.StringVar(&cpus, name, "", "only the samples of these `cpus` (e.g. 0-3,5); --cpu and -C are one")
+		fs.StringVar(&cpus, name, "", "only the samples of these `cpus` (e.g. 0-3,5), percentages of theirs as perf's; --cpu and -C are one")
 	}
 	format := fs.String("format", "text", "output `format`: text, json, csv, pprof (.pb.gz) or folded (flame-graph stacks)")
 	output := fs.String("o", "", "write to `file` instead of standard output")
@@ -69,7 +69,8 @@ func runReport(args []string) error {
 		fs.Usage()
 		return errUsage
 	}
-	if opts.Filter, err = reportFilter(comms, pids, tids, dsos, cpus); err != nil {
+	filter, err := reportFilter(comms, pids, tids, dsos, cpus)
+	if err != nil {
 		fmt.Fprintf(fs.Output(), "jitprof report: %v\n", err)
 		return errUsage
 	}
@@ -92,6 +93,9 @@ func runReport(args []string) error {
 		return err
 	}
 	defer done()
+	if err := filter.Apply(p); err != nil {
+		return fmt.Errorf("%s: --cpu: %w", *input, err)
+	}
 	var excluded anonbind.Excluded
 	if binder == nil {
 		excluded = anonbind.ExcludeAnon(p)

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -58,38 +57,6 @@ type Options struct {
 	// PercentLimit hides rows below this percent (of the sorting column).
 	PercentLimit float64
 	Format       Format
-	// Filter keeps only the samples it matches.
-	Filter Filter
-}
-
-// Filter keeps the samples of the given commands, processes, threads,
-// leaf images and CPUs, as perf report's --comms, --pid, --tid, --dsos
-// and --cpu do; an empty list keeps all. Percentages stay of all of an
-// event's samples, as perf's (its --percentage absolute, the default).
-type Filter struct {
-	Comms      []string
-	PIDs, TIDs []uint32
-	DSOs       []string // a path, or a base name
-	CPUs       []int
-}
-
-// keep reports whether f keeps the samples of e, whose leaf is frame.
-func (f *Filter) keep(p *profile.Profile, e *profile.Entry, frame int32) bool {
-	th := &p.Threads[e.Thread]
-	if len(f.Comms) > 0 && !slices.Contains(f.Comms, p.Strings[th.Comm]) ||
-		len(f.PIDs) > 0 && !slices.Contains(f.PIDs, th.PID) ||
-		len(f.TIDs) > 0 && !slices.Contains(f.TIDs, th.TID) ||
-		len(f.CPUs) > 0 && !slices.Contains(f.CPUs, int(e.CPU)) {
-		return false
-	}
-	if len(f.DSOs) == 0 {
-		return true
-	}
-	if frame < 0 {
-		return false
-	}
-	name := p.Images[p.FuncOf(frame).Image].Name
-	return slices.ContainsFunc(f.DSOs, func(d string) bool { return d == name || d == filepath.Base(name) })
 }
 
 // Row is one line of a report.
@@ -180,9 +147,6 @@ func Compute(p *profile.Profile, opts Options) ([]EventReport, error) {
 		leaf := int32(-1)
 		if e.Stack >= 0 {
 			leaf = p.Nodes[e.Stack].Frame
-		}
-		if !opts.Filter.keep(p, e, leaf) {
-			continue
 		}
 		a := get(m, key(e, leaf))
 		a.samples += e.Count
