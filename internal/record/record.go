@@ -448,7 +448,8 @@ func (r *recorder) handle(rec []byte) {
 		}
 		b := rec[8:]
 		addr, size := ne.Uint64(b[8:]), ne.Uint64(b[16:])
-		r.mmap(ne.Uint32(b), addr, addr+size, cString(b[64:]))
+		name := cString(b[64:])
+		r.mmap(ne.Uint32(b), addr, addr+size, name, perfdata.IsAnon(name, ne.Uint32(b[60:])))
 	case unix.PERF_RECORD_FORK:
 		if len(rec) >= 16 {
 			r.fork(ne.Uint32(rec[8:]), ne.Uint32(rec[12:]))

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"strings"
 
 	"github.com/jitprof/jitprof/perfdata"
 )
@@ -197,7 +196,7 @@ func (t *Timeline) add(rec perfdata.Record) {
 		} else {
 			m.BuildID = t.buildIDs[r.Filename]
 		}
-		m.Anon = !m.Kernel && isAnon(r.Filename)
+		m.Anon = !m.Kernel && r.IsAnon()
 		m.Exec = r.Misc&perfdata.MiscMmapData == 0 &&
 			(!r.Version2 || r.Prot == 0 || r.Prot&0x4 != 0) // PROT_EXEC
 		if m.Anon && m.Exec {
@@ -247,13 +246,6 @@ func (t *Timeline) Processes() []Process {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].PID < out[j].PID })
 	return out
-}
-
-// isAnon reports whether a mapping's name is perf's for anonymous memory.
-func isAnon(name string) bool {
-	return name == "//anon" || name == "" || name == "/dev/zero" ||
-		strings.HasPrefix(name, "/anon_hugepage") || strings.HasPrefix(name, "[anon:") ||
-		strings.HasPrefix(name, "/memfd:") || strings.HasPrefix(name, "[anon_shmem")
 }
 
 // finish sorts what add collected; the timeline is read-only afterwards.
