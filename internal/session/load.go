@@ -288,7 +288,7 @@ func EventName(a *perfdata.Attr) string {
 // cacheKey has no padding, so maps hash it as two words (memhash128)
 // rather than byte by byte.
 type cacheKey struct {
-	mapping int64 // Mapping.ID, or one of the cache* values
+	mapping int64 // mappingKey, or one of the cache* values
 	addr    uint64
 }
 
@@ -296,6 +296,16 @@ const (
 	cacheUnknown int64 = -1
 	cacheKernel  int64 = -2
 )
+
+// mappingKey is cacheKey.mapping for the frames of mapping m: of its
+// return addresses, when ret, or of the others.
+func mappingKey(m *Mapping, ret bool) int64 {
+	k := int64(m.ID) << 1
+	if ret {
+		k |= 1
+	}
+	return k
+}
 
 type imageKey struct{ path, buildID string }
 
@@ -517,7 +527,7 @@ func (l *loader) frame(pid uint32, addr, tm uint64, mode uint16, ret bool) int32
 				return l.b.Frame(fr)
 			}
 		}
-		k := cacheKey{int64(m.ID), 0}
+		k := cacheKey{mappingKey(m, false), 0}
 		if l.opts.Addresses {
 			k.addr = addr
 		}
@@ -534,7 +544,9 @@ func (l *loader) frame(pid uint32, addr, tm uint64, mode uint16, ret bool) int32
 	if l.opts.LeafOnly {
 		return l.fileFrame(m, addr, ret)
 	}
-	k := cacheKey{int64(m.ID), addr}
+	// With lines, a return address names the call before it, and the
+	// sampled address its own line: two frames for one address.
+	k := cacheKey{mappingKey(m, ret && l.opts.Lines), addr}
 	if id, ok := l.cache[k]; ok {
 		return id
 	}
