@@ -2,7 +2,6 @@ package session
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
 	"runtime"
 	"slices"
@@ -37,6 +36,11 @@ type Options struct {
 	Symbolizer *symbolize.Symbolizer
 	// Anon names JIT code; nil leaves it in OProfile's anon buckets.
 	Anon AnonResolver
+	// Bind, when set, is called with the recording's timeline before
+	// any sample is resolved, and returns the Anon to use: how a caller
+	// chooses JIT handlers by the recorded processes when the timeline
+	// and the samples come in one pass, as in a stream.
+	Bind func(*Timeline) (AnonResolver, error)
 	// Lines resolves a source line for every frame (DWARF).
 	Lines bool
 	// Addresses keeps each frame's image-relative address (annotate).
@@ -54,7 +58,8 @@ type Options struct {
 
 // Load replays a recording into a profile. It reads the samples in
 // parallel, in parts that it merges in file order, so the profile is the
-// same as one read in a single pass.
+// same as one read in a single pass; a pipe-mode stream, which can be
+// read once, it reads in one pass.
 func Load(f *perfdata.File, opts Options) (*profile.Profile, error) {
 	workers := runtime.GOMAXPROCS(0)
 	// A part per worker would do on idle cores; more parts let a worker
@@ -69,7 +74,7 @@ const minChunk = 8 << 20
 // load reads the samples in at most nchunks parts with that many workers.
 func load(f *perfdata.File, opts Options, nchunks, workers int) (*profile.Profile, error) {
 	if f.Pipe {
-		return nil, errors.New("session: a pipe-mode stream can be read once only; save it to a file first")
+		return loadStream(f, opts)
 	}
 	if opts.Symbolizer == nil {
 		opts.Symbolizer = symbolize.New(symbolize.Options{})
@@ -86,6 +91,12 @@ func load(f *perfdata.File, opts Options, nchunks, workers int) (*profile.Profil
 	if tl == nil {
 		var err error
 		if tl, err = buildTimeline(f, opts.Progress); err != nil {
+			return nil, err
+		}
+	}
+	if opts.Bind != nil {
+		var err error
+		if opts.Anon, err = opts.Bind(tl); err != nil {
 			return nil, err
 		}
 	}

@@ -309,7 +309,7 @@ func BuildTimeline(f *perfdata.File) (*Timeline, error) {
 // progress as the first half of a two-pass read.
 func buildTimeline(f *perfdata.File, progress func(done, total int64)) (*Timeline, error) {
 	if f.Pipe {
-		return nil, errors.New("session: a pipe-mode stream can be read once only; save it to a file first")
+		return nil, errors.New("session: a stream's timeline comes with its samples, in the one pass Load makes (see Options.Bind)")
 	}
 	tl := newTimeline(f)
 	total := f.DataSize * 2
