@@ -112,6 +112,9 @@ func TestAgreesWithPerf(t *testing.T) {
 			if c.name == "system" {
 				checkFilters(t, p, data, busy, c.images)
 			}
+			if c.name == "fp" || c.name == "libc" {
+				checkTrees(t, p, data)
+			}
 			if c.name == "fp" {
 				checkPprofTop(t, p)
 			}

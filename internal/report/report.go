@@ -10,7 +10,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/jitprof/jitprof/internal/profile"
@@ -57,6 +56,9 @@ type Options struct {
 	// PercentLimit hides rows below this percent (of the sorting column).
 	PercentLimit float64
 	Format       Format
+	// Chains says how callchains are read, and whether the text report
+	// prints their trees.
+	Chains Chains
 }
 
 // Row is one line of a report.
@@ -65,6 +67,8 @@ type Row struct {
 	Samples  uint64
 	Self     uint64 // period of the samples whose leaf the row is
 	Children uint64 // period of the samples whose stack holds the row
+
+	tree *callNode // the row's callchains, with Chains.Graph
 }
 
 // EventReport is the report of one event.
@@ -141,6 +145,18 @@ func Compute(p *profile.Profile, opts Options) ([]EventReport, error) {
 	}
 	var stack []int32
 	var seen []rowKey
+	trees := make([]map[rowKey]*callNode, len(p.Events))
+	tree := func(ev int32, k rowKey) *callNode {
+		if trees[ev] == nil {
+			trees[ev] = map[rowKey]*callNode{}
+		}
+		t := trees[ev][k]
+		if t == nil {
+			t = &callNode{fn: -1}
+			trees[ev][k] = t
+		}
+		return t
+	}
 	for i := range p.Entries {
 		e := &p.Entries[i]
 		m := rows[e.Event]
@@ -148,16 +164,26 @@ func Compute(p *profile.Profile, opts Options) ([]EventReport, error) {
 		if e.Stack >= 0 {
 			leaf = p.Nodes[e.Stack].Frame
 		}
-		a := get(m, key(e, leaf))
+		lk := key(e, leaf)
+		a := get(m, lk)
 		a.samples += e.Count
 		a.self += e.Period
+		if !opts.Children && !opts.Chains.Graph {
+			continue
+		}
+		// As perf: the leaf's row has the whole chain, and with
+		// children every other row in it the chain from there on.
+		stack = opts.Chains.chain(p, stack, e.Stack)
+		if opts.Chains.Graph {
+			tree(e.Event, lk).add(p, stack, e.Period)
+		}
 		if !opts.Children {
 			continue
 		}
-		stack = p.Stack(stack[:0], e.Stack)
-		seen = seen[:0]
+		a.children += e.Period
+		seen = append(seen[:0], lk)
 	frames:
-		for _, fr := range stack {
+		for j, fr := range stack {
 			k := key(e, fr)
 			for _, s := range seen {
 				if s == k {
@@ -166,6 +192,9 @@ func Compute(p *profile.Profile, opts Options) ([]EventReport, error) {
 			}
 			seen = append(seen, k)
 			get(m, k).children += e.Period
+			if opts.Chains.Graph {
+				tree(e.Event, k).add(p, stack[j:], e.Period)
+			}
 		}
 	}
 	for ev, m := range rows {
@@ -182,7 +211,7 @@ func Compute(p *profile.Profile, opts Options) ([]EventReport, error) {
 			if total > 0 && float64(sortBy)*100/float64(total) < opts.PercentLimit {
 				continue
 			}
-			row := Row{Samples: a.samples, Self: a.self, Children: a.children}
+			row := Row{Samples: a.samples, Self: a.self, Children: a.children, tree: trees[ev][k]}
 			for i, name := range keys {
 				row.Keys = append(row.Keys, keyString(p, name, k[i]))
 			}
@@ -296,7 +325,7 @@ func WriteHeader(w io.Writer, p *profile.Profile) {
 
 func writeText(w io.Writer, p *profile.Profile, keys []string, reps []EventReport, opts Options) error {
 	WriteHeader(w, p)
-	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', tabwriter.AlignRight)
+	tw := newTable(w, opts)
 	for _, rep := range reps {
 		if len(reps) > 1 {
 			fmt.Fprintf(tw, "# %s\n", rep.Event.Name)
@@ -313,6 +342,7 @@ func writeText(w io.Writer, p *profile.Profile, keys []string, reps []EventRepor
 			}
 		}
 		for _, r := range rep.Rows {
+			tw.tree(p, &rep, &r, keys, opts)
 			if opts.Children {
 				fmt.Fprintf(tw, "%.2f%%\t", pct(r.Children, rep.Event.Total))
 			}

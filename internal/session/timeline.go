@@ -481,6 +481,12 @@ func (t *Timeline) threadSpan(pid, tid uint32, time uint64) (epoch uint64, comm 
 
 // Comm returns the name thread tid had at time.
 func (t *Timeline) Comm(pid, tid uint32, time uint64) string {
+	if tid == ^uint32(0) {
+		// The kernel gives some samples no thread (-1, whatever
+		// their pid): perf keeps them all in one thread of that
+		// tid, named for it.
+		return ":-1"
+	}
 	for range 64 { // bounds a cycle in corrupt fork records
 		cs := t.comms[tid]
 		i := sort.Search(len(cs), func(i int) bool { return cs[i].time > time })

@@ -257,6 +257,7 @@ func TestComm(t *testing.T) {
 		{11, 13, 8, "prog"}, // a new thread, not yet renamed
 		{11, 13, 9, "worker"},
 		{10, 10, 100, "sh"},
+		{11, ^uint32(0), 6, ":-1"}, // a sample the kernel gave no thread
 	} {
 		if got := tl.Comm(c.pid, c.tid, c.time); got != c.want {
 			t.Errorf("pid %d tid %d at %d: %q, want %q", c.pid, c.tid, c.time, got, c.want)

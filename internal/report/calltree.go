@@ -1,0 +1,288 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/jitprof/jitprof/internal/profile"
+)
+
+// Chains says how callchains are read and shown, as perf report's
+// --call-graph, -G and --max-stack do.
+type Chains struct {
+	// Graph prints under each row of the text report the tree of the
+	// callchains of its samples (perf's graph print type): with
+	// Children, of every sample the row is in, from the row's function
+	// on, and of those it is the leaf of, whole; without, of those it
+	// is the leaf of.
+	Graph bool
+	// Caller orders the chains from the outermost caller to the
+	// sampled function (perf's caller order, -G); otherwise from the
+	// sampled function out (callee order).
+	Caller bool
+	// Threshold hides the branches of the trees under this per cent of
+	// the event's total (perf's 0.5 by default).
+	Threshold float64
+	// MaxStack keeps of each callchain its first MaxStack functions in
+	// its order, for the trees and the children column: the nearest the
+	// sample in callee order, the outermost in caller order, as perf's
+	// --max-stack (whose default, 127, is the kernel's). 0 keeps all.
+	MaxStack int
+}
+
+// chain returns the functions of the stack ending at node in the order
+// of c, cut to c.MaxStack, reusing dst.
+func (c *Chains) chain(p *profile.Profile, dst []int32, node int32) []int32 {
+	dst = p.Stack(dst[:0], node)
+	if c.Caller {
+		slices.Reverse(dst)
+	}
+	if c.MaxStack > 0 && len(dst) > c.MaxStack {
+		dst = dst[:c.MaxStack]
+	}
+	return dst
+}
+
+// callNode is a node of a row's call tree: a function on the paths of
+// the chains added, and the period of those that pass through it.
+type callNode struct {
+	fn       int32 // index in Profile.Funcs
+	cumul    uint64
+	self     uint64 // of the chains that end here
+	children []*callNode
+}
+
+// add adds a chain of frames, with the samples' period, under n.
+func (n *callNode) add(p *profile.Profile, frames []int32, period uint64) {
+	n.cumul += period
+	for _, fr := range frames {
+		fn := p.Frames[fr].Func
+		var next *callNode
+		for _, c := range n.children {
+			if c.fn == fn {
+				next = c
+				break
+			}
+		}
+		if next == nil {
+			next = &callNode{fn: fn}
+			n.children = append(n.children, next)
+		}
+		next.cumul += period
+		n = next
+	}
+	n.self += period
+}
+
+// treePrinter prints call trees as perf report --stdio prints its graph:
+// perf merges the functions of a path where no chain leaves or ends into
+// one node, prints each node's first function with the node's share of
+// the event's total ("--12.34%--") and the others below it, and hides
+// the nodes under the threshold.
+type treePrinter struct {
+	p         *profile.Profile
+	total     uint64 // the event's, which percentages are of
+	minHit    uint64 // the period a node needs to be shown
+	skipFirst bool   // the rows are named by their function first
+	w         *bytes.Buffer
+}
+
+// path returns the functions of the node that starts at n: n and its
+// only children, up to a fork or the end of a chain.
+func path(n *callNode) ([]int32, *callNode) {
+	fns := []int32{n.fn}
+	for n.self == 0 && len(n.children) == 1 {
+		n = n.children[0]
+		fns = append(fns, n.fn)
+	}
+	return fns, n
+}
+
+// shown returns the children of n a tree shows, biggest first.
+func (tp *treePrinter) shown(n *callNode) []*callNode {
+	var l []*callNode
+	for _, c := range n.children {
+		if c.cumul >= tp.minHit {
+			l = append(l, c)
+		}
+	}
+	slices.SortStableFunc(l, func(a, b *callNode) int {
+		if a.cumul != b.cumul {
+			if a.cumul > b.cumul {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(tp.name(a.fn), tp.name(b.fn))
+	})
+	return l
+}
+
+func (tp *treePrinter) name(fn int32) string { return tp.p.Funcs[fn].Name }
+
+const treeMargin = "            "
+
+// print prints the tree of root, a row's, whose value (self or children
+// period) is rowValue, after the row.
+func (tp *treePrinter) print(root *callNode, rowValue uint64) {
+	start := tp.w.Len()
+	margin := treeMargin
+	top := tp.shown(root)
+	if len(top) == 1 && top[0].cumul == rowValue {
+		// One path from the row: without a percentage, which would
+		// be the row's.
+		fns, last := path(top[0])
+		printed := false
+		for i, fn := range fns {
+			if i == 0 && tp.skipFirst {
+				continue // the row's own function
+			}
+			if !printed {
+				fmt.Fprintf(tp.w, "%s|\n%s---", margin, margin)
+				margin += "   "
+				printed = true
+			} else {
+				tp.w.WriteString(margin)
+			}
+			fmt.Fprintln(tp.w, tp.name(fn))
+		}
+		top = tp.shown(last)
+	}
+	tp.level(top, 1, 1, margin)
+	if tp.w.Len() > start {
+		tp.w.WriteByte('\n')
+	}
+}
+
+// level prints nodes, the children shown of a node at depth-1, with
+// mask saying at which depths a line goes on down.
+func (tp *treePrinter) level(nodes []*callNode, depth int, mask uint64, margin string) {
+	newMask := mask
+	for i, n := range nodes {
+		if i == len(nodes)-1 {
+			newMask &^= 1 << (depth - 1)
+		}
+		tp.w.WriteString(margin)
+		for d := range depth {
+			if mask&(1<<d) != 0 {
+				tp.w.WriteString("|          ")
+			} else {
+				tp.w.WriteString("           ")
+			}
+		}
+		tp.w.WriteByte('\n')
+		fns, last := path(n)
+		for j, fn := range fns {
+			tp.w.WriteString(margin)
+			for d := range depth {
+				if newMask&(1<<d) != 0 {
+					tp.w.WriteByte('|')
+				} else {
+					tp.w.WriteByte(' ')
+				}
+				if j == 0 && d == depth-1 {
+					fmt.Fprintf(tp.w, "--%.2f%%--", pct(n.cumul, tp.total))
+				} else {
+					tp.w.WriteString("          ")
+				}
+			}
+			fmt.Fprintln(tp.w, tp.name(fn))
+		}
+		if depth < 63 {
+			tp.level(tp.shown(last), depth+1, newMask|1<<depth, margin)
+		}
+	}
+}
+
+// table is what writeText writes its rows to: a tabwriter, which
+// aligns the columns, and with trees something that puts each row's
+// tree after it.
+type table interface {
+	io.Writer
+	Flush() error
+	// tree notes the tree of row r of rep, written next.
+	tree(p *profile.Profile, rep *EventReport, r *Row, keys []string, opts Options)
+}
+
+// newTable returns the table writeText writes to w with opts.
+func newTable(w io.Writer, opts Options) table {
+	if !opts.Chains.Graph {
+		return plainTable{tabwriter.NewWriter(w, 0, 8, 2, ' ', tabwriter.AlignRight)}
+	}
+	t := &treeWriter{out: w, buf: &bytes.Buffer{}, after: map[int][]byte{}}
+	t.tw = tabwriter.NewWriter(t.buf, 0, 8, 2, ' ', tabwriter.AlignRight)
+	return t
+}
+
+type plainTable struct{ *tabwriter.Writer }
+
+func (plainTable) tree(*profile.Profile, *EventReport, *Row, []string, Options) {}
+
+// treeWriter counts the lines written to its tabwriter, so that once
+// the columns are aligned (into buf) each tree follows its row.
+type treeWriter struct {
+	tw    *tabwriter.Writer
+	out   io.Writer
+	buf   *bytes.Buffer
+	lines int
+	after map[int][]byte // tree text to print after the line
+}
+
+func (t *treeWriter) Write(b []byte) (int, error) {
+	t.lines += bytes.Count(b, []byte{'\n'})
+	return t.tw.Write(b)
+}
+
+func (t *treeWriter) tree(p *profile.Profile, rep *EventReport, r *Row, keys []string, opts Options) {
+	if r.tree == nil {
+		return
+	}
+	tp := treePrinter{
+		p:         p,
+		total:     rep.Event.Total,
+		minHit:    uint64(float64(rep.Event.Total) * opts.Chains.Threshold / 100),
+		skipFirst: keys[0] == KeySym,
+		w:         &bytes.Buffer{},
+	}
+	v := r.Self
+	if opts.Children {
+		v = r.Children
+	}
+	tp.print(r.tree, v)
+	if tp.w.Len() > 0 {
+		t.after[t.lines] = tp.w.Bytes()
+	}
+}
+
+// Flush aligns the table and writes it, with the trees, to out.
+func (t *treeWriter) Flush() error {
+	if err := t.tw.Flush(); err != nil {
+		return err
+	}
+	for i, line := range bytes.SplitAfter(t.buf.Bytes(), []byte{'\n'}) {
+		if _, err := t.out.Write(line); err != nil {
+			return err
+		}
+		if tree := t.after[i]; tree != nil {
+			if _, err := t.out.Write(tree); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// HasCallchains reports whether any sample of p has a caller: whether
+// the recording has callchains to draw trees of.
+func HasCallchains(p *profile.Profile) bool {
+	for _, e := range p.Entries {
+		if e.Stack >= 0 && p.Nodes[e.Stack].Parent >= 0 {
+			return true
+		}
+	}
+	return false
+}
