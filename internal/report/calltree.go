@@ -152,23 +152,24 @@ func (tp *treePrinter) print(root *callNode, rowValue uint64) {
 		}
 		top = tp.shown(last)
 	}
-	tp.level(top, 1, 1, margin)
+	tp.level(top, []bool{true}, margin)
 	if tp.w.Len() > start {
 		tp.w.WriteByte('\n')
 	}
 }
 
-// level prints nodes, the children shown of a node at depth-1, with
-// mask saying at which depths a line goes on down.
-func (tp *treePrinter) level(nodes []*callNode, depth int, mask uint64, margin string) {
-	newMask := mask
+// level prints nodes, the children shown of a node at depth-1;
+// lines[d] says whether a line goes on down at depth d.
+func (tp *treePrinter) level(nodes []*callNode, lines []bool, margin string) {
+	depth := len(lines)
+	next := slices.Clone(lines)
 	for i, n := range nodes {
 		if i == len(nodes)-1 {
-			newMask &^= 1 << (depth - 1)
+			next[depth-1] = false
 		}
 		tp.w.WriteString(margin)
-		for d := range depth {
-			if mask&(1<<d) != 0 {
+		for _, line := range lines {
+			if line {
 				tp.w.WriteString("|          ")
 			} else {
 				tp.w.WriteString("           ")
@@ -178,8 +179,8 @@ func (tp *treePrinter) level(nodes []*callNode, depth int, mask uint64, margin s
 		fns, last := path(n)
 		for j, fn := range fns {
 			tp.w.WriteString(margin)
-			for d := range depth {
-				if newMask&(1<<d) != 0 {
+			for d, line := range next {
+				if line {
 					tp.w.WriteByte('|')
 				} else {
 					tp.w.WriteByte(' ')
@@ -192,9 +193,7 @@ func (tp *treePrinter) level(nodes []*callNode, depth int, mask uint64, margin s
 			}
 			fmt.Fprintln(tp.w, tp.name(fn))
 		}
-		if depth < 63 {
-			tp.level(tp.shown(last), depth+1, newMask|1<<depth, margin)
-		}
+		tp.level(tp.shown(last), append(slices.Clone(next), true), margin)
 	}
 }
 
