@@ -48,34 +48,60 @@ func (c *Chains) chain(p *profile.Profile, dst []int32, node int32) []int32 {
 }
 
 // callNode is a node of a row's call tree: a function on the paths of
-// the chains added, and the period of those that pass through it.
+// the chains added, and the period of those that pass through it. Its
+// children are a list (child, then each one's sibling): most nodes have
+// one, and a tree of deep stacks has millions of nodes.
 type callNode struct {
-	fn       int32 // index in Profile.Funcs
-	cumul    uint64
-	self     uint64 // of the chains that end here
-	children []*callNode
+	fn             int32 // index in Profile.Funcs
+	cumul          uint64
+	self           uint64 // of the chains that end here
+	child, sibling *callNode
 }
 
-// add adds a chain of frames, with the samples' period, under n.
-func (n *callNode) add(p *profile.Profile, frames []int32, period uint64) {
+// callNodes allocates the nodes of the trees of a report, in slabs.
+type callNodes struct{ slab []callNode }
+
+func (a *callNodes) new(fn int32) *callNode {
+	if len(a.slab) == 0 {
+		a.slab = make([]callNode, 4096)
+	}
+	n := &a.slab[0]
+	a.slab = a.slab[1:]
+	n.fn = fn
+	return n
+}
+
+// add adds a chain of functions, with the samples' period, under n.
+func (n *callNode) add(a *callNodes, fns []int32, period uint64) {
 	n.cumul += period
-	for _, fr := range frames {
-		fn := p.Frames[fr].Func
-		var next *callNode
-		for _, c := range n.children {
-			if c.fn == fn {
-				next = c
-				break
-			}
+	for _, fn := range fns {
+		// Found children move to the front: a node's next chains
+		// mostly take the way its last one took.
+		var prev *callNode
+		c := n.child
+		for c != nil && c.fn != fn {
+			prev, c = c, c.sibling
 		}
-		if next == nil {
-			next = &callNode{fn: fn}
-			n.children = append(n.children, next)
+		switch {
+		case c == nil:
+			c = a.new(fn)
+			c.sibling, n.child = n.child, c
+		case prev != nil:
+			prev.sibling = c.sibling
+			c.sibling, n.child = n.child, c
 		}
-		next.cumul += period
-		n = next
+		c.cumul += period
+		n = c
 	}
 	n.self += period
+}
+
+// onlyChild returns n's child when it has exactly one, or nil.
+func (n *callNode) onlyChild() *callNode {
+	if n.child != nil && n.child.sibling == nil {
+		return n.child
+	}
+	return nil
 }
 
 // treePrinter prints call trees as perf report --stdio prints its graph:
@@ -95,8 +121,8 @@ type treePrinter struct {
 // only children, up to a fork or the end of a chain.
 func path(n *callNode) ([]int32, *callNode) {
 	fns := []int32{n.fn}
-	for n.self == 0 && len(n.children) == 1 {
-		n = n.children[0]
+	for n.self == 0 && n.onlyChild() != nil {
+		n = n.child
 		fns = append(fns, n.fn)
 	}
 	return fns, n
@@ -105,7 +131,7 @@ func path(n *callNode) ([]int32, *callNode) {
 // shown returns the children of n a tree shows, biggest first.
 func (tp *treePrinter) shown(n *callNode) []*callNode {
 	var l []*callNode
-	for _, c := range n.children {
+	for c := n.child; c != nil; c = c.sibling {
 		if c.cumul >= tp.minHit {
 			l = append(l, c)
 		}

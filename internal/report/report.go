@@ -128,7 +128,11 @@ func Compute(p *profile.Profile, opts Options) ([]EventReport, error) {
 		}
 		return k
 	}
-	type acc struct{ samples, self, children uint64 }
+	type acc struct {
+		samples, self, children uint64
+		tree                    *callNode // with Chains.Graph
+		walked                  int       // the last walk that met the row
+	}
 	out := make([]EventReport, len(p.Events))
 	rows := make([]map[rowKey]*acc, len(p.Events))
 	for i := range rows {
@@ -143,19 +147,18 @@ func Compute(p *profile.Profile, opts Options) ([]EventReport, error) {
 		}
 		return a
 	}
-	var stack []int32
-	var seen []rowKey
-	trees := make([]map[rowKey]*callNode, len(p.Events))
-	tree := func(ev int32, k rowKey) *callNode {
-		if trees[ev] == nil {
-			trees[ev] = map[rowKey]*callNode{}
-		}
-		t := trees[ev][k]
-		if t == nil {
-			t = &callNode{fn: -1}
-			trees[ev][k] = t
-		}
-		return t
+	// The chains: entries that differ only in what no key shows (the
+	// thread, the CPU) add the same, so they are added once, summed.
+	type chainKey struct{ event, stack, thread, cpu int32 }
+	var chains map[chainKey]uint64
+	var order []chainKey
+	needThread, needCPU := false, false
+	for _, k := range keys {
+		needThread = needThread || k != KeyDSO && k != KeySym && k != KeySrcline && k != KeyCPU
+		needCPU = needCPU || k == KeyCPU
+	}
+	if opts.Children || opts.Chains.Graph {
+		chains = map[chainKey]uint64{}
 	}
 	for i := range p.Entries {
 		e := &p.Entries[i]
@@ -164,37 +167,107 @@ func Compute(p *profile.Profile, opts Options) ([]EventReport, error) {
 		if e.Stack >= 0 {
 			leaf = p.Nodes[e.Stack].Frame
 		}
-		lk := key(e, leaf)
-		a := get(m, lk)
+		a := get(m, key(e, leaf))
 		a.samples += e.Count
 		a.self += e.Period
-		if !opts.Children && !opts.Chains.Graph {
-			continue
+		if chains != nil {
+			ck := chainKey{e.Event, e.Stack, 0, -1}
+			if needThread {
+				ck.thread = e.Thread
+			}
+			if needCPU {
+				ck.cpu = e.CPU
+			}
+			if _, ok := chains[ck]; !ok {
+				order = append(order, ck)
+			}
+			chains[ck] += e.Period
 		}
-		// As perf: the leaf's row has the whole chain, and with
-		// children every other row in it the chain from there on.
+	}
+	var stack []int32
+	walks := 0
+	// byFrame finds the row of a frame without hashing its key, when
+	// the keys depend on nothing else.
+	var byFrame [][]*acc
+	if !needThread && !needCPU {
+		byFrame = make([][]*acc, len(p.Events))
+		for i := range byFrame {
+			byFrame[i] = make([]*acc, len(p.Frames))
+		}
+	}
+	// walk calls fn for each row of the chain of ck in order, the
+	// leaf's first, each once, with the chain from there on: as perf,
+	// the leaf's row has the whole chain, and every other row in it the
+	// chain from its function on.
+	walk := func(ck chainKey, fn func(a *acc, chain []int32)) {
+		e := &profile.Entry{Key: profile.Key{Stack: ck.stack, Thread: ck.thread, CPU: ck.cpu, Event: ck.event}}
+		m := rows[e.Event]
+		leaf := int32(-1)
+		if e.Stack >= 0 {
+			leaf = p.Nodes[e.Stack].Frame
+		}
+		walks++
+		a := m[key(e, leaf)]
+		a.walked = walks
 		stack = opts.Chains.chain(p, stack, e.Stack)
-		if opts.Chains.Graph {
-			tree(e.Event, lk).add(p, stack, e.Period)
-		}
+		fn(a, stack)
 		if !opts.Children {
-			continue
+			return
 		}
-		a.children += e.Period
-		seen = append(seen[:0], lk)
-	frames:
 		for j, fr := range stack {
-			k := key(e, fr)
-			for _, s := range seen {
-				if s == k {
-					continue frames // a recursive stack counts once
+			var b *acc
+			if byFrame != nil {
+				b = byFrame[e.Event][fr]
+			}
+			if b == nil {
+				b = get(m, key(e, fr))
+				if byFrame != nil {
+					byFrame[e.Event][fr] = b
 				}
 			}
-			seen = append(seen, k)
-			get(m, k).children += e.Period
-			if opts.Chains.Graph {
-				tree(e.Event, k).add(p, stack[j:], e.Period)
+			if b.walked == walks {
+				continue // a recursive stack counts once
 			}
+			b.walked = walks
+			fn(b, stack[j:])
+		}
+	}
+	if opts.Children {
+		for _, ck := range order {
+			period := chains[ck]
+			walk(ck, func(a *acc, _ []int32) { a.children += period })
+		}
+	}
+	if opts.Chains.Graph {
+		// A row under the threshold shows no branch: its tree is not
+		// made.
+		minHit := make([]uint64, len(p.Events))
+		for i, ev := range p.Events {
+			minHit[i] = uint64(float64(ev.Total) * opts.Chains.Threshold / 100)
+		}
+		var nodes callNodes
+		var fns []int32
+		for _, ck := range order {
+			period, min := chains[ck], minHit[ck.event]
+			fns = fns[:0]
+			walk(ck, func(a *acc, chain []int32) {
+				if len(fns) == 0 {
+					for _, fr := range chain { // the whole chain, met first
+						fns = append(fns, p.Frames[fr].Func)
+					}
+				}
+				v := a.self
+				if opts.Children {
+					v = a.children
+				}
+				if v < min {
+					return
+				}
+				if a.tree == nil {
+					a.tree = nodes.new(-1)
+				}
+				a.tree.add(&nodes, fns[len(fns)-len(chain):], period)
+			})
 		}
 	}
 	for ev, m := range rows {
@@ -211,7 +284,7 @@ func Compute(p *profile.Profile, opts Options) ([]EventReport, error) {
 			if total > 0 && float64(sortBy)*100/float64(total) < opts.PercentLimit {
 				continue
 			}
-			row := Row{Samples: a.samples, Self: a.self, Children: a.children, tree: trees[ev][k]}
+			row := Row{Samples: a.samples, Self: a.self, Children: a.children, tree: a.tree}
 			for i, name := range keys {
 				row.Keys = append(row.Keys, keyString(p, name, k[i]))
 			}
