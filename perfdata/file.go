@@ -41,8 +41,16 @@ type File struct {
 	// skips, in stream order, as the Reader meets them. jitprof keeps its
 	// own data there (internal/jitbundle); see Writer.EventTypes.
 	EventTypes []byte
-	// Pipe is set for perf's pipe mode.
+	// Pipe is set for perf's pipe mode read as a stream, once.
 	Pipe bool
+	// PipeLayout is set for perf's pipe mode saved to a file (perf record
+	// -o - > FILE): the data section runs from the 16-byte header to the
+	// last whole record, and the attrs and features, which the stream
+	// carries in records, were read from them when the file was opened.
+	// Such a file is read as any other: in parts, more than once. Its
+	// records' offsets are in the file: perf counts a stream's from the
+	// end of its header, DataOffset bytes less.
+	PipeLayout bool
 	// Swapped is set for a file written on a machine of the other byte
 	// order.
 	Swapped bool
@@ -71,48 +79,47 @@ func (f *File) warn(format string, args ...any) {
 	f.warnings = append(f.warnings, fmt.Sprintf(format, args...))
 }
 
-// Open opens a perf.data file, mapping it into memory. A path of "-" or a
-// FIFO is read as a pipe-mode stream.
+// Open opens a perf.data file, mapping it into memory; a file of perf's
+// pipe mode is read as a file too (PipeLayout). A path of "-" is standard
+// input, which is mapped when it is a file and read as a pipe-mode stream
+// otherwise, as a FIFO is.
 func Open(path string) (*File, error) {
 	if path == "-" {
-		return NewStream(os.Stdin)
+		// Standard input stays open for the rest of the program.
+		return openFD(os.Stdin, "standard input", func() error { return nil })
 	}
 	fd, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
+	return openFD(fd, path, fd.Close)
+}
+
+// openFD opens the recording fd holds, named path in errors; closeFD
+// closes fd.
+func openFD(fd *os.File, path string, closeFD func() error) (*File, error) {
 	st, err := fd.Stat()
 	if err != nil {
-		fd.Close()
+		closeFD()
 		return nil, err
 	}
 	if !st.Mode().IsRegular() {
 		f, err := NewStream(fd)
 		if err != nil {
-			fd.Close()
+			closeFD()
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
-		f.unmap = fd.Close
+		f.unmap = closeFD
 		return f, nil
 	}
 	if st.Size() == 0 {
-		fd.Close()
+		closeFD()
 		return nil, fmt.Errorf("%s: empty file: %w", path, ErrBadMagic)
 	}
 	data, err := unix.Mmap(int(fd.Fd()), 0, int(st.Size()), unix.PROT_READ, unix.MAP_SHARED)
-	fd.Close()
+	closeFD()
 	if err != nil {
 		return nil, fmt.Errorf("%s: mmap: %w", path, err)
-	}
-	// A pipe-mode stream saved to a file is read as a stream.
-	if len(data) >= pipeHeaderSz && isPipeHeader(data) {
-		f, err := NewStream(bytesReader(data))
-		if err != nil {
-			unix.Munmap(data)
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		f.unmap = func() error { return unix.Munmap(data) }
-		return f, nil
 	}
 	f, err := Parse(data)
 	if err != nil {
@@ -134,15 +141,6 @@ func (f *File) Close() error {
 	return err
 }
 
-func isPipeHeader(b []byte) bool {
-	m := binary.LittleEndian.Uint64(b)
-	size := binary.LittleEndian.Uint64(b[8:])
-	if m == magicSwapped {
-		size = bits.ReverseBytes64(size)
-	}
-	return (m == magicLE || m == magicSwapped) && size == pipeHeaderSz
-}
-
 // Parse reads the header, attrs and features of a perf.data file held in
 // memory. The File aliases data.
 func Parse(data []byte) (*File, error) {
@@ -156,7 +154,7 @@ func Parse(data []byte) (*File, error) {
 	d := dec{b: data, off: 8, swap: f.Swapped}
 	hsize := d.u64()
 	if hsize == pipeHeaderSz {
-		return nil, errors.New("pipe-mode data: open it with NewStream")
+		return f, f.readPipeLayout()
 	}
 	if hsize != fileHeaderSz {
 		return nil, fmt.Errorf("header size %d at offset 8, want %d", hsize, fileHeaderSz)
@@ -393,18 +391,36 @@ func NewStream(r io.Reader) (*File, error) {
 	return f, nil
 }
 
-type sliceReader struct {
-	b   []byte
-	off int
-}
-
-func (r *sliceReader) Read(p []byte) (int, error) {
-	if r.off >= len(r.b) {
-		return 0, io.EOF
+// readPipeLayout makes f, the data of perf's pipe mode saved to a file,
+// a File like any other: it reads the records that carry what a file's
+// header holds (attrs, features, build-ids, tracing data), which may
+// come anywhere in the stream, hopping over the others, and ends the
+// data at the last whole record.
+func (f *File) readPipeLayout() error {
+	f.PipeLayout = true
+	f.DataOffset = pipeHeaderSz
+	f.DataSize = int64(len(f.data)) - pipeHeaderSz
+	f.Features.swap = f.Swapped
+	f.indexAttrs()
+	r := f.Records()
+	r.collect = true
+	for !r.done {
+		for r.end-r.off >= 8 {
+			typ, size := f.header(r.off)
+			if typ.IsUser() || size < 8 || size > r.end-r.off {
+				break // Next reads it, or says what is wrong with it
+			}
+			r.off += size
+		}
+		if !r.Next() {
+			break
+		}
 	}
-	n := copy(p, r.b[r.off:])
-	r.off += n
-	return n, nil
+	if r.err != nil {
+		return r.err
+	}
+	if r.tornAt >= 0 {
+		f.DataSize = r.tornAt - f.DataOffset
+	}
+	return nil
 }
-
-func bytesReader(b []byte) io.Reader { return &sliceReader{b: b} }

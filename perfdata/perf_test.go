@@ -43,7 +43,11 @@ func readFile(t *testing.T, path string) readResult {
 		res.counts[rec.Type().String()]++
 		res.counts["TOTAL"]++
 		if s, ok := rec.(*perfdata.Sample); ok {
-			res.samples[s.Offset] = sampleKey{s.Time, s.IP, s.Period, s.PID, s.TID}
+			off := s.Offset
+			if f.PipeLayout {
+				off -= f.DataOffset // perf counts a pipe's offsets from after its header
+			}
+			res.samples[off] = sampleKey{s.Time, s.IP, s.Period, s.PID, s.TID}
 			n := 0
 			for _, ip := range s.Callchain {
 				if ip < perfdata.CallchainContextMax {

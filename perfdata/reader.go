@@ -30,18 +30,23 @@ type Reader struct {
 	// cost of the whole record.
 	FixedSampleFields bool
 
-	f      *File
-	off    int64 // offset of the next record
-	end    int64 // end of the data section; -1 in pipe mode
-	stop   int64 // RecordsUntil: no record starts at or after it; 0: none
-	rec    Record
-	err    error
-	done   bool
-	buf    []byte // pipe mode: the current record
-	pbuf   []byte // pipe mode: the payload following the current record
-	size   int    // of the current record
-	sink   byte   // see touchAhead
-	counts [128]uint64
+	f    *File
+	off  int64 // offset of the next record
+	end  int64 // end of the data section; -1 in pipe mode
+	stop int64 // RecordsUntil: no record starts at or after it; 0: none
+	rec  Record
+	err  error
+	done bool
+	// collect has the Reader fill in the File's attrs and features from
+	// the records that carry them, and stop at a torn record with a
+	// warning, noting it in tornAt (File.readPipeLayout).
+	collect bool
+	tornAt  int64
+	buf     []byte // pipe mode: the current record
+	pbuf    []byte // pipe mode: the payload following the current record
+	size    int    // of the current record
+	sink    byte   // see touchAhead
+	counts  [128]uint64
 
 	sample        Sample
 	mmap          Mmap
@@ -75,7 +80,7 @@ type Reader struct {
 // Records returns a Reader positioned at the first record. A File has one
 // stream of records; in pipe mode it can be read only once.
 func (f *File) Records() *Reader {
-	r := &Reader{f: f, off: f.DataOffset, end: f.DataOffset + f.DataSize}
+	r := &Reader{f: f, off: f.DataOffset, end: f.DataOffset + f.DataSize, tornAt: -1}
 	if f.Pipe {
 		// perf counts pipe-mode offsets from after the pipe header; so do
 		// we, so that offsets match perf report -D.
@@ -169,6 +174,12 @@ func (r *Reader) Next() bool {
 	u.Payload = r.f.data[r.off : r.off+n]
 	r.off += n
 	r.rec = rec
+	if r.collect && u.RecType == RecordTracingData {
+		if r.f.Features.raw == nil {
+			r.f.Features.raw = map[Feature][]byte{}
+		}
+		r.f.Features.raw[FeatTracingData] = bytes.Clone(u.Payload)
+	}
 	return true
 }
 
@@ -227,7 +238,8 @@ func (r *Reader) fail(err error) bool {
 // known that is corruption; in a killed recording or a cut stream it is
 // the expected end, and a warning.
 func (r *Reader) torn(off int64, what string) bool {
-	if r.f.Truncated || r.f.Pipe {
+	if r.f.Truncated || r.f.Pipe || r.collect {
+		r.tornAt = off
 		r.f.warn("record at offset %d: %s; ignoring it (the recording was cut short)", off, what)
 		r.done = true
 		r.rec = nil
@@ -511,6 +523,11 @@ func (c *Common) attrReadFormat() ReadFormat {
 	return c.Attr.ReadFormat
 }
 
+// fills reports whether the attrs and features the Reader meets go into
+// its File: always but in a PipeLayout file, whose were all read when it
+// was opened, and which several Readers may read at once.
+func (r *Reader) fills() bool { return !r.f.PipeLayout || r.collect }
+
 func (r *Reader) decodeUser(typ RecordType, misc uint16, body []byte, off int64) (Record, error) {
 	f := r.f
 	d := dec{b: body, swap: f.Swapped}
@@ -533,10 +550,12 @@ func (r *Reader) decodeUser(typ RecordType, misc uint16, body []byte, off int64)
 		}
 		ids := dec{b: body[size:], swap: f.Swapped}
 		a.IDs = ids.u64s(nil, uint64(len(body)-size)/8)
-		f.Attrs = append(f.Attrs, &a)
-		f.indexAttrs()
-		if descs, err := f.Features.EventDescs(); err == nil {
-			f.nameAttrs(descs)
+		if r.fills() {
+			f.Attrs = append(f.Attrs, &a)
+			f.indexAttrs()
+			if descs, err := f.Features.EventDescs(); err == nil {
+				f.nameAttrs(descs)
+			}
 		}
 		r.headerAttr.EventAttr = &a
 		return &r.headerAttr, nil
@@ -546,7 +565,7 @@ func (r *Reader) decodeUser(typ RecordType, misc uint16, body []byte, off int64)
 			return nil, err
 		}
 		r.headerBuildID.BuildID = b
-		if f.Pipe {
+		if f.Pipe || r.collect {
 			// A file keeps these records as its BUILD_ID feature;
 			// a stream sends them one by one.
 			var bo binary.AppendByteOrder = binary.LittleEndian
@@ -562,7 +581,7 @@ func (r *Reader) decodeUser(typ RecordType, misc uint16, body []byte, off int64)
 		return &r.headerBuildID, nil
 	case RecordHeaderEventType:
 		r.eventType.Data = body
-		if f.Pipe {
+		if f.Pipe || r.collect {
 			f.EventTypes = append(f.EventTypes, body...)
 		}
 		return &r.eventType, nil
@@ -603,6 +622,9 @@ func (r *Reader) decodeUser(typ RecordType, misc uint16, body []byte, off int64)
 		}
 		r.feature.Feature = Feature(id)
 		r.feature.Data = body[8:]
+		if !r.fills() {
+			return &r.feature, nil
+		}
 		if f.Features.raw == nil {
 			f.Features.raw = map[Feature][]byte{}
 		}

@@ -42,29 +42,37 @@ func (a *anonFlags) register(fs *flag.FlagSet) {
 
 func (a *anonFlags) enabled() bool { return a.samples || len(a.handlers) > 0 || a.pypylog != "" }
 
-// bind sets up the handlers for f in sopts (building its timeline) when
-// the flags ask for JIT code, and returns the binder to close, or nil.
-func (a *anonFlags) bind(f *perfdata.File, sopts *session.Options) (*anonbind.Binder, error) {
+// bind sets sopts up to bind the JIT handlers the flags ask for to f's
+// processes once Load has read f's timeline (from a stream, in its one
+// pass); *b is then the binder, and stays nil when the flags ask for no
+// JIT names.
+func (a *anonFlags) bind(f *perfdata.File, sopts *session.Options, b **anonbind.Binder) error {
 	if !a.enabled() {
-		return nil, nil
+		return nil
 	}
 	hs, err := anon.ExternalOptions{Budget: a.budget}.Select(a.handlers)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if a.pypylog != "" {
 		hs = anon.WithPyPyLog(hs, a.pypylog)
 	}
-	if sopts.Timeline, err = session.BuildTimeline(f); err != nil {
-		return nil, err
+	leafOnly := sopts.LeafOnly
+	sopts.Bind = func(tl *session.Timeline) (session.AnonResolver, error) {
+		nb, err := anonbind.New(f, tl, anonbind.Options{Handlers: hs, Force: a.force})
+		if err != nil {
+			return nil, err
+		}
+		if !f.Pipe {
+			// A file can be read twice: ask external handlers about
+			// every address ahead, in batches. A stream's samples go by
+			// once, and are asked about one at a time.
+			nb.Prepare(f, tl, leafOnly)
+		}
+		*b = nb
+		return nb, nil
 	}
-	b, err := anonbind.New(f, sopts.Timeline, anonbind.Options{Handlers: hs, Force: a.force})
-	if err != nil {
-		return nil, err
-	}
-	b.Prepare(f, sopts.Timeline, sopts.LeafOnly)
-	sopts.Anon = b
-	return b, nil
+	return nil
 }
 
 // load opens the recording input, binds the JIT handlers the flags ask
@@ -78,7 +86,7 @@ func (a *anonFlags) load(cmd, input string, sopts session.Options) (p *profile.P
 		return nil, nil, nil, err
 	}
 	done = func() { f.Close() }
-	if binder, err = a.bind(f, &sopts); err != nil {
+	if err = a.bind(f, &sopts, &binder); err != nil {
 		done()
 		return nil, nil, nil, fmt.Errorf("%s: %w", input, err)
 	}

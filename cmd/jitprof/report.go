@@ -29,13 +29,8 @@ func runReport(args []string) error {
 	fs.StringVar(sortKeys, "s", "", "same as --sort")
 	separate := fs.String("separate", "", "separate samples by `what`, as opreport: thread, cpu, kernel, lib (comma-separated)")
 	merge := fs.String("merge", "", "merge samples the sort keys would separate: `what` of tid, tgid, cpu, lib, all")
-	fs.BoolVar(&opts.Children, "g", false, "callgraph: children (inclusive) and self percentages from the callchains")
-	fs.BoolVar(&opts.Children, "callgraph", false, "same as -g")
-	fs.BoolVar(&opts.Children, "children", false, "same as -g, as perf report spells it")
-	fs.BoolFunc("no-children", "self percentages only, without the callgraph (the default)", func(string) error {
-		opts.Children = false
-		return nil
-	})
+	var graph callGraphFlags
+	graph.register(fs)
 	// perf report options whose behaviour is this report's anyway, taken
 	// so that a perf command line works as it is.
 	fs.Bool("stdio", false, "accepted for perf report's sake: the report is text on standard output unless --format or -o")
@@ -53,7 +48,7 @@ func runReport(args []string) error {
 		fs.StringVar(&dsos, name, "", "only the samples whose leaf is in these `images` (paths or base names, comma-separated); --dsos, --dso and -d are one")
 	}
 	for _, name := range []string{"cpu", "C"} {
-		fs.StringVar(&cpus, name, "", "only the samples of these `cpus` (e.g. 0-3,5); --cpu and -C are one")
+		fs.StringVar(&cpus, name, "", "only the samples of these `cpus` (e.g. 0-3,5), percentages of theirs as perf's; --cpu and -C are one")
 	}
 	format := fs.String("format", "text", "output `format`: text, json, csv, pprof (.pb.gz) or folded (flame-graph stacks)")
 	output := fs.String("o", "", "write to `file` instead of standard output")
@@ -61,10 +56,10 @@ func runReport(args []string) error {
 	var jit anonFlags
 	jit.register(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: jitprof report [-i FILE] [-l] [-g] [-s|--sort KEYS] [--format text|json|csv|pprof|folded] [-o FILE]")
+		fmt.Fprintln(fs.Output(), "usage: jitprof report [-i FILE] [-l] [-g [caller|callee]] [-s|--sort KEYS] [--format text|json|csv|pprof|folded] [-o FILE]")
 		printFlags(fs)
 	}
-	pos, err := parseArgs(fs, args)
+	pos, err := parseArgs(fs, joinCallGraphSpec(args))
 	if err != nil {
 		return err
 	}
@@ -72,7 +67,12 @@ func runReport(args []string) error {
 		fs.Usage()
 		return errUsage
 	}
-	if opts.Filter, err = reportFilter(comms, pids, tids, dsos, cpus); err != nil {
+	if err := graph.apply(&opts); err != nil {
+		fmt.Fprintf(fs.Output(), "jitprof report: %v\n", err)
+		return errUsage
+	}
+	filter, err := reportFilter(comms, pids, tids, dsos, cpus)
+	if err != nil {
 		fmt.Fprintf(fs.Output(), "jitprof report: %v\n", err)
 		return errUsage
 	}
@@ -101,12 +101,21 @@ func runReport(args []string) error {
 	}
 
 	sopts := session.Options{Lines: contains(opts.Sort, report.KeySrcline), Progress: progressBar(os.Stderr),
-		LeafOnly: !opts.Children && *format != "pprof" && *format != "folded"} // a flat report needs no callchains
+		LeafOnly: !opts.Children && !opts.Chains.Graph && *format != "pprof" && *format != "folded"} // a flat report needs no callchains
 	p, binder, done, err := jit.load("report", *input, sopts)
 	if err != nil {
 		return err
 	}
 	defer done()
+	if opts.Chains.Graph && !report.HasCallchains(p) {
+		if graph.set {
+			return fmt.Errorf("%s: -g: the recording has no callchains (record with -g)", *input)
+		}
+		opts.Chains.Graph = false // --children alone, as perf
+	}
+	if err := filter.Apply(p); err != nil {
+		return fmt.Errorf("%s: --cpu: %w", *input, err)
+	}
 	var excluded anonbind.Excluded
 	if binder == nil {
 		excluded = anonbind.ExcludeAnon(p)

@@ -39,7 +39,9 @@ func TestReportPerfSpellings(t *testing.T) {
 	}
 	// Each spelling must make a difference to be tested by the file.
 	if report("-i", data, "-g") == report("-i", data) || report("-i", data, "-s", "comm,dso,sym") == report("-i", data) ||
-		report("-i", data, "--comms", "nobody") == report("-i", data) {
+		report("-i", data, "--comms", "nobody") == report("-i", data) ||
+		report("-i", data, "-g", "caller") == report("-i", data, "-g", "callee") ||
+		report("-i", data, "-g") == report("-i", data, "-g", "none") {
 		t.Fatal("-g or --sort changes nothing on the test file: it cannot tell the spellings apart")
 	}
 	if code := run([]string{"report", "-i", data, "-o", filepath.Join(dir, "x"), "-s", "socket"}, io.Discard); code != 2 {
@@ -50,7 +52,13 @@ func TestReportPerfSpellings(t *testing.T) {
 		{[]string{"-i", data, "-s", "comm,dso,sym"}, []string{"-i", data, "--sort", "comm,dso,sym"}},
 		{[]string{"-i", data, "--stdio", "-n", "--show-nr-samples"}, []string{"-i", data}},
 		{[]string{"-i", data, "--children"}, []string{"-i", data, "-g"}},
-		{[]string{"-i", data, "-g", "--no-children"}, []string{"-i", data}},
+		{[]string{"-i", data, "-g", "none", "--no-children"}, []string{"-i", data}},
+		{[]string{"-i", data, "--call-graph=graph,0.5,caller"}, []string{"-i", data, "-g", "caller"}},
+		{[]string{"-i", data, "-g", "caller"}, []string{"-i", data, "-g=caller"}},
+		{[]string{"-i", data, "-G"}, []string{"-i", data, "--inverted"}},
+		{[]string{"-i", data, "-G"}, []string{"-i", data, "-g"}}, // caller order with children
+		{[]string{"-i", data, "--no-children", "-g"}, []string{"-i", data, "--no-children", "--call-graph", "callee,0.5"}},
+		{[]string{"-i", data, "-g", "graph,0.5,caller", "--max-stack", "127"}, []string{"-i", data, "-g"}},
 		{[]string{"-i", data, "-c", "nobody"}, []string{"-i", data, "--comms", "nobody"}},
 		{[]string{"-i", data, "-d", "busy2"}, []string{"-i", data, "--dsos", "/tmp/scratch/busy2"}},
 		{[]string{"-i", data, "--comm", "busy2", "--pid", "0,22352"}, []string{"-i", data}},

@@ -46,7 +46,7 @@ type Process struct {
 type Mapping struct {
 	Start, End, Pgoff uint64
 	Time              uint64 // when it was mapped, in the recording's clock
-	Path              string // "//anon", "[anon:...]", "memfd:...", or a file
+	Path              string // a file, or anonymous memory (perfdata.IsAnon): "//anon", "/dev/zero (deleted)", "/memfd:NAME (deleted)", "[anon:NAME]"
 	Exec              bool
 }
 

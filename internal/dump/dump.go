@@ -44,9 +44,15 @@ func Write(w io.Writer, f *perfdata.File, opts Options) error {
 	if opts.HeaderOnly {
 		return nil
 	}
+	// perf counts the offsets of pipe-mode data from the end of its
+	// header, also in a file.
+	var base int64
+	if f.PipeLayout {
+		base = f.DataOffset
+	}
 	r := f.Records()
 	for r.Next() {
-		writeRecord(bw, r.Record(), r.Size())
+		writeRecord(bw, r.Record(), r.Size(), base)
 	}
 	if err := r.Err(); err != nil {
 		bw.Flush()
@@ -101,9 +107,12 @@ func writeHeader(w io.Writer, f *perfdata.File) {
 	if f.Swapped {
 		order = "big-endian (byte-swapped)"
 	}
-	if f.Pipe {
+	switch {
+	case f.Pipe:
 		fmt.Fprintf(w, "# pipe-mode stream, %s\n", order)
-	} else {
+	case f.PipeLayout:
+		fmt.Fprintf(w, "# pipe-mode data in a file, %s, %#x bytes of records after its header\n", order, f.DataSize)
+	default:
 		fmt.Fprintf(w, "# perf.data PERFILE2, %s, data at %#x size %#x\n", order, f.DataOffset, f.DataSize)
 	}
 	for i, a := range f.Attrs {
@@ -206,9 +215,9 @@ func describeFeature(fs *perfdata.Features, feat perfdata.Feature) string {
 
 var modes = []string{"unknown", "kernel", "user", "hypervisor", "guest-kernel", "guest-user", "mode6", "mode7"}
 
-func writeRecord(w io.Writer, rec perfdata.Record, size int) {
+func writeRecord(w io.Writer, rec perfdata.Record, size int, base int64) {
 	c := rec.Base()
-	fmt.Fprintf(w, "%#x [%#x]: %v", c.Offset, size, rec.Type())
+	fmt.Fprintf(w, "%#x [%#x]: %v", c.Offset-base, size, rec.Type())
 	if c.Has(perfdata.SampleTime) {
 		fmt.Fprintf(w, " time %d", c.Time)
 	}

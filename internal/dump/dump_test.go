@@ -2,6 +2,7 @@ package dump_test
 
 import (
 	"bytes"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -19,15 +20,28 @@ func TestGolden(t *testing.T) {
 	cases := []struct {
 		file, golden string
 		opts         dump.Options
+		stream       bool // read the file as a stream, not as a file
 	}{
-		{"callgraph.data", "callgraph.dump", dump.Options{}},
-		{"callgraph.data", "callgraph.stats", dump.Options{Stats: true}},
-		{"pipe.data", "pipe.dump", dump.Options{}},
-		{"pipe.data", "pipe.header-only", dump.Options{HeaderOnly: true}},
+		{"callgraph.data", "callgraph.dump", dump.Options{}, false},
+		{"callgraph.data", "callgraph.stats", dump.Options{Stats: true}, false},
+		{"pipe.data", "pipe.dump", dump.Options{}, false},
+		{"pipe.data", "pipe.header-only", dump.Options{HeaderOnly: true}, false},
+		{"pipe.data", "pipe.stream.dump", dump.Options{}, true},
 	}
 	for _, c := range cases {
 		t.Run(c.golden, func(t *testing.T) {
-			f, err := perfdata.Open(filepath.Join("../../perfdata/testdata", c.file))
+			path := filepath.Join("../../perfdata/testdata", c.file)
+			open := perfdata.Open
+			if c.stream {
+				open = func(path string) (*perfdata.File, error) {
+					b, err := os.ReadFile(path)
+					if err != nil {
+						return nil, err
+					}
+					return perfdata.NewStream(bytes.NewReader(b))
+				}
+			}
+			f, err := open(path)
 			if err != nil {
 				t.Fatal(err)
 			}

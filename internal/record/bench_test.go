@@ -33,7 +33,7 @@ func BenchmarkHandle(b *testing.B) {
 				b.Fatal(err)
 			}
 			r := newRecorder(w, attr)
-			r.mmap(42, 0x400000, 0x500000, "/bin/work")
+			r.mmap(42, 0x400000, 0x500000, "/bin/work", false)
 			// id, ip, pid/tid, time, cpu, period [, nr, 16 frames]
 			words := []uint64{1, 0x401234, 42 | 42<<32, 1000, 0, 250000}
 			if callchain {

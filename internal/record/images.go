@@ -25,6 +25,7 @@ type image struct {
 type mapping struct {
 	start, end uint64
 	img        *image
+	anon       bool // anonymous memory (perfdata.IsAnon): JIT code
 }
 
 // procMaps is one process's executable mappings, sorted by start and not
@@ -67,8 +68,9 @@ func (im *images) proc(pid uint32) *procMaps {
 	return p
 }
 
-// mmap adds [start, end) of name to pid, cutting away what it maps over.
-func (im *images) mmap(pid uint32, start, end uint64, name string) {
+// mmap adds [start, end) of name to pid, cutting away what it maps over;
+// anon says it is anonymous memory.
+func (im *images) mmap(pid uint32, start, end uint64, name string, anon bool) {
 	if end <= start {
 		return
 	}
@@ -85,13 +87,13 @@ func (im *images) mmap(pid uint32, start, end uint64, name string) {
 			continue
 		}
 		if m.start < start {
-			kept = append(kept, mapping{m.start, start, m.img})
+			kept = append(kept, mapping{m.start, start, m.img, m.anon})
 		}
 		if m.end > end {
-			kept = append(kept, mapping{end, m.end, m.img})
+			kept = append(kept, mapping{end, m.end, m.img, m.anon})
 		}
 	}
-	kept = append(kept, mapping{start, end, img})
+	kept = append(kept, mapping{start, end, img, anon})
 	sort.Slice(kept, func(i, j int) bool { return kept[i].start < kept[j].start })
 	p.maps, p.last = kept, 0
 }

@@ -86,8 +86,7 @@ func (r *recorder) embedJITData(notice func(string)) int {
 func (p *procMaps) runsJIT() bool {
 	for _, m := range p.maps {
 		n := m.img.name
-		if n == "//anon" || strings.HasPrefix(n, "[anon") || strings.HasPrefix(n, "memfd:") ||
-			strings.HasPrefix(filepath.Base(n), "jit-") && strings.HasSuffix(n, ".dump") {
+		if m.anon || strings.HasPrefix(filepath.Base(n), "jit-") && strings.HasSuffix(n, ".dump") {
 			return true
 		}
 	}

@@ -451,7 +451,8 @@ func (r *recorder) handle(rec []byte) {
 		b := rec[8:]
 		addr, size := ne.Uint64(b[8:]), ne.Uint64(b[16:])
 		pid := ne.Uint32(b)
-		r.mmap(pid, addr, addr+size, cString(b[64:]))
+		name := cString(b[64:])
+		r.mmap(pid, addr, addr+size, name, perfdata.IsAnon(name, ne.Uint32(b[60:])))
 		if !r.proc(pid).idKnown {
 			r.identify(pid)
 		}

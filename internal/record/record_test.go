@@ -349,10 +349,10 @@ func TestLost(t *testing.T) {
 
 func TestImages(t *testing.T) {
 	im := newImages()
-	im.mmap(1, 0x1000, 0x3000, "/a")
-	im.mmap(1, 0x2000, 0x2800, "/b") // maps over the middle of /a
+	im.mmap(1, 0x1000, 0x3000, "/a", false)
+	im.mmap(1, 0x2000, 0x2800, "/b", false) // maps over the middle of /a
 	im.fork(2, 1)
-	im.mmap(1, 0x5000, 0x6000, "/late") // the parent's, seen after the FORK
+	im.mmap(1, 0x5000, 0x6000, "/late", false) // the parent's, seen after the FORK
 	for _, s := range []struct {
 		pid uint32
 		ip  uint64

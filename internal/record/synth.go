@@ -113,7 +113,7 @@ func (r *recorder) synthProcess(p perfevent.Process) {
 			Flags:    m.Flags,
 			Filename: m.Path,
 		})
-		r.mmap(pid, m.Start, m.End, m.Path)
+		r.mmap(pid, m.Start, m.End, m.Path, perfdata.IsAnon(m.Path, m.Flags))
 	}
 }
 

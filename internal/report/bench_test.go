@@ -1,6 +1,7 @@
 package report
 
 import (
+	"io"
 	"os"
 	"testing"
 
@@ -38,15 +39,26 @@ func BenchmarkCompute(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, children := range []bool{false, true} {
-		name := "flat"
-		if children {
-			name = "children"
-		}
-		b.Run(name, func(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		opts Options
+	}{
+		{"flat", Options{}},
+		{"children", Options{Children: true}},
+		{"trees", Options{Children: true, Chains: Chains{Graph: true, Caller: true, Threshold: 0.5, MaxStack: 127}}},
+	} {
+		c.opts.Sort = []string{KeyDSO, KeySym}
+		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := Compute(p, Options{Sort: []string{KeyDSO, KeySym}, Children: children}); err != nil {
+				if c.opts.Chains.Graph {
+					// The trees are made as the report is written.
+					if err := Write(io.Discard, p, c.opts); err != nil {
+						b.Fatal(err)
+					}
+					continue
+				}
+				if _, err := Compute(p, c.opts); err != nil {
 					b.Fatal(err)
 				}
 			}

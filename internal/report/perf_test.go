@@ -110,41 +110,10 @@ func TestAgreesWithPerf(t *testing.T) {
 				compare(t, pr.flag, pr.ours, pr.theirs)
 			}
 			if c.name == "system" {
-				// Filters keep the workload's samples, or those in
-				// its image, at their share of all samples, as
-				// perf's do.
-				for _, fl := range []struct {
-					flag   string
-					filter Filter
-				}{
-					{"--comms=" + filepath.Base(busy), Filter{Comms: []string{filepath.Base(busy)}}},
-					// Two, since perf drops the dso column for one;
-					// only the workload's rows are compared (below).
-					{"--dsos=" + busy + ",libc.so.6", Filter{DSOs: []string{busy, "libc.so.6"}}},
-				} {
-					reps, err := Compute(p, Options{Sort: []string{KeyDSO, KeySym}, Filter: fl.filter})
-					if err != nil {
-						t.Fatal(err)
-					}
-					ours := map[string]float64{}
-					for _, r := range reps[0].Rows {
-						ours[rowName(filepath.Base(r.Keys[0]), r.Keys[1])] += pct(r.Self, reps[0].Event.Total)
-					}
-					if len(ours) == 0 {
-						t.Errorf("%s: no rows", fl.flag)
-					}
-					out := perftest.Run(t, "perf", "report", "-i", data, "--stdio", "--no-children", fl.flag, "--sort", "dso,sym", "-q", "--percent-limit", "0", "-g", "none")
-					theirs := parsePerf(t, out)
-					if fl.filter.DSOs != nil {
-						// On a loaded CI run, other processes' libc once
-						// gave a 0.12% unresolved row that perf's --dsos
-						// left out and its unfiltered report kept; why
-						// is not known, so libc's rows are not compared.
-						keepImages(ours, []string{filepath.Base(busy)})
-						keepImages(theirs, []string{filepath.Base(busy)})
-					}
-					compare(t, fl.flag, ours, theirs)
-				}
+				checkFilters(t, p, data, busy, c.images)
+			}
+			if c.name == "fp" || c.name == "libc" {
+				checkTrees(t, p, data)
 			}
 			if c.name == "fp" {
 				checkPprofTop(t, p, filepath.Base(busy))
@@ -369,10 +338,15 @@ func rowName(dso, sym string) string {
 	return dso + " " + sym
 }
 
-// keepImages drops the rows of every image but dsos (base names).
+// keepImages drops the rows of every image but dsos (base names). A row
+// name may start with keys before its image, up to a "|".
 func keepImages(m map[string]float64, dsos []string) {
 	for k := range m {
-		if !slices.ContainsFunc(dsos, func(d string) bool { return strings.HasPrefix(k, d+" ") }) {
+		_, row, ok := strings.Cut(k, "|")
+		if !ok {
+			row = k
+		}
+		if !slices.ContainsFunc(dsos, func(d string) bool { return strings.HasPrefix(row, d+" ") }) {
 			delete(m, k)
 		}
 	}

@@ -6,12 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 	"unicode"
 
@@ -59,41 +57,12 @@ type Options struct {
 	// PercentLimit hides rows below this percent (of the sorting column).
 	PercentLimit float64
 	Format       Format
-	// Filter keeps only the samples it matches.
-	Filter Filter
 	// Notes are lines the header adds for what the caller knows and the
 	// profile does not say, such as samples it left out.
 	Notes []string
-}
-
-// Filter keeps the samples of the given commands, processes, threads,
-// leaf images and CPUs, as perf report's --comms, --pid, --tid, --dsos
-// and --cpu do; an empty list keeps all. Percentages stay of all of an
-// event's samples, as perf's (its --percentage absolute, the default).
-type Filter struct {
-	Comms      []string
-	PIDs, TIDs []uint32
-	DSOs       []string // a path, or a base name
-	CPUs       []int
-}
-
-// keep reports whether f keeps the samples of e, whose leaf is frame.
-func (f *Filter) keep(p *profile.Profile, e *profile.Entry, frame int32) bool {
-	th := &p.Threads[e.Thread]
-	if len(f.Comms) > 0 && !slices.Contains(f.Comms, p.Strings[th.Comm]) ||
-		len(f.PIDs) > 0 && !slices.Contains(f.PIDs, th.PID) ||
-		len(f.TIDs) > 0 && !slices.Contains(f.TIDs, th.TID) ||
-		len(f.CPUs) > 0 && !slices.Contains(f.CPUs, int(e.CPU)) {
-		return false
-	}
-	if len(f.DSOs) == 0 {
-		return true
-	}
-	if frame < 0 {
-		return false
-	}
-	name := p.Images[p.FuncOf(frame).Image].Name
-	return slices.ContainsFunc(f.DSOs, func(d string) bool { return d == name || d == filepath.Base(name) })
+	// Chains says how callchains are read, and whether the text report
+	// prints their trees.
+	Chains Chains
 }
 
 // Row is one line of a report.
@@ -102,6 +71,8 @@ type Row struct {
 	Samples  uint64
 	Self     uint64 // period of the samples whose leaf the row is
 	Children uint64 // period of the samples whose stack holds the row
+
+	tree *callNode // the row's callchains, with Chains.Graph
 }
 
 // EventReport is the report of one event.
@@ -156,7 +127,11 @@ func Compute(p *profile.Profile, opts Options) ([]EventReport, error) {
 		}
 		return k
 	}
-	type acc struct{ samples, self, children uint64 }
+	type acc struct {
+		samples, self, children uint64
+		tree                    *callNode // with Chains.Graph
+		walked                  int       // the last walk that met the row
+	}
 	out := make([]EventReport, len(p.Events))
 	rows := make([]map[rowKey]*acc, len(p.Events))
 	for i := range rows {
@@ -171,8 +146,19 @@ func Compute(p *profile.Profile, opts Options) ([]EventReport, error) {
 		}
 		return a
 	}
-	var stack []int32
-	var seen []rowKey
+	// The chains: entries that differ only in what no key shows (the
+	// thread, the CPU) add the same, so they are added once, summed.
+	type chainKey struct{ event, stack, thread, cpu int32 }
+	var chains map[chainKey]uint64
+	var order []chainKey
+	needThread, needCPU := false, false
+	for _, k := range keys {
+		needThread = needThread || k != KeyDSO && k != KeySym && k != KeySrcline && k != KeyCPU
+		needCPU = needCPU || k == KeyCPU
+	}
+	if opts.Children || opts.Chains.Graph {
+		chains = map[chainKey]uint64{}
+	}
 	for i := range p.Entries {
 		e := &p.Entries[i]
 		m := rows[e.Event]
@@ -180,27 +166,107 @@ func Compute(p *profile.Profile, opts Options) ([]EventReport, error) {
 		if e.Stack >= 0 {
 			leaf = p.Nodes[e.Stack].Frame
 		}
-		if !opts.Filter.keep(p, e, leaf) {
-			continue
-		}
 		a := get(m, key(e, leaf))
 		a.samples += e.Count
 		a.self += e.Period
-		if !opts.Children {
-			continue
+		if chains != nil {
+			ck := chainKey{e.Event, e.Stack, 0, -1}
+			if needThread {
+				ck.thread = e.Thread
+			}
+			if needCPU {
+				ck.cpu = e.CPU
+			}
+			if _, ok := chains[ck]; !ok {
+				order = append(order, ck)
+			}
+			chains[ck] += e.Period
 		}
-		stack = p.Stack(stack[:0], e.Stack)
-		seen = seen[:0]
-	frames:
-		for _, fr := range stack {
-			k := key(e, fr)
-			for _, s := range seen {
-				if s == k {
-					continue frames // a recursive stack counts once
+	}
+	var stack []int32
+	walks := 0
+	// byFrame finds the row of a frame without hashing its key, when
+	// the keys depend on nothing else.
+	var byFrame [][]*acc
+	if !needThread && !needCPU {
+		byFrame = make([][]*acc, len(p.Events))
+		for i := range byFrame {
+			byFrame[i] = make([]*acc, len(p.Frames))
+		}
+	}
+	// walk calls fn for each row of the chain of ck in order, the
+	// leaf's first, each once, with the chain from there on: as perf,
+	// the leaf's row has the whole chain, and every other row in it the
+	// chain from its function on.
+	walk := func(ck chainKey, fn func(a *acc, chain []int32)) {
+		e := &profile.Entry{Key: profile.Key{Stack: ck.stack, Thread: ck.thread, CPU: ck.cpu, Event: ck.event}}
+		m := rows[e.Event]
+		leaf := int32(-1)
+		if e.Stack >= 0 {
+			leaf = p.Nodes[e.Stack].Frame
+		}
+		walks++
+		a := m[key(e, leaf)]
+		a.walked = walks
+		stack = opts.Chains.chain(p, stack, e.Stack)
+		fn(a, stack)
+		if !opts.Children {
+			return
+		}
+		for j, fr := range stack {
+			var b *acc
+			if byFrame != nil {
+				b = byFrame[e.Event][fr]
+			}
+			if b == nil {
+				b = get(m, key(e, fr))
+				if byFrame != nil {
+					byFrame[e.Event][fr] = b
 				}
 			}
-			seen = append(seen, k)
-			get(m, k).children += e.Period
+			if b.walked == walks {
+				continue // a recursive stack counts once
+			}
+			b.walked = walks
+			fn(b, stack[j:])
+		}
+	}
+	if opts.Children {
+		for _, ck := range order {
+			period := chains[ck]
+			walk(ck, func(a *acc, _ []int32) { a.children += period })
+		}
+	}
+	if opts.Chains.Graph {
+		// A row under the threshold shows no branch: its tree is not
+		// made.
+		minHit := make([]uint64, len(p.Events))
+		for i, ev := range p.Events {
+			minHit[i] = uint64(float64(ev.Total) * opts.Chains.Threshold / 100)
+		}
+		var nodes callNodes
+		var fns []int32
+		for _, ck := range order {
+			period, min := chains[ck], minHit[ck.event]
+			fns = fns[:0]
+			walk(ck, func(a *acc, chain []int32) {
+				if len(fns) == 0 {
+					for _, fr := range chain { // the whole chain, met first
+						fns = append(fns, p.Frames[fr].Func)
+					}
+				}
+				v := a.self
+				if opts.Children {
+					v = a.children
+				}
+				if v < min {
+					return
+				}
+				if a.tree == nil {
+					a.tree = nodes.new(-1)
+				}
+				a.tree.add(&nodes, fns[len(fns)-len(chain):], period)
+			})
 		}
 	}
 	for ev, m := range rows {
@@ -217,7 +283,7 @@ func Compute(p *profile.Profile, opts Options) ([]EventReport, error) {
 			if total > 0 && float64(sortBy)*100/float64(total) < opts.PercentLimit {
 				continue
 			}
-			row := Row{Samples: a.samples, Self: a.self, Children: a.children}
+			row := Row{Samples: a.samples, Self: a.self, Children: a.children, tree: a.tree}
 			for i, name := range keys {
 				row.Keys = append(row.Keys, keyString(p, name, k[i]))
 			}
@@ -349,7 +415,7 @@ func commandLine(args []string) string {
 
 func writeText(w io.Writer, p *profile.Profile, keys []string, reps []EventReport, opts Options) error {
 	WriteHeader(w, p, opts.Notes...)
-	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', tabwriter.AlignRight)
+	tw := newTable(w, opts)
 	for _, rep := range reps {
 		if len(reps) > 1 {
 			fmt.Fprintf(tw, "# %s\n", rep.Event.Name)
@@ -366,6 +432,7 @@ func writeText(w io.Writer, p *profile.Profile, keys []string, reps []EventRepor
 			}
 		}
 		for _, r := range rep.Rows {
+			tw.tree(p, &rep, &r, keys, opts)
 			if opts.Children {
 				fmt.Fprintf(tw, "%.2f%%\t", pct(r.Children, rep.Event.Total))
 			}

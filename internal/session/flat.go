@@ -63,7 +63,7 @@ type flatPart struct {
 // a whole file (in a killed one a part could stop at a torn record and
 // warn of it, and the warning would stay if the read were redone).
 func flatOK(f *perfdata.File, opts Options) bool {
-	return opts.LeafOnly && opts.Timeline == nil && opts.Anon == nil && !f.Pipe && !f.Truncated
+	return opts.LeafOnly && opts.Timeline == nil && opts.Anon == nil && opts.Bind == nil && !f.Pipe && !f.Truncated
 }
 
 // loadFlat is load for flatOK files. It returns false, having read no

@@ -2,7 +2,6 @@ package session
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
 	"runtime"
 	"slices"
@@ -37,6 +36,11 @@ type Options struct {
 	Symbolizer *symbolize.Symbolizer
 	// Anon names JIT code; nil leaves it in OProfile's anon buckets.
 	Anon AnonResolver
+	// Bind, when set, is called with the recording's timeline before
+	// any sample is resolved, and returns the Anon to use: how a caller
+	// chooses JIT handlers by the recorded processes when the timeline
+	// and the samples come in one pass, as in a stream.
+	Bind func(*Timeline) (AnonResolver, error)
 	// Lines resolves a source line for every frame (DWARF).
 	Lines bool
 	// Addresses keeps each frame's image-relative address (annotate).
@@ -54,7 +58,8 @@ type Options struct {
 
 // Load replays a recording into a profile. It reads the samples in
 // parallel, in parts that it merges in file order, so the profile is the
-// same as one read in a single pass.
+// same as one read in a single pass; a pipe-mode stream, which can be
+// read once, it reads in one pass.
 func Load(f *perfdata.File, opts Options) (*profile.Profile, error) {
 	workers := runtime.GOMAXPROCS(0)
 	// A part per worker would do on idle cores; more parts let a worker
@@ -69,7 +74,7 @@ const minChunk = 8 << 20
 // load reads the samples in at most nchunks parts with that many workers.
 func load(f *perfdata.File, opts Options, nchunks, workers int) (*profile.Profile, error) {
 	if f.Pipe {
-		return nil, errors.New("session: a pipe-mode stream can be read once only; save it to a file first")
+		return loadStream(f, opts)
 	}
 	if opts.Symbolizer == nil {
 		opts.Symbolizer = symbolize.New(symbolize.Options{})
@@ -86,6 +91,12 @@ func load(f *perfdata.File, opts Options, nchunks, workers int) (*profile.Profil
 	if tl == nil {
 		var err error
 		if tl, err = buildTimeline(f, opts.Progress); err != nil {
+			return nil, err
+		}
+	}
+	if opts.Bind != nil {
+		var err error
+		if opts.Anon, err = opts.Bind(tl); err != nil {
 			return nil, err
 		}
 	}
@@ -288,7 +299,7 @@ func EventName(a *perfdata.Attr) string {
 // cacheKey has no padding, so maps hash it as two words (memhash128)
 // rather than byte by byte.
 type cacheKey struct {
-	mapping int64 // Mapping.ID, or one of the cache* values
+	mapping int64 // mappingKey, or one of the cache* values
 	addr    uint64
 }
 
@@ -296,6 +307,16 @@ const (
 	cacheUnknown int64 = -1
 	cacheKernel  int64 = -2
 )
+
+// mappingKey is cacheKey.mapping for the frames of mapping m: of its
+// return addresses, when ret, or of the others.
+func mappingKey(m *Mapping, ret bool) int64 {
+	k := int64(m.ID) << 1
+	if ret {
+		k |= 1
+	}
+	return k
+}
 
 type imageKey struct{ path, buildID string }
 
@@ -517,7 +538,7 @@ func (l *loader) frame(pid uint32, addr, tm uint64, mode uint16, ret bool) int32
 				return l.b.Frame(fr)
 			}
 		}
-		k := cacheKey{int64(m.ID), 0}
+		k := cacheKey{mappingKey(m, false), 0}
 		if l.opts.Addresses {
 			k.addr = addr
 		}
@@ -534,7 +555,9 @@ func (l *loader) frame(pid uint32, addr, tm uint64, mode uint16, ret bool) int32
 	if l.opts.LeafOnly {
 		return l.fileFrame(m, addr, ret)
 	}
-	k := cacheKey{int64(m.ID), addr}
+	// With lines, a return address names the call before it, and the
+	// sampled address its own line: two frames for one address.
+	k := cacheKey{mappingKey(m, ret && l.opts.Lines), addr}
 	if id, ok := l.cache[k]; ok {
 		return id
 	}

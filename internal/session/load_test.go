@@ -185,7 +185,7 @@ func content(p *profile.Profile) map[string]profile.Value {
 		var b strings.Builder
 		stack = p.Stack(stack[:0], e.Stack)
 		for _, n := range stack {
-			fr := p.Frames[p.Nodes[n].Frame]
+			fr := p.Frames[n]
 			fn := p.Funcs[fr.Func]
 			fmt.Fprintf(&b, "%s|%s|%s:%d|%#x;", fn.Name, p.Images[fn.Image].Name, p.Strings[fr.File], fr.Line, fr.Addr)
 		}

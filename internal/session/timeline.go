@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"strings"
 
 	"github.com/jitprof/jitprof/perfdata"
 )
@@ -197,7 +196,7 @@ func (t *Timeline) add(rec perfdata.Record) {
 		} else {
 			m.BuildID = t.buildIDs[r.Filename]
 		}
-		m.Anon = !m.Kernel && isAnon(r.Filename)
+		m.Anon = !m.Kernel && r.IsAnon()
 		m.Exec = r.Misc&perfdata.MiscMmapData == 0 &&
 			(!r.Version2 || r.Prot == 0 || r.Prot&0x4 != 0) // PROT_EXEC
 		if m.Anon && m.Exec {
@@ -247,13 +246,6 @@ func (t *Timeline) Processes() []Process {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].PID < out[j].PID })
 	return out
-}
-
-// isAnon reports whether a mapping's name is perf's for anonymous memory.
-func isAnon(name string) bool {
-	return name == "//anon" || name == "" || name == "/dev/zero" ||
-		strings.HasPrefix(name, "/anon_hugepage") || strings.HasPrefix(name, "[anon:") ||
-		strings.HasPrefix(name, "/memfd:") || strings.HasPrefix(name, "[anon_shmem")
 }
 
 // finish sorts what add collected; the timeline is read-only afterwards.
@@ -317,7 +309,7 @@ func BuildTimeline(f *perfdata.File) (*Timeline, error) {
 // progress as the first half of a two-pass read.
 func buildTimeline(f *perfdata.File, progress func(done, total int64)) (*Timeline, error) {
 	if f.Pipe {
-		return nil, errors.New("session: a pipe-mode stream can be read once only; save it to a file first")
+		return nil, errors.New("session: a stream's timeline comes with its samples, in the one pass Load makes (see Options.Bind)")
 	}
 	tl := newTimeline(f)
 	total := f.DataSize * 2
@@ -489,21 +481,26 @@ func (t *Timeline) threadSpan(pid, tid uint32, time uint64) (epoch uint64, comm 
 
 // Comm returns the name thread tid had at time.
 func (t *Timeline) Comm(pid, tid uint32, time uint64) string {
+	if tid == ^uint32(0) {
+		// The kernel gives some samples no thread (-1, whatever
+		// their pid): perf keeps them all in one thread of that
+		// tid, named for it.
+		return ":-1"
+	}
 	for range 64 { // bounds a cycle in corrupt fork records
 		cs := t.comms[tid]
 		i := sort.Search(len(cs), func(i int) bool { return cs[i].time > time })
 		if i > 0 {
 			return cs[i-1].comm
 		}
-		// Before its first name, a forked thread has its parent's (a
-		// child between fork and exec); one that was there before the
-		// recording, the first name it was given.
-		f, forked := t.threads[tid]
-		forked = forked && f.ptid != tid
-		if len(cs) > 0 && !forked {
-			return cs[0].comm
-		}
-		if !forked {
+		// Before its first name of its own (an exec, a
+		// PR_SET_NAME) a thread has its creator's, as perf gives a
+		// new thread its parent's comm at the fork.
+		f, ok := t.threads[tid]
+		if !ok || f.ptid == tid {
+			if len(cs) > 0 {
+				return cs[0].comm
+			}
 			break
 		}
 		tid, time = f.ptid, min(time, f.time)

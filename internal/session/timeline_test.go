@@ -264,3 +264,50 @@ func TestCommsAsPerf(t *testing.T) {
 		t.Errorf("samples by comm %v, perf report's %v\n%s", ours, perfs, out)
 	}
 }
+
+// TestComm checks the name a thread has over time: before a name of its
+// own (an exec, a rename), the one it was created with, as perf names it.
+func TestComm(t *testing.T) {
+	thread := func(a *perfdata.Attr, pid, tid, ptid uint32, time uint64) *perfdata.Fork {
+		return &perfdata.Fork{Common: common(a, pid, tid, time), PID: pid, PPID: pid, TID: tid, PTID: ptid, ForkTime: time}
+	}
+	rename := func(a *perfdata.Attr, pid, tid uint32, time uint64, name string) *perfdata.Comm {
+		return &perfdata.Comm{Common: common(a, pid, tid, time), PID: pid, TID: tid, Comm: name}
+	}
+	f := synth(t, func(a *perfdata.Attr) []perfdata.Record {
+		return []perfdata.Record{
+			comm(a, 10, 0, "sh", false),
+			fork(a, 11, 10, 2),
+			// The child's exec comes before its fork in the file, as
+			// records of two CPUs' buffers can.
+			comm(a, 12, 6, "prog2", true),
+			comm(a, 11, 5, "prog", true),
+			fork(a, 12, 10, 3),
+			thread(a, 11, 13, 11, 7),
+			rename(a, 11, 13, 9, "worker"),
+		}
+	})
+	tl, err := BuildTimeline(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		pid, tid uint32
+		time     uint64
+		want     string
+	}{
+		{10, 10, 1, "sh"},
+		{11, 11, 4, "sh"}, // forked, not yet exec'd: the parent's name
+		{11, 11, 5, "prog"},
+		{12, 12, 4, "sh"},
+		{12, 12, 6, "prog2"},
+		{11, 13, 8, "prog"}, // a new thread, not yet renamed
+		{11, 13, 9, "worker"},
+		{10, 10, 100, "sh"},
+		{11, ^uint32(0), 6, ":-1"}, // a sample the kernel gave no thread
+	} {
+		if got := tl.Comm(c.pid, c.tid, c.time); got != c.want {
+			t.Errorf("pid %d tid %d at %d: %q, want %q", c.pid, c.tid, c.time, got, c.want)
+		}
+	}
+}

@@ -1,0 +1,134 @@
+package session
+
+import (
+	"bytes"
+	"reflect"
+	"slices"
+	"testing"
+
+	"github.com/jitprof/jitprof/internal/perftest"
+	"github.com/jitprof/jitprof/internal/symbolize"
+	"github.com/jitprof/jitprof/perfdata"
+)
+
+// asStream writes f's records as perf's pipe mode.
+func asStream(t *testing.T, f *perfdata.File) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	w, err := perfdata.NewPipeWriter(&buf, f.Attrs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for r := f.Records(); r.Next(); {
+		if err := w.WriteRecord(r.Record()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// TestStreamIsFile reads recordings as streams, in one pass, and as
+// files (perf's pipe mode saved to a file), in parts: the profiles must
+// be the same.
+func TestStreamIsFile(t *testing.T) {
+	for _, c := range replayCases {
+		t.Run(c.name, func(t *testing.T) { sameAsStream(t, asStream(t, synth(t, c.recs))) })
+	}
+	t.Run("system", func(t *testing.T) {
+		busy := perftest.Busy(t)
+		out := perftest.Run(t, perftest.Perf(t), "record", "-q", "-a", "-g", "-F", "4000", "-o", "-", "--", busy, "100", "2", "1")
+		sameAsStream(t, []byte(out))
+	})
+}
+
+func sameAsStream(t *testing.T, data []byte) {
+	t.Helper()
+	file, err := perfdata.Parse(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !file.PipeLayout {
+		t.Fatal("not read as pipe-mode data")
+	}
+	sym := symbolize.New(symbolize.Options{})
+	for _, opts := range []Options{{}, {LeafOnly: true}, {LeafOnly: true, Lines: true}, {Lines: true, Addresses: true}} {
+		opts.Symbolizer = sym
+		want, err := load(file, opts, 7, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := perfdata.NewStream(bytes.NewReader(data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := Load(s, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(content(got), content(want)) {
+			t.Errorf("%+v: the stream's profile differs from the file's (%d entries, want %d): %s",
+				opts, len(got.Entries), len(want.Entries), firstDifference(got, want))
+		}
+		if got.StartNS != want.StartNS || got.EndNS != want.EndNS || got.Lost != want.Lost {
+			t.Errorf("%+v: the stream's samples span %d-%d with %d lost, the file's %d-%d with %d", opts,
+				got.StartNS, got.EndNS, got.Lost, want.StartNS, want.EndNS, want.Lost)
+		}
+	}
+}
+
+// fakeJIT names every anonymous address "jit@N", N the sample's time.
+type fakeJIT struct{}
+
+func (fakeJIT) Resolve(pid uint32, addr, time uint64) (AnonFrame, bool) {
+	return AnonFrame{Func: "jit@" + string(rune('0'+time)), Image: "[JIT fake]", Start: addr}, true
+}
+
+// TestBind checks that Load asks Bind for the JIT names with the whole
+// timeline, before it resolves a sample, from a file and from a stream,
+// and names JIT code by the time of each sample.
+func TestBind(t *testing.T) {
+	f := synth(t, func(a *perfdata.Attr) []perfdata.Record {
+		return []perfdata.Record{
+			comm(a, 10, 1, "jit", false),
+			mmap(a, 10, 2, 0x7f0000, 0x1000, "/dev/zero (deleted)"),
+			sample(a, 10, 10, 3, 0x7f0010),
+			sample(a, 10, 10, 4, 0x7f0010),
+			sample(a, 10, 10, 5, 0x7f0010),
+		}
+	})
+	stream := asStream(t, f)
+	s, err := perfdata.NewStream(bytes.NewReader(stream))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, f := range map[string]*perfdata.File{"file": f, "stream": s} {
+		var procs []Process
+		opts := Options{Symbolizer: symbolize.New(symbolize.Options{}), Bind: func(tl *Timeline) (AnonResolver, error) {
+			procs = tl.Processes()
+			return fakeJIT{}, nil
+		}}
+		p, err := Load(f, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(procs) != 1 || procs[0].Comm != "jit" || len(procs[0].Mappings) != 1 || !procs[0].Mappings[0].Anon {
+			t.Errorf("%s: Bind saw processes %+v, want jit's with its anonymous mapping", name, procs)
+		}
+		var names []string
+		for _, e := range p.Entries {
+			fn := p.FuncOf(p.Nodes[e.Stack].Frame)
+			names = append(names, fn.Name+" in "+p.Images[fn.Image].Name)
+		}
+		if want := []string{"jit@3 in [JIT fake]", "jit@4 in [JIT fake]", "jit@5 in [JIT fake]"}; !reflect.DeepEqual(sorted(names), want) {
+			t.Errorf("%s: samples named %q, want %q", name, names, want)
+		}
+	}
+}
+
+func sorted(l []string) []string {
+	slices.Sort(l)
+	return l
+}
