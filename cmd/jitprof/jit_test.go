@@ -93,8 +93,8 @@ func checkGenerations(t *testing.T, jitprof, data string, env []string, prefix s
 // sampledShares charges data's samples of the JIT process to the
 // generation its jitlog database (in env's JITPROF_JITLOG_DIR) says was
 // running at their time, from its enter/exit events (jitprof pathtime
-// -i), and returns "name [gen SEQ]" -> per cent of the samples in
-// generated code.
+// -i), and returns "name [gen SEQ]" -> per cent of those samples in the
+// generation's own code (pathtime's Self), as the report counts them.
 func sampledShares(t *testing.T, jitprof, data string, env []string) map[string]float64 {
 	t.Helper()
 	var dir string
@@ -113,19 +113,19 @@ func sampledShares(t *testing.T, jitprof, data string, env []string) map[string]
 	if err != nil {
 		t.Fatalf("jitprof pathtime: %v\n%s", err, out)
 	}
-	// Rows: Time% Time On-CPU Samples Entries NAME [gen N] 0xADDR+SIZE
+	// Rows: Time% Time On-CPU Samples Self Entries NAME [gen N] 0xADDR+SIZE
 	shares := map[string]float64{}
 	var sum float64
 	for line := range strings.Lines(string(out)) {
 		f := strings.Fields(line)
-		if len(f) < 8 || strings.HasPrefix(line, "#") || !strings.HasPrefix(f[len(f)-1], "0x") {
+		if len(f) < 9 || strings.HasPrefix(line, "#") || !strings.HasPrefix(f[len(f)-1], "0x") {
 			continue
 		}
-		n, err := strconv.ParseFloat(f[3], 64)
+		n, err := strconv.ParseFloat(f[4], 64)
 		if err != nil {
 			continue
 		}
-		shares[strings.Join(f[5:len(f)-1], " ")] += n
+		shares[strings.Join(f[6:len(f)-1], " ")] += n
 		sum += n
 	}
 	if sum == 0 {

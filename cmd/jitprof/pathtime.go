@@ -59,6 +59,10 @@ func pathtimeMain(stdout, stderr io.Writer, args []string) error {
 					return err
 				}
 				opts.Samples = sampled.samples
+				opts.InRegion = func(region, ip uint64) bool {
+					r, ok := regions[region]
+					return ok && ip >= r.Addr && ip-r.Addr < r.Size
+				}
 			}
 			acc = pathtime.NewAccountant(opts)
 			return nil
@@ -90,6 +94,7 @@ func pathtimeMain(stdout, stderr io.Writer, args []string) error {
 	} else {
 		fmt.Fprintf(stdout, "\n# On-CPU is from %d %s samples of pid %d in %s, %d of them in compiled regions: %v.\n",
 			len(sampled.samples), sampled.event, sampled.pid, *input, res.Samples, time.Duration(res.OnCPU))
+		fmt.Fprintf(stdout, "# Self are the samples in the region's own code; the others were in what it called (the kernel included).\n")
 	}
 	if res.Unmatched > 0 {
 		fmt.Fprintf(stdout, "# %d exits outside any region (logging started inside one)\n", res.Unmatched)
@@ -97,7 +102,7 @@ func pathtimeMain(stdout, stderr io.Writer, args []string) error {
 	if sampled == nil {
 		fmt.Fprintf(stdout, "%8s %14s %9s  %s\n", "Time%", "Time", "Entries", "Region")
 	} else {
-		fmt.Fprintf(stdout, "%8s %14s %14s %8s %9s  %s\n", "Time%", "Time", "On-CPU", "Samples", "Entries", "Region")
+		fmt.Fprintf(stdout, "%8s %14s %14s %8s %8s %9s  %s\n", "Time%", "Time", "On-CPU", "Samples", "Self", "Entries", "Region")
 	}
 	for _, t := range res.Totals {
 		// Generations as report names them: "name [gen N]".
@@ -108,7 +113,7 @@ func pathtimeMain(stdout, stderr io.Writer, args []string) error {
 		if sampled == nil {
 			fmt.Fprintf(stdout, "%7.2f%% %14v %9d  %s\n", t.Percent, time.Duration(t.Time), t.Entries, name)
 		} else {
-			fmt.Fprintf(stdout, "%7.2f%% %14v %14v %8d %9d  %s\n", t.Percent, time.Duration(t.Time), time.Duration(t.OnCPU), t.Samples, t.Entries, name)
+			fmt.Fprintf(stdout, "%7.2f%% %14v %14v %8d %8d %9d  %s\n", t.Percent, time.Duration(t.Time), time.Duration(t.OnCPU), t.Samples, t.Self, t.Entries, name)
 		}
 	}
 	return nil
@@ -152,7 +157,7 @@ func readSamples(path string, pid uint32) (*samplesOf, error) {
 	r.SkipCallchains = true
 	for r.Next() {
 		if s, is := r.Record().(*perfdata.Sample); is && s.PID == pid && ok[s.Attr] {
-			out.samples = append(out.samples, pathtime.Sample{Time: s.Time, Thread: uint64(s.TID), Period: s.Period})
+			out.samples = append(out.samples, pathtime.Sample{Time: s.Time, Thread: uint64(s.TID), Period: s.Period, IP: s.IP})
 		}
 	}
 	if err := r.Err(); err != nil {

@@ -100,8 +100,8 @@ func TestPathtimeOnCPU(t *testing.T) {
 	if err != nil {
 		t.Fatalf("jitprof pathtime -i: %v\n%s", err, out)
 	}
-	// "  12.34%        1.2s     1.1s      4400      12  fib [gen 1] 0x7f...+96"
-	row := regexp.MustCompile(`(?m)^\s*[\d.]+%\s+\S+\s+(\S+)\s+(\d+)\s+\d+\s+(.+ \[gen \d+\]) 0x[0-9a-f]+\+\d+$`)
+	// "  12.34%        1.2s     1.1s      4400   4200     12  fib [gen 1] 0x7f...+96"
+	row := regexp.MustCompile(`(?m)^\s*[\d.]+%\s+\S+\s+(\S+)\s+(\d+)\s+\d+\s+\d+\s+(.+ \[gen \d+\]) 0x[0-9a-f]+\+\d+$`)
 	got := map[string]float64{}
 	var sum float64
 	for _, m := range row.FindAllStringSubmatch(string(out), -1) {

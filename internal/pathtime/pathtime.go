@@ -22,6 +22,8 @@ type Sample struct {
 	// Period is what the sample stands for: nanoseconds of CPU time for
 	// the cpu-clock and task-clock events.
 	Period uint64
+	// IP is the sampled address, for Options.InRegion.
+	IP uint64
 }
 
 // Options choose the accounting policy.
@@ -37,6 +39,10 @@ type Options struct {
 	// thread was in when they were taken (Total.Samples, Total.OnCPU);
 	// samples taken outside every region are not charged.
 	Samples []Sample
+	// InRegion, when set, says whether a sampled address is in a region's
+	// own code: the samples charged to a region that are (Total.Self),
+	// as against those in what it called, the kernel included.
+	InRegion func(region, ip uint64) bool
 }
 
 // Total is the time of one region.
@@ -48,6 +54,8 @@ type Total struct {
 	// Samples taken in the region and the sum of their periods (on-CPU
 	// time for cpu-clock samples), when Options.Samples were given.
 	Samples, OnCPU uint64
+	// Self counts the Samples in the region's own code (Options.InRegion).
+	Self uint64
 }
 
 // Result is the outcome of Compute.
@@ -72,6 +80,7 @@ type Accountant struct {
 	entries map[uint64]uint64
 	samples map[uint64]uint64
 	onCPU   map[uint64]uint64
+	self    map[uint64]uint64
 	unmatch uint64
 	last    uint64
 	n       int
@@ -87,7 +96,7 @@ type thread struct {
 // NewAccountant returns an Accountant with opts' policy.
 func NewAccountant(opts Options) *Accountant {
 	a := &Accountant{opts: opts, threads: map[uint64]*thread{}, time: map[uint64]uint64{}, entries: map[uint64]uint64{},
-		samples: map[uint64]uint64{}, onCPU: map[uint64]uint64{}, pending: map[uint64][]Sample{}}
+		samples: map[uint64]uint64{}, onCPU: map[uint64]uint64{}, self: map[uint64]uint64{}, pending: map[uint64][]Sample{}}
 	for _, s := range opts.Samples {
 		a.pending[s.Thread] = append(a.pending[s.Thread], s)
 	}
@@ -129,8 +138,12 @@ func (a *Accountant) charge(id uint64, s *thread, now uint64) error {
 	i := 0
 	for ; i < len(ss) && ss[i].Time < now; i++ {
 		if len(s.stack) > 0 && ss[i].Time >= s.since {
-			a.samples[s.stack[0]]++
-			a.onCPU[s.stack[0]] += ss[i].Period
+			r := s.stack[0]
+			a.samples[r]++
+			a.onCPU[r] += ss[i].Period
+			if a.opts.InRegion != nil && a.opts.InRegion(r, ss[i].IP) {
+				a.self[r]++
+			}
 		}
 	}
 	if i > 0 {
@@ -205,7 +218,7 @@ func (a *Accountant) Result() (*Result, error) {
 		for r := range m {
 			if !seen[r] {
 				seen[r] = true
-				res.Totals = append(res.Totals, Total{Region: r, Time: a.time[r], Entries: a.entries[r], Samples: a.samples[r], OnCPU: a.onCPU[r]})
+				res.Totals = append(res.Totals, Total{Region: r, Time: a.time[r], Entries: a.entries[r], Samples: a.samples[r], OnCPU: a.onCPU[r], Self: a.self[r]})
 			}
 		}
 	}

@@ -178,3 +178,28 @@ func TestAccountantIsCompute(t *testing.T) {
 		t.Errorf("Accountant: %+v, %v; want %+v", got, err, want)
 	}
 }
+
+// TestSelf: of the samples charged to a region, Self counts those whose
+// address InRegion puts in the region's own code.
+func TestSelf(t *testing.T) {
+	events := []Event{enter(100, 1, 1), exit(200, 1), enter(300, 1, 2), exit(400, 1)}
+	samples := []Sample{
+		{Time: 110, Thread: 1, IP: 0x1000}, // region 1's code
+		{Time: 120, Thread: 1, IP: 0x9000}, // something region 1 called
+		{Time: 310, Thread: 1, IP: 0x2000}, // region 2's code
+		{Time: 320, Thread: 1, IP: 0x1000}, // region 1's code, while in 2
+		{Time: 250, Thread: 1, IP: 0x1000}, // outside every region
+	}
+	code := map[uint64]uint64{1: 0x1000, 2: 0x2000}
+	res, err := Compute(events, Options{Samples: samples, InRegion: func(r, ip uint64) bool { return ip >= code[r] && ip < code[r]+0x100 }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[uint64][2]uint64{}
+	for _, tot := range res.Totals {
+		got[tot.Region] = [2]uint64{tot.Samples, tot.Self}
+	}
+	if want := map[uint64][2]uint64{1: {2, 1}, 2: {2, 1}}; !reflect.DeepEqual(got, want) {
+		t.Errorf("region -> {samples, self}: %v, want %v", got, want)
+	}
+}
