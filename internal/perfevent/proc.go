@@ -1,17 +1,17 @@
 package perfevent
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/jitprof/jitprof/internal/kallsyms"
 )
 
 // ErrNoProcess means the process does not exist, or exited while it was
@@ -259,12 +259,11 @@ type Module struct {
 // KernelMapping reads the kernel's text bounds from /proc/kallsyms and its
 // modules from /proc/modules (absent on kernels built without modules).
 func KernelMapping() (Kernel, error) {
-	f, err := os.Open("/proc/kallsyms")
+	syms, err := os.ReadFile("/proc/kallsyms")
 	if err != nil {
 		return Kernel{}, fmt.Errorf("kernel mapping: %w", err)
 	}
-	defer f.Close()
-	k, err := parseKallsyms(f)
+	k, err := kernelText(syms)
 	if err != nil {
 		return Kernel{}, fmt.Errorf("kernel mapping: /proc/kallsyms: %w", err)
 	}
@@ -278,33 +277,30 @@ func KernelMapping() (Kernel, error) {
 	return k, nil
 }
 
-func parseKallsyms(r io.Reader) (Kernel, error) {
+// kernelText finds the kernel's text bounds in a kallsyms file.
+func kernelText(syms []byte) (Kernel, error) {
 	var k Kernel
 	found := 0
-	sc := bufio.NewScanner(r)
-	for found < 3 && sc.Scan() {
-		addr, rest, _ := bytes.Cut(sc.Bytes(), []byte(" "))
-		_, name, _ := bytes.Cut(rest, []byte(" "))
-		var dst *uint64
-		switch string(name) {
+	for s, err := range kallsyms.Symbols(syms) {
+		if err != nil {
+			return k, err
+		}
+		if s.Module != "" {
+			continue
+		}
+		switch s.Name {
 		case "_text":
-			dst = &k.Text
+			k.Text = s.Addr
 		case "_stext":
-			dst = &k.Stext
+			k.Stext = s.Addr
 		case "_etext":
-			dst = &k.Etext
+			k.Etext = s.Addr
 		default:
 			continue
 		}
-		v, err := strconv.ParseUint(string(addr), 16, 64)
-		if err != nil {
-			return k, fmt.Errorf("symbol %s: %w", name, err)
+		if found++; found == 3 {
+			break
 		}
-		*dst = v
-		found++
-	}
-	if err := sc.Err(); err != nil {
-		return k, err
 	}
 	if found == 0 {
 		return k, errors.New("no _text, _stext or _etext")

@@ -99,7 +99,7 @@ func TestAllPIDs(t *testing.T) {
 	}
 }
 
-func TestParseKallsyms(t *testing.T) {
+func TestKernelText(t *testing.T) {
 	tests := []struct {
 		in   string
 		want Kernel
@@ -109,12 +109,13 @@ func TestParseKallsyms(t *testing.T) {
 			Kernel{Text: 0xffffffff81000000, Stext: 0xffffffff81000000, Etext: 0xffffffff82276508}, false},
 		{"0000000000000000 T _text\n0000000000000000 T _stext\n", Kernel{Hidden: true}, false},
 		{"ffffffffc0000000 t foo [mod]\n", Kernel{}, true},
+		{"ffffffffc0000000 t _text [mod]\n", Kernel{}, true}, // a module's, not the kernel's
 		{"zz T _text\n", Kernel{}, true},
 	}
 	for _, tt := range tests {
-		got, err := parseKallsyms(strings.NewReader(tt.in))
+		got, err := kernelText([]byte(tt.in))
 		if (err != nil) != tt.err || err == nil && (got.Text != tt.want.Text || got.Stext != tt.want.Stext || got.Etext != tt.want.Etext || got.Hidden != tt.want.Hidden) {
-			t.Errorf("parseKallsyms(%q) = %+v, %v; want %+v", tt.in, got, err, tt.want)
+			t.Errorf("kernelText(%q) = %+v, %v; want %+v", tt.in, got, err, tt.want)
 		}
 	}
 }
