@@ -102,22 +102,9 @@ func readProcess(pid int) (Process, error) {
 	if err != nil {
 		return Process{}, err
 	}
-	p := Process{PID: -1, PPID: -1}
-	for line := range strings.Lines(string(status)) {
-		k, v, _ := strings.Cut(line, ":")
-		v = strings.TrimSpace(v)
-		switch k {
-		case "Tgid":
-			p.PID, err = strconv.Atoi(v)
-		case "PPid":
-			p.PPID, err = strconv.Atoi(v)
-		}
-		if err != nil {
-			return Process{}, fmt.Errorf("%s/status: %w", dir, err)
-		}
-	}
-	if p.PID < 0 || p.PPID < 0 {
-		return Process{}, fmt.Errorf("%s/status: no Tgid or PPid", dir)
+	p := Process{}
+	if p.PID, p.PPID, err = parseStatus(status); err != nil {
+		return Process{}, fmt.Errorf("%s/status: %w", dir, err)
 	}
 	if p.Comm, err = readComm(dir); err != nil {
 		return Process{}, err
@@ -149,6 +136,33 @@ func readProcess(pid int) (Process, error) {
 	return p, nil
 }
 
+// parseStatus finds the thread group and parent ids in /proc/PID/status,
+// whose lines are "Name:\tvalue".
+func parseStatus(b []byte) (tgid, ppid int, err error) {
+	tgid, ppid = -1, -1
+	for line := range strings.Lines(string(b)) {
+		k, v, _ := strings.Cut(line, ":")
+		var dst *int
+		switch k {
+		case "Tgid":
+			dst = &tgid
+		case "PPid":
+			dst = &ppid
+		default:
+			continue
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || n < 0 {
+			return 0, 0, fmt.Errorf("bad %s", k)
+		}
+		*dst = n
+	}
+	if tgid < 0 || ppid < 0 {
+		return 0, 0, errors.New("no Tgid or PPid")
+	}
+	return tgid, ppid, nil
+}
+
 func readComm(dir string) (string, error) {
 	b, err := os.ReadFile(dir + "/comm")
 	if err != nil {
@@ -161,11 +175,14 @@ func readComm(dir string) (string, error) {
 // "start-end perms offset major:minor inode      path".
 func parseMaps(b []byte) ([]Mapping, error) {
 	var maps []Mapping
+	n := 0
 	for line := range strings.Lines(string(b)) {
-		line = strings.TrimSuffix(line, "\n")
-		m, err := parseMapsLine(line)
+		n++
+		m, err := parseMapsLine(strings.TrimSuffix(line, "\n"))
 		if err != nil {
-			return nil, fmt.Errorf("line %q: %w", line, err)
+			// Not the line: its path is whatever name the process
+			// gave a file.
+			return nil, fmt.Errorf("line %d: %w", n, err)
 		}
 		maps = append(maps, m)
 	}
@@ -190,16 +207,28 @@ func parseMapsLine(line string) (Mapping, error) {
 	if m.Path == "" {
 		m.Path = AnonPath
 	}
+	// Errors say which field is bad, not what it holds: a path can
+	// shift into the fields before it on a malformed line.
+	num := func(s string, base, bits int, what string) (uint64, error) {
+		v, err := strconv.ParseUint(s, base, bits)
+		if err != nil {
+			return 0, fmt.Errorf("bad %s", what)
+		}
+		return v, nil
+	}
 	start, end, ok := strings.Cut(f[0], "-")
 	if !ok {
 		return m, errors.New("bad range")
 	}
 	var err error
-	if m.Start, err = strconv.ParseUint(start, 16, 64); err != nil {
+	if m.Start, err = num(start, 16, 64, "start"); err != nil {
 		return m, err
 	}
-	if m.End, err = strconv.ParseUint(end, 16, 64); err != nil {
+	if m.End, err = num(end, 16, 64, "end"); err != nil {
 		return m, err
+	}
+	if m.End <= m.Start {
+		return m, errors.New("empty range")
 	}
 	if len(f[1]) != 4 {
 		return m, errors.New("bad permissions")
@@ -213,23 +242,23 @@ func parseMapsLine(line string) (Mapping, error) {
 	if f[1][3] == 's' {
 		m.Flags = unix.MAP_SHARED
 	}
-	if m.Pgoff, err = strconv.ParseUint(f[2], 16, 64); err != nil {
+	if m.Pgoff, err = num(f[2], 16, 64, "offset"); err != nil {
 		return m, err
 	}
 	maj, min, ok := strings.Cut(f[3], ":")
 	if !ok {
 		return m, errors.New("bad device")
 	}
-	ma, err := strconv.ParseUint(maj, 16, 32)
+	ma, err := num(maj, 16, 32, "device")
 	if err != nil {
 		return m, err
 	}
-	mi, err := strconv.ParseUint(min, 16, 32)
+	mi, err := num(min, 16, 32, "device")
 	if err != nil {
 		return m, err
 	}
 	m.Major, m.Minor = uint32(ma), uint32(mi)
-	if m.Inode, err = strconv.ParseUint(f[4], 10, 64); err != nil {
+	if m.Inode, err = num(f[4], 10, 64, "inode"); err != nil {
 		return m, err
 	}
 	return m, nil
@@ -312,18 +341,20 @@ func kernelText(syms []byte) (Kernel, error) {
 // parseModules parses /proc/modules: "name size refs deps state address".
 func parseModules(b []byte) ([]Module, error) {
 	var mods []Module
+	n := 0
 	for line := range strings.Lines(string(b)) {
+		n++
 		f := strings.Fields(line)
 		if len(f) < 6 {
-			return nil, fmt.Errorf("line %q: too few fields", line)
+			return nil, fmt.Errorf("line %d: too few fields", n)
 		}
 		size, err := strconv.ParseUint(f[1], 10, 64)
 		if err != nil {
-			return nil, fmt.Errorf("line %q: %w", line, err)
+			return nil, fmt.Errorf("line %d: bad size", n)
 		}
 		start, err := strconv.ParseUint(strings.TrimPrefix(f[5], "0x"), 16, 64)
 		if err != nil {
-			return nil, fmt.Errorf("line %q: %w", line, err)
+			return nil, fmt.Errorf("line %d: bad address", n)
 		}
 		mods = append(mods, Module{Name: f[0], Start: start, Size: size})
 	}

@@ -156,3 +156,36 @@ func TestKernelMapping(t *testing.T) {
 		t.Errorf("kernel text %+v", k)
 	}
 }
+
+// TestParseErrors: errors name the line by number and never quote it: a
+// maps line holds a path any user chose.
+func TestParseErrors(t *testing.T) {
+	if _, err := parseMaps([]byte("0-1000 r-xp 0 00:00 0 /a\n1000-1000 r-xp 0 00:00 0 /secret\n")); err == nil || !strings.Contains(err.Error(), "line 2: empty range") {
+		t.Errorf("empty range: err = %v", err)
+	}
+	if _, err := parseMaps([]byte("0-1000 r-xp 0 00:00 /secret path\n")); err == nil || strings.Contains(err.Error(), "secret") {
+		t.Errorf("bad inode: err = %v, want one that does not quote the line", err)
+	}
+	if _, err := parseModules([]byte("secret 1 0 - Live\n")); err == nil || strings.Contains(err.Error(), "secret") {
+		t.Errorf("short module line: err = %v, want one that does not quote the line", err)
+	}
+}
+
+func TestParseStatus(t *testing.T) {
+	for _, tc := range []struct {
+		in         string
+		tgid, ppid int
+		ok         bool
+	}{
+		{"Name:\tx\nTgid:\t12\nPid:\t13\nPPid:\t1\n", 12, 1, true},
+		{"PPid:\t0\nTgid:\t1\n", 1, 0, true},
+		{"Tgid:\t12\n", 0, 0, false},
+		{"Tgid:\t-12\nPPid:\t1\n", 0, 0, false},
+		{"Tgid:\tx\nPPid:\t1\n", 0, 0, false},
+	} {
+		tgid, ppid, err := parseStatus([]byte(tc.in))
+		if (err == nil) != tc.ok || tgid != tc.tgid || ppid != tc.ppid {
+			t.Errorf("parseStatus(%q) = %d, %d, %v", tc.in, tgid, ppid, err)
+		}
+	}
+}
