@@ -295,6 +295,11 @@ type cacheKey struct {
 const (
 	cacheUnknown int64 = -1
 	cacheKernel  int64 = -2
+	// cacheRet - Mapping.ID keys the return addresses of a mapping
+	// when lines are resolved: a return address names the line of its
+	// call (the byte before it), not the one the same address has as a
+	// sampled IP.
+	cacheRet int64 = -3
 )
 
 type imageKey struct{ path, buildID string }
@@ -535,6 +540,9 @@ func (l *loader) frame(pid uint32, addr, tm uint64, mode uint16, ret bool) int32
 		return l.fileFrame(m, addr, ret)
 	}
 	k := cacheKey{int64(m.ID), addr}
+	if ret && l.opts.Lines {
+		k.mapping = cacheRet - int64(m.ID)
+	}
 	if id, ok := l.cache[k]; ok {
 		return id
 	}
