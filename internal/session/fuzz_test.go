@@ -212,10 +212,12 @@ func replaySymbolizer(tb testing.TB) *symbolize.Symbolizer {
 // several, the flat way or after a timeline pass.
 func FuzzReplay(f *testing.F) {
 	sym := replaySymbolizer(f)
-	// rec spells one operation of fuzzRecording: the index of its pid,
+	// An input is the index of its replayOptions, then operations of
+	// fuzzRecording; rec spells one operation: the index of its pid,
 	// CPU 0, the kind of record and its arguments.
 	rec := func(pid, kind byte, args ...byte) []byte { return append([]byte{pid, 0, kind}, args...) }
-	cat := func(recs ...[]byte) (b []byte) {
+	cat := func(opts byte, recs ...[]byte) []byte {
+		b := []byte{opts}
 		for _, r := range recs {
 			b = append(b, r...)
 		}
@@ -225,7 +227,7 @@ func FuzzReplay(f *testing.F) {
 	// which execs, maps anonymous memory and samples in it. (An address
 	// is three bytes: the index of its base, then the offset, high byte
 	// first.)
-	f.Add(cat(
+	seeds := [][][]byte{{
 		rec(0, 3, 0x0b, 0, 0, 0, 1, 0, 0),                      // MMAP2 r-x busy at base, 64 KB
 		rec(0, 4, 0, 0x14, 0, 1, 0, 2, 1, 0, 0, 0, 0x18, 0x10), // sample, callchain: user mark, base+0x1810
 		rec(1, 1, 0),                      // fork 2 from 1
@@ -233,11 +235,10 @@ func FuzzReplay(f *testing.F) {
 		rec(1, 3, 0x0f, 1, 0, 0, 0, 0, 1), // MMAP2 rwx //anon
 		rec(1, 4, 1, 0, 0x30, 1, 0, 0),    // sample in it
 		rec(0, 4, 0, 0x14, 0x20, 1, 0, 0), // sample in 1
-	))
-	// The kernel's text and a kernel sample; time going backwards; pid 1
-	// reused by a fork from 4; a mapping of a missing file; the clock
-	// set anywhere; lost samples; a round.
-	f.Add(cat(
+	}, {
+		// The kernel's text and a kernel sample; time going
+		// backwards; pid 1 reused by a fork from 4; a mapping of a
+		// missing file; the clock set anywhere; lost samples; a round.
 		rec(5, 3, 0x20, 2, 0, 0, 1, 0, 4),
 		rec(0, 4, 2, 0x01, 0x08, 1, 1, 0),
 		rec(0, 5, 200),
@@ -248,46 +249,59 @@ func FuzzReplay(f *testing.F) {
 		rec(0, 7, 1, 2, 3, 4, 5, 6, 7, 8),
 		rec(0, 8, 5),
 		rec(0, 9),
-	))
-	f.Fuzz(func(t *testing.T, prog []byte) { replay(t, sym, prog) })
+	}}
+	for _, recs := range seeds {
+		for opts := range replayOptions {
+			f.Add(cat(byte(opts), recs...))
+		}
+	}
+	f.Fuzz(func(t *testing.T, in []byte) { replay(t, sym, in) })
 }
 
 // replay is FuzzReplay's check of one input.
-func replay(t *testing.T, sym *symbolize.Symbolizer, prog []byte) {
-	file, samples := fuzzRecording(t, prog)
+func replay(t *testing.T, sym *symbolize.Symbolizer, in []byte) {
+	if len(in) == 0 {
+		return
+	}
+	// The first byte chooses how to load, so that an input costs a few
+	// loads, not a dozen: the fuzzer's speed is what finds bugs.
+	opts := replayOptions[int(in[0])%len(replayOptions)]
+	opts.Symbolizer = sym
+	file, samples := fuzzRecording(t, in[1:])
 	tl, err := BuildTimeline(file)
 	if err != nil {
 		t.Fatalf("BuildTimeline: %v", err)
 	}
 	tl.Processes()
-	for _, opts := range []Options{{}, {LeafOnly: true}, {Lines: true, Addresses: true}, {Anon: fuzzAnon{}}} {
-		opts.Symbolizer = sym
-		want, err := load(file, opts, 1, 1)
+	want, err := load(file, opts, 1, 1)
+	if err != nil {
+		t.Fatalf("%+v: Load: %v", opts, err)
+	}
+	var n uint64
+	for _, e := range want.Entries {
+		n += e.Count
+	}
+	if n != samples {
+		t.Fatalf("%+v: %d samples in the profile, %d in the recording", opts, n, samples)
+	}
+	others := []Options{opts}
+	if flatOK(file, opts) {
+		// Given the timeline, Load reads sample by sample.
+		byTimeline := opts
+		byTimeline.Timeline = tl
+		others = append(others, byTimeline)
+	}
+	for _, o := range others {
+		got, err := load(file, o, 3, 2)
 		if err != nil {
-			t.Fatalf("%+v: Load: %v", opts, err)
+			t.Fatalf("%+v in 3 parts: %v", o, err)
 		}
-		var n uint64
-		for _, e := range want.Entries {
-			n += e.Count
-		}
-		if n != samples {
-			t.Fatalf("%+v: %d samples in the profile, %d in the recording", opts, n, samples)
-		}
-		others := []Options{opts}
-		if flatOK(file, opts) {
-			// Given the timeline, Load reads sample by sample.
-			byTimeline := opts
-			byTimeline.Timeline = tl
-			others = append(others, byTimeline)
-		}
-		for _, o := range others {
-			got, err := load(file, o, 3, 2)
-			if err != nil {
-				t.Fatalf("%+v in 3 parts: %v", o, err)
-			}
-			if !reflect.DeepEqual(content(got), content(want)) {
-				t.Fatalf("%+v (flat way: %v): read in 3 parts, the profile differs: %s", o, flatOK(file, o), firstDifference(got, want))
-			}
+		if !reflect.DeepEqual(content(got), content(want)) {
+			t.Fatalf("%+v (flat way: %v): read in 3 parts, the profile differs: %s", o, flatOK(file, o), firstDifference(got, want))
 		}
 	}
 }
+
+// replayOptions are the ways FuzzReplay loads: a callgraph, a flat
+// profile, lines and addresses (annotate), JIT code named.
+var replayOptions = []Options{{}, {LeafOnly: true}, {Lines: true, Addresses: true}, {Anon: fuzzAnon{}}}
