@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The whole test suite: set-up, formatting, go vet, staticcheck, and every
-# test under the race detector. Tests that compare against Linux perf run
-# for real (perf is installed by scripts/setup.sh); on CI (CI=true) a test
-# that would skip for a missing tool fails instead.
+# The whole test suite: set-up, formatting, go vet, staticcheck, every
+# test under the race detector, then every fuzz target for 10 s
+# (scripts/fuzz-smoke.sh, docs/fuzzing.md). Tests that compare against
+# Linux perf run for real (perf is installed by scripts/setup.sh); on CI
+# (CI=true) a test that would skip for a missing tool fails instead.
 set -euo pipefail
 cd "$(dirname "$0")"
 ./scripts/setup.sh test
@@ -20,3 +21,5 @@ echo "== staticcheck"
 go tool staticcheck ./...
 echo "== go test -race"
 go test -race -count=1 -timeout 20m ./...
+echo "== fuzz smoke"
+./scripts/fuzz-smoke.sh

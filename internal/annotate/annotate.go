@@ -209,6 +209,11 @@ func annotate(w io.Writer, p *profile.Profile, t *target, opts Options, src sour
 // function lives at f.Addr and the samples' addresses are absolute.
 func annotateJIT(w io.Writer, p *profile.Profile, t *target, opts Options) error {
 	f := &p.Funcs[t.fn]
+	if end := f.Addr + uint64(len(f.Code)); end <= f.Addr {
+		// Addresses would wrap round mid-code, out of order, and a
+		// sample past the end would land in it.
+		return fmt.Errorf("JIT code at %#x of %d bytes runs past the end of the address space", f.Addr, len(f.Code))
+	}
 	// A JIT function's only known symbol is itself.
 	insts := disassemble(f.Code, f.Addr, opts.Syntax, func(addr uint64) (string, uint64) {
 		if addr >= f.Addr && addr < f.Addr+uint64(len(f.Code)) {

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -138,6 +139,11 @@ func TestParseCPUList(t *testing.T) {
 		{"a", nil},
 		{"-1", nil},
 		{"0-99999999", nil},
+		{"65535", []int{65535}},
+		{"65536", nil},
+		// Ranges each below the old bound on a range's width once
+		// made a set of millions of CPUs.
+		{strings.Repeat("1000000-1065535,", 50) + "0", nil},
 	}
 	for _, tt := range tests {
 		got, err := ParseCPUList(tt.in)

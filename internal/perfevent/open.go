@@ -3,8 +3,8 @@ package perfevent
 import (
 	"errors"
 	"fmt"
+	"math/bits"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -122,6 +122,11 @@ func OnlineCPUs() ([]int, error) {
 	return cpus, nil
 }
 
+// maxCPUs bounds CPU numbers: far above any kernel's NR_CPUS (8192 on
+// x86-64), and low enough that a list such as "0-65535,70000-135535,..."
+// cannot make a huge set.
+const maxCPUs = 1 << 16
+
 // ParseCPUList parses the kernel's cpu list format, also used by perf -C:
 // comma-separated CPUs and inclusive ranges, e.g. "0-3,5". The result is
 // sorted and has no duplicates.
@@ -129,7 +134,8 @@ func ParseCPUList(s string) ([]int, error) {
 	if s == "" {
 		return nil, errors.New("cpu list: empty")
 	}
-	seen := map[int]bool{}
+	var set [maxCPUs / 64]uint64
+	n := 0
 	for _, part := range strings.Split(s, ",") {
 		lo, hi, isRange := strings.Cut(part, "-")
 		a, err := strconv.Atoi(lo)
@@ -142,17 +148,21 @@ func ParseCPUList(s string) ([]int, error) {
 				return nil, fmt.Errorf("cpu list %q: bad range %q", s, part)
 			}
 		}
-		if b-a > 1<<16 {
-			return nil, fmt.Errorf("cpu list %q: range %q too large", s, part)
+		if b >= maxCPUs {
+			return nil, fmt.Errorf("cpu list %q: cpu %d is past the largest possible, %d", s, b, maxCPUs-1)
 		}
 		for c := a; c <= b; c++ {
-			seen[c] = true
+			if set[c/64]&(1<<(c%64)) == 0 {
+				set[c/64] |= 1 << (c % 64)
+				n++
+			}
 		}
 	}
-	cpus := make([]int, 0, len(seen))
-	for c := range seen {
-		cpus = append(cpus, c)
+	cpus := make([]int, 0, n)
+	for i, w := range set {
+		for ; w != 0; w &= w - 1 {
+			cpus = append(cpus, i*64+bits.TrailingZeros64(w))
+		}
 	}
-	slices.Sort(cpus)
 	return cpus, nil
 }

@@ -1,17 +1,17 @@
 package perfevent
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/jitprof/jitprof/internal/kallsyms"
 )
 
 // ErrNoProcess means the process does not exist, or exited while it was
@@ -77,9 +77,9 @@ func parseStatus(b []byte) (id Identity, tgid, ppid int, err error) {
 		}
 		switch k {
 		case "Tgid":
-			tgid, err = strconv.Atoi(f[0])
+			tgid, err = atoiNonNeg(f[0])
 		case "PPid":
-			ppid, err = strconv.Atoi(f[0])
+			ppid, err = atoiNonNeg(f[0])
 		case "Uid", "Gid":
 			// Real, effective, saved set, filesystem.
 			if len(f) != 4 {
@@ -89,10 +89,10 @@ func parseStatus(b []byte) (id Identity, tgid, ppid int, err error) {
 			if k == "Gid" {
 				dst = &id.GID
 			}
-			*dst, err = strconv.Atoi(f[3])
+			*dst, err = atoiNonNeg(f[3])
 		case "NSpid":
 			// Outermost first; the last is the process's own namespace.
-			id.NSPID, err = strconv.Atoi(f[len(f)-1])
+			id.NSPID, err = atoiNonNeg(f[len(f)-1])
 		}
 		if err != nil {
 			return id, 0, 0, fmt.Errorf("status: %s: %w", k, err)
@@ -105,6 +105,15 @@ func parseStatus(b []byte) (id Identity, tgid, ppid int, err error) {
 		id.NSPID = tgid // kernels before 4.1 have no NSpid line
 	}
 	return id, tgid, ppid, nil
+}
+
+// atoiNonNeg is strconv.Atoi for ids, which are never negative.
+func atoiNonNeg(s string) (int, error) {
+	n, err := strconv.Atoi(s)
+	if err == nil && n < 0 {
+		err = errors.New("negative")
+	}
+	return n, err
 }
 
 // readStartTime reads field 22 of dir/stat.
@@ -253,11 +262,14 @@ func readComm(dir string) (string, error) {
 // "start-end perms offset major:minor inode      path".
 func parseMaps(b []byte) ([]Mapping, error) {
 	var maps []Mapping
+	n := 0
 	for line := range strings.Lines(string(b)) {
-		line = strings.TrimSuffix(line, "\n")
-		m, err := parseMapsLine(line)
+		n++
+		m, err := parseMapsLine(strings.TrimSuffix(line, "\n"))
 		if err != nil {
-			return nil, fmt.Errorf("line %q: %w", line, err)
+			// Not the line: its path is whatever name the process
+			// gave a file.
+			return nil, fmt.Errorf("line %d: %w", n, err)
 		}
 		maps = append(maps, m)
 	}
@@ -282,16 +294,28 @@ func parseMapsLine(line string) (Mapping, error) {
 	if m.Path == "" {
 		m.Path = AnonPath
 	}
+	// Errors say which field is bad, not what it holds: a path can
+	// shift into the fields before it on a malformed line.
+	num := func(s string, base, bits int, what string) (uint64, error) {
+		v, err := strconv.ParseUint(s, base, bits)
+		if err != nil {
+			return 0, fmt.Errorf("bad %s", what)
+		}
+		return v, nil
+	}
 	start, end, ok := strings.Cut(f[0], "-")
 	if !ok {
 		return m, errors.New("bad range")
 	}
 	var err error
-	if m.Start, err = strconv.ParseUint(start, 16, 64); err != nil {
+	if m.Start, err = num(start, 16, 64, "start"); err != nil {
 		return m, err
 	}
-	if m.End, err = strconv.ParseUint(end, 16, 64); err != nil {
+	if m.End, err = num(end, 16, 64, "end"); err != nil {
 		return m, err
+	}
+	if m.End <= m.Start {
+		return m, errors.New("empty range")
 	}
 	if len(f[1]) != 4 {
 		return m, errors.New("bad permissions")
@@ -305,23 +329,23 @@ func parseMapsLine(line string) (Mapping, error) {
 	if f[1][3] == 's' {
 		m.Flags = unix.MAP_SHARED
 	}
-	if m.Pgoff, err = strconv.ParseUint(f[2], 16, 64); err != nil {
+	if m.Pgoff, err = num(f[2], 16, 64, "offset"); err != nil {
 		return m, err
 	}
 	maj, min, ok := strings.Cut(f[3], ":")
 	if !ok {
 		return m, errors.New("bad device")
 	}
-	ma, err := strconv.ParseUint(maj, 16, 32)
+	ma, err := num(maj, 16, 32, "device")
 	if err != nil {
 		return m, err
 	}
-	mi, err := strconv.ParseUint(min, 16, 32)
+	mi, err := num(min, 16, 32, "device")
 	if err != nil {
 		return m, err
 	}
 	m.Major, m.Minor = uint32(ma), uint32(mi)
-	if m.Inode, err = strconv.ParseUint(f[4], 10, 64); err != nil {
+	if m.Inode, err = num(f[4], 10, 64, "inode"); err != nil {
 		return m, err
 	}
 	return m, nil
@@ -351,12 +375,11 @@ type Module struct {
 // KernelMapping reads the kernel's text bounds from /proc/kallsyms and its
 // modules from /proc/modules (absent on kernels built without modules).
 func KernelMapping() (Kernel, error) {
-	f, err := os.Open("/proc/kallsyms")
+	syms, err := os.ReadFile("/proc/kallsyms")
 	if err != nil {
 		return Kernel{}, fmt.Errorf("kernel mapping: %w", err)
 	}
-	defer f.Close()
-	k, err := parseKallsyms(f)
+	k, err := kernelText(syms)
 	if err != nil {
 		return Kernel{}, fmt.Errorf("kernel mapping: /proc/kallsyms: %w", err)
 	}
@@ -370,33 +393,30 @@ func KernelMapping() (Kernel, error) {
 	return k, nil
 }
 
-func parseKallsyms(r io.Reader) (Kernel, error) {
+// kernelText finds the kernel's text bounds in a kallsyms file.
+func kernelText(syms []byte) (Kernel, error) {
 	var k Kernel
 	found := 0
-	sc := bufio.NewScanner(r)
-	for found < 3 && sc.Scan() {
-		addr, rest, _ := bytes.Cut(sc.Bytes(), []byte(" "))
-		_, name, _ := bytes.Cut(rest, []byte(" "))
-		var dst *uint64
-		switch string(name) {
+	for s, err := range kallsyms.Symbols(syms) {
+		if err != nil {
+			return k, err
+		}
+		if s.Module != "" {
+			continue
+		}
+		switch s.Name {
 		case "_text":
-			dst = &k.Text
+			k.Text = s.Addr
 		case "_stext":
-			dst = &k.Stext
+			k.Stext = s.Addr
 		case "_etext":
-			dst = &k.Etext
+			k.Etext = s.Addr
 		default:
 			continue
 		}
-		v, err := strconv.ParseUint(string(addr), 16, 64)
-		if err != nil {
-			return k, fmt.Errorf("symbol %s: %w", name, err)
+		if found++; found == 3 {
+			break
 		}
-		*dst = v
-		found++
-	}
-	if err := sc.Err(); err != nil {
-		return k, err
 	}
 	if found == 0 {
 		return k, errors.New("no _text, _stext or _etext")
@@ -408,18 +428,20 @@ func parseKallsyms(r io.Reader) (Kernel, error) {
 // parseModules parses /proc/modules: "name size refs deps state address".
 func parseModules(b []byte) ([]Module, error) {
 	var mods []Module
+	n := 0
 	for line := range strings.Lines(string(b)) {
+		n++
 		f := strings.Fields(line)
 		if len(f) < 6 {
-			return nil, fmt.Errorf("line %q: too few fields", line)
+			return nil, fmt.Errorf("line %d: too few fields", n)
 		}
 		size, err := strconv.ParseUint(f[1], 10, 64)
 		if err != nil {
-			return nil, fmt.Errorf("line %q: %w", line, err)
+			return nil, fmt.Errorf("line %d: bad size", n)
 		}
 		start, err := strconv.ParseUint(strings.TrimPrefix(f[5], "0x"), 16, 64)
 		if err != nil {
-			return nil, fmt.Errorf("line %q: %w", line, err)
+			return nil, fmt.Errorf("line %d: bad address", n)
 		}
 		mods = append(mods, Module{Name: f[0], Start: start, Size: size})
 	}

@@ -99,7 +99,7 @@ func TestAllPIDs(t *testing.T) {
 	}
 }
 
-func TestParseKallsyms(t *testing.T) {
+func TestKernelText(t *testing.T) {
 	tests := []struct {
 		in   string
 		want Kernel
@@ -109,12 +109,13 @@ func TestParseKallsyms(t *testing.T) {
 			Kernel{Text: 0xffffffff81000000, Stext: 0xffffffff81000000, Etext: 0xffffffff82276508}, false},
 		{"0000000000000000 T _text\n0000000000000000 T _stext\n", Kernel{Hidden: true}, false},
 		{"ffffffffc0000000 t foo [mod]\n", Kernel{}, true},
+		{"ffffffffc0000000 t _text [mod]\n", Kernel{}, true}, // a module's, not the kernel's
 		{"zz T _text\n", Kernel{}, true},
 	}
 	for _, tt := range tests {
-		got, err := parseKallsyms(strings.NewReader(tt.in))
+		got, err := kernelText([]byte(tt.in))
 		if (err != nil) != tt.err || err == nil && (got.Text != tt.want.Text || got.Stext != tt.want.Stext || got.Etext != tt.want.Etext || got.Hidden != tt.want.Hidden) {
-			t.Errorf("parseKallsyms(%q) = %+v, %v; want %+v", tt.in, got, err, tt.want)
+			t.Errorf("kernelText(%q) = %+v, %v; want %+v", tt.in, got, err, tt.want)
 		}
 	}
 }
@@ -195,3 +196,17 @@ func TestReadIdentitySelf(t *testing.T) {
 		t.Errorf("identity of an exited process: %v, want ErrNoProcess", err)
 	}
 }
+// TestParseErrors: errors name the line by number and never quote it: a
+// maps line holds a path any user chose.
+func TestParseErrors(t *testing.T) {
+	if _, err := parseMaps([]byte("0-1000 r-xp 0 00:00 0 /a\n1000-1000 r-xp 0 00:00 0 /secret\n")); err == nil || !strings.Contains(err.Error(), "line 2: empty range") {
+		t.Errorf("empty range: err = %v", err)
+	}
+	if _, err := parseMaps([]byte("0-1000 r-xp 0 00:00 /secret path\n")); err == nil || strings.Contains(err.Error(), "secret") {
+		t.Errorf("bad inode: err = %v, want one that does not quote the line", err)
+	}
+	if _, err := parseModules([]byte("secret 1 0 - Live\n")); err == nil || strings.Contains(err.Error(), "secret") {
+		t.Errorf("short module line: err = %v, want one that does not quote the line", err)
+	}
+}
+

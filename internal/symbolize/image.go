@@ -132,6 +132,13 @@ func openELF(path string) (f *elfFile, err error) {
 		}
 	}()
 	defer catch(path, &err)
+	fi, err := file.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if err := checkTables(file, fi.Size()); err != nil {
+		return nil, fmt.Errorf("%s: %w: %w", path, ErrMalformed, err)
+	}
 	ef, err := elf.NewFile(file)
 	if err != nil {
 		return nil, notELF(path, err)
@@ -141,6 +148,11 @@ func openELF(path string) (f *elfFile, err error) {
 
 func newELF(name string, r io.ReaderAt) (f *elfFile, err error) {
 	defer catch(name, &err)
+	if sized, ok := r.(interface{ Size() int64 }); ok {
+		if err := checkTables(r, sized.Size()); err != nil {
+			return nil, fmt.Errorf("%s: %w: %w", name, ErrMalformed, err)
+		}
+	}
 	ef, err := elf.NewFile(r)
 	if err != nil {
 		return nil, notELF(name, err)
@@ -158,6 +170,48 @@ func notELF(name string, err error) error {
 		return fmt.Errorf("%s: %w: not a valid ELF file", name, ErrMalformed)
 	}
 	return fmt.Errorf("%s: %w: %w", name, ErrMalformed, err)
+}
+
+// checkTables refuses an ELF header whose program or section header table
+// does not fit in the file's size bytes: debug/elf allocates what a table
+// claims (up to 10 MB at a time) before it finds the file too short, which
+// made each such crafted header cost milliseconds.
+func checkTables(r io.ReaderAt, size int64) error {
+	var h [64]byte
+	if _, err := r.ReadAt(h[:], 0); err != nil && err != io.EOF {
+		return fmt.Errorf("reading the ELF header: %w", err)
+	}
+	var bo binary.ByteOrder = binary.LittleEndian
+	if h[elf.EI_DATA] == byte(elf.ELFDATA2MSB) {
+		bo = binary.BigEndian
+	}
+	var phoff, shoff uint64
+	var at int // offset of e_phentsize
+	switch elf.Class(h[elf.EI_CLASS]) {
+	case elf.ELFCLASS64:
+		phoff, shoff, at = bo.Uint64(h[0x20:]), bo.Uint64(h[0x28:]), 0x36
+	case elf.ELFCLASS32:
+		phoff, shoff, at = uint64(bo.Uint32(h[0x1c:])), uint64(bo.Uint32(h[0x20:])), 0x2a
+	default:
+		return nil // debug/elf says what is wrong
+	}
+	phent, phnum := uint64(bo.Uint16(h[at:])), uint64(bo.Uint16(h[at+2:]))
+	shent, shnum := uint64(bo.Uint16(h[at+4:])), uint64(bo.Uint16(h[at+6:]))
+	const pnXNum = 0xffff // PN_XNUM
+	if phnum == pnXNum || shnum == 0 && shoff != 0 {
+		// The counts are in section 0; one entry must fit at least.
+		phnum, shnum = min(phnum, 1), max(shnum, 1)
+	}
+	fits := func(off, n, ent uint64) bool {
+		return n == 0 || off <= uint64(size) && n*ent <= uint64(size)-off
+	}
+	if !fits(phoff, phnum, phent) {
+		return fmt.Errorf("program headers at offset %d past the end of the file (%d bytes)", phoff, size)
+	}
+	if !fits(shoff, shnum, shent) {
+		return fmt.Errorf("section headers at offset %d past the end of the file (%d bytes)", shoff, size)
+	}
+	return nil
 }
 
 // LoadOptions control how an image is read.

@@ -1,14 +1,16 @@
 package symbolize
 
 import (
+	"bytes"
 	"cmp"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"slices"
-	"strconv"
-	"strings"
 	"sync/atomic"
+
+	"github.com/jitprof/jitprof/internal/kallsyms"
 )
 
 // Kernel is the kernel's symbol table from kallsyms, modules included.
@@ -33,107 +35,33 @@ func LoadKallsyms(path string, opts LoadOptions) (*Kernel, error) {
 // kernelPage bounds the last symbol, as perf does, since kallsyms has no sizes.
 const kernelPage = 4096
 
-// ksym is one kallsyms line; name and mod are substrings of the whole
-// text, so parsing allocates per table, not per line.
-type ksym struct {
-	start     uint64
-	name, mod string
-	text      bool
-}
-
-// ParseKallsyms parses "address type name [module]" lines, keeping text
-// symbols (types t, T, w, W). It fails with ErrKptrRestrict when every
-// address reads as zero, which is what an unprivileged reader sees under
-// kernel.kptr_restrict.
+// ParseKallsyms parses a kallsyms file, keeping text symbols (types t, T,
+// w, W). It fails with ErrKptrRestrict when every address reads as zero,
+// which is what an unprivileged reader sees under kernel.kptr_restrict.
 func ParseKallsyms(r io.Reader, opts LoadOptions) (*Kernel, error) {
 	b, err := io.ReadAll(r)
 	if err != nil {
 		return nil, fmt.Errorf("kallsyms: %w", err)
 	}
-	text := string(b)
-	all := make([]ksym, 0, strings.Count(text, "\n")+1)
-	lineNo, nonzero, sorted := 0, false, true
-	for rest := text; rest != ""; {
-		// The table is 100,000 lines and more: a loop over bytes
-		// with a lookup table splits them in a third of the time
-		// strings.Lines and a function per byte take.
-		line := rest
-		if nl := strings.IndexByte(rest, '\n'); nl >= 0 {
-			line, rest = rest[:nl+1], rest[nl+1:]
-		} else {
-			rest = ""
+	all := make([]kallsyms.Symbol, 0, bytes.Count(b, []byte("\n"))+1)
+	nonzero, sorted := false, true
+	for s, err := range kallsyms.Symbols(b) {
+		if err != nil {
+			return nil, err
 		}
-		lineNo++
-		var fields [4]string
-		n := 0
-		for i := 0; n < len(fields); n++ {
-			for i < len(line) && spaces[line[i]] {
-				i++
-			}
-			if i == len(line) {
-				break
-			}
-			j := i
-			for j < len(line) && !spaces[line[j]] {
-				j++
-			}
-			fields[n], i = line[i:j], j
-		}
-		if n == 0 {
-			continue
-		}
-		if n < 3 || len(fields[1]) != 1 {
-			return nil, fmt.Errorf("kallsyms line %d: want \"address type name [module]\", got %q", lineNo, strings.TrimRight(line, "\r\n"))
-		}
-		addr, ok := parseHex(fields[0])
-		if !ok {
-			_, err := strconv.ParseUint(fields[0], 16, 64) // says what is wrong
-			return nil, fmt.Errorf("kallsyms line %d: address: %w", lineNo, err)
-		}
-		nonzero = nonzero || addr != 0
-		t := fields[1][0]
-		s := ksym{start: addr, name: fields[2], text: t == 'T' || t == 't' || t == 'W' || t == 'w'}
-		if n > 3 {
-			s.mod = strings.Trim(fields[3], "[]")
-		}
-		sorted = sorted && (len(all) == 0 || all[len(all)-1].start <= addr)
+		nonzero = nonzero || s.Addr != 0
+		sorted = sorted && (len(all) == 0 || all[len(all)-1].Addr <= s.Addr)
 		all = append(all, s)
 	}
-	if lineNo > 0 && !nonzero {
+	if len(all) > 0 && !nonzero {
 		return nil, fmt.Errorf("kallsyms: %w: run as root or set sysctl kernel.kptr_restrict=0", ErrKptrRestrict)
 	}
 	if !sorted {
 		// Stable, so aliases keep their order, which picks the alias
 		// kept below.
-		slices.SortStableFunc(all, func(a, b ksym) int { return cmp.Compare(a.start, b.start) })
+		slices.SortStableFunc(all, func(a, b kallsyms.Symbol) int { return cmp.Compare(a.Addr, b.Addr) })
 	}
 	return &Kernel{syms: kallsymsTable(all, opts.RawNames)}, nil
-}
-
-// spaces are the bytes that separate kallsyms fields.
-var spaces = [256]bool{' ': true, '\t': true, '\n': true, '\r': true, '\v': true, '\f': true}
-
-// parseHex parses 1 to 16 hex digits, without strconv's generality.
-func parseHex(s string) (uint64, bool) {
-	if len(s) == 0 || len(s) > 16 {
-		return 0, false
-	}
-	var v uint64
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case '0' <= c && c <= '9':
-			c -= '0'
-		case 'a' <= c && c <= 'f':
-			c -= 'a' - 10
-		case 'A' <= c && c <= 'F':
-			c -= 'A' - 10
-		default:
-			return 0, false
-		}
-		v = v<<4 | uint64(c)
-	}
-	return v, true
 }
 
 // kallsymsTable builds the table of the text symbols of all, sorted by
@@ -144,17 +72,17 @@ func parseHex(s string) (uint64, bool) {
 // symbol may be far away, it ends at the next page (as perf's
 // symbols__fixup_end does), so the gap is not charged to it. Of aliases,
 // newTable keeps the only one with a size: the last listed.
-func kallsymsTable(all []ksym, raw bool) *table {
+func kallsymsTable(all []kallsyms.Symbol, raw bool) *table {
 	t := &table{raw: raw, names: make([]string, 1, len(all)+1), entries: make([]entry, 0, len(all))}
 	mods := map[string]uint32{"": 0}
 	for i := 0; i < len(all); {
 		j := i + 1
-		for j < len(all) && all[j].start == all[i].start {
+		for j < len(all) && all[j].Addr == all[i].Addr {
 			j++
 		}
 		last := -1 // the last text alias at this address
 		for k := i; k < j; k++ {
-			if all[k].text {
+			if all[k].Text() {
 				last = k
 			}
 		}
@@ -163,25 +91,32 @@ func kallsymsTable(all []ksym, raw bool) *table {
 			continue
 		}
 		s := all[last]
-		end := (s.start/kernelPage + 1) * kernelPage
-		if j < len(all) && all[j].mod == s.mod {
-			end = all[j].start
+		end := (s.Addr/kernelPage + 1) * kernelPage
+		if end == 0 { // the last page of the address space
+			end = math.MaxUint64
+		}
+		if j < len(all) && all[j].Module == s.Module {
+			end = all[j].Addr
 		}
 		// A text symbol of another module may start before the page ends.
-		for k := j; k < len(all) && all[k].start < end; k++ {
-			if all[k].text {
-				end = all[k].start
+		for k := j; k < len(all) && all[k].Addr < end; k++ {
+			if all[k].Text() {
+				end = all[k].Addr
 				break
 			}
 		}
-		mod, ok := mods[s.mod]
+		if end <= s.Addr { // at the last address: no byte to cover
+			i = j
+			continue
+		}
+		mod, ok := mods[s.Module]
 		if !ok {
 			mod = uint32(len(t.names))
-			t.names = append(t.names, s.mod)
-			mods[s.mod] = mod
+			t.names = append(t.names, s.Module)
+			mods[s.Module] = mod
 		}
-		t.entries = append(t.entries, entry{start: s.start, end: end, name: uint32(len(t.names)), mod: mod})
-		t.names = append(t.names, s.name)
+		t.entries = append(t.entries, entry{start: s.Addr, end: end, name: uint32(len(t.names)), mod: mod})
+		t.names = append(t.names, s.Name)
 		i = j
 	}
 	t.demangled = make([]atomic.Pointer[string], len(t.names))

@@ -62,7 +62,7 @@ func TestKallsymsErrors(t *testing.T) {
 	}
 }
 
-func mustRead(t *testing.T, path string) string {
+func mustRead(t testing.TB, path string) string {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -110,4 +110,29 @@ func BenchmarkParseKallsyms(b *testing.B) {
 			b.Skipf("kernel symbols not visible here: %v", err)
 		}
 	}
+}
+
+// FuzzKallsyms: the table made of any kallsyms text is sorted, each symbol
+// covers at least its first byte and ends where the next one starts or
+// before, and looking up a symbol's first and last bytes finds it.
+func FuzzKallsyms(f *testing.F) {
+	f.Add([]byte(mustRead(f, "testdata/kallsyms.txt")))
+	f.Add([]byte("2 T b\n1 T a\n1 W a2\n3 D d\n"))
+	f.Fuzz(func(t *testing.T, text []byte) {
+		k, err := ParseKallsyms(bytes.NewReader(text), LoadOptions{RawNames: true})
+		if err != nil {
+			return
+		}
+		es := k.syms.entries
+		for i, e := range es {
+			if e.end <= e.start || i > 0 && es[i-1].end > e.start {
+				t.Fatalf("entry %d [%#x, %#x) after [%#x, %#x)", i, e.start, e.end, es[max(i-1, 0)].start, es[max(i-1, 0)].end)
+			}
+			for _, a := range []uint64{e.start, e.end - 1} {
+				if s, ok := k.Lookup(a); !ok || s.Start != e.start || s.Start+s.Size != e.end {
+					t.Fatalf("Lookup(%#x) = %+v, %v; want the entry [%#x, %#x)", a, s, ok, e.start, e.end)
+				}
+			}
+		}
+	})
 }
