@@ -196,6 +196,7 @@ func TestReadIdentitySelf(t *testing.T) {
 		t.Errorf("identity of an exited process: %v, want ErrNoProcess", err)
 	}
 }
+
 // TestParseErrors: errors name the line by number and never quote it: a
 // maps line holds a path any user chose.
 func TestParseErrors(t *testing.T) {
@@ -209,4 +210,3 @@ func TestParseErrors(t *testing.T) {
 		t.Errorf("short module line: err = %v, want one that does not quote the line", err)
 	}
 }
-
