@@ -306,11 +306,6 @@ type cacheKey struct {
 const (
 	cacheUnknown int64 = -1
 	cacheKernel  int64 = -2
-	// cacheRet - Mapping.ID keys the return addresses of a mapping
-	// when lines are resolved: a return address names the line of its
-	// call (the byte before it), not the one the same address has as a
-	// sampled IP.
-	cacheRet int64 = -3
 )
 
 // mappingKey is cacheKey.mapping for the frames of mapping m: of its
