@@ -8,6 +8,13 @@ set -euo pipefail
 cd "$(dirname "$0")"
 ./scripts/setup.sh test
 
+# Linux perf keeps a copy of every image it records under ~/.debug; the
+# tests record hundreds of throwaway binaries and JIT images, which grew
+# root's cache by gigabytes. The tests' perf gets a cache of its own.
+PERF_BUILDID_DIR=$(mktemp -d /tmp/jitprof-test-buildid.XXXXXX)
+export PERF_BUILDID_DIR
+trap 'rm -rf "$PERF_BUILDID_DIR"' EXIT
+
 echo "== gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go'))
 if [ -n "$unformatted" ]; then
