@@ -10,10 +10,12 @@ cd "$(dirname "$0")"
 
 # Linux perf keeps a copy of every image it records under ~/.debug; the
 # tests record hundreds of throwaway binaries and JIT images, which grew
-# root's cache by gigabytes. The tests' perf gets a cache of its own.
-PERF_BUILDID_DIR=$(mktemp -d /tmp/jitprof-test-buildid.XXXXXX)
-export PERF_BUILDID_DIR
-trap 'rm -rf "$PERF_BUILDID_DIR"' EXIT
+# root's cache by gigabytes. The tests' perf gets a cache of its own
+# (perf 6.1 reads buildid.dir from its config; PERF_BUILDID_DIR it ignores).
+scratch=$(mktemp -d /tmp/jitprof-test-perf.XXXXXX)
+trap 'rm -rf "$scratch"' EXIT
+printf '[buildid]\n\tdir = %s/buildid\n' "$scratch" >"$scratch/perfconfig"
+export PERF_CONFIG=$scratch/perfconfig
 
 echo "== gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go'))
