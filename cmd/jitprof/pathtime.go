@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -8,7 +9,10 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/jitprof/jitprof/internal/anon"
+	"github.com/jitprof/jitprof/internal/jitbundle"
 	"github.com/jitprof/jitprof/internal/pathtime"
+	"github.com/jitprof/jitprof/internal/pypylog"
 	"github.com/jitprof/jitprof/jitlog"
 	"github.com/jitprof/jitprof/perfdata"
 )
@@ -27,13 +31,25 @@ func pathtimeMain(stdout, stderr io.Writer, args []string) error {
 	input := fs.String("i", "", "add on-CPU time per region from the cpu-clock or task-clock samples of this `perf.data` (jitprof record, or perf record -k mono)")
 	nested := fs.Bool("nested", false, "an enter inside a region is a call charged to the caller, not a jump")
 	force := fs.Bool("force", false, "read a database owned by another user than the process's (or yours), with several links, or over the size limit")
+	pypyLog := fs.String("pypylog", "", "account the jit-profile-enter/exit events of PyPy's log `FILE` (seed 002) instead of a jitlog database")
+	innerFlag := fs.String("inner-bridges", "ignore", "with --pypylog, the `policy` for bridges that jump back to their own loop: ignore (charged to the loop) or record (regions of their own)")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: jitprof pathtime [-p PID | DATABASE] [-i perf.data] [--nested]")
+		fmt.Fprintln(fs.Output(), "usage: jitprof pathtime [-p PID | DATABASE] [-i perf.data] [--nested]\n       jitprof pathtime --pypylog FILE [--inner-bridges ignore|record] [-i perf.data [-p PID]]")
 		printFlags(fs)
 	}
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
+	}
+	if *pypyLog != "" {
+		if len(pos) > 0 || *nested {
+			return errors.New("--pypylog takes no database and no --nested (with PyPy's events, call_assembler is a call and other enters are jumps)")
+		}
+		inner, err := pathtime.ParseInnerBridges(*innerFlag)
+		if err != nil {
+			return err
+		}
+		return pathtimePyPy(stdout, *pypyLog, inner, *input, *pid)
 	}
 	path, owner, err := database(fs, *pid, pos)
 	if err != nil {
@@ -167,4 +183,120 @@ func readSamples(path string, pid uint32) (*samplesOf, error) {
 		return nil, fmt.Errorf("%s: no %s samples of pid %d, the JIT's: was it recorded while the JIT ran?", path, out.event, pid)
 	}
 	return out, nil
+}
+
+// pathtimePyPy accounts the jit-profile-enter/exit events of a PyPy log
+// (seed 002), in the log's TSC ticks; with a recording, in nanoseconds by
+// its TSC calibration, and with the samples of PyPy's threads.
+func pathtimePyPy(stdout io.Writer, path string, inner pathtime.InnerBridges, input string, pid int) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	l, err := pypylog.Read(f, pypylog.Options{})
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if len(l.Profile) == 0 {
+		return fmt.Errorf("%s: no jit-profile-enter or jit-profile-exit events: released PyPys do not write them (seed 002); jitprof report --anon-samples --pypylog %s names loops and bridges by samples", path, path)
+	}
+	p := pathtime.NewPyPy(l, inner)
+	opts := p.Options
+	unit := "ticks"
+	toTime := func(t uint64) uint64 { return t }
+	var sampled *samplesOf
+	if input != "" {
+		clock, who, err := pypyRecording(input, pid)
+		if err != nil {
+			return err
+		}
+		if sampled, err = readSamples(input, who); err != nil {
+			return err
+		}
+		unit, toTime = "ns", clock.Nanos
+		opts.Samples = sampled.samples
+		opts.InRegion = func(r, ip uint64) bool {
+			c, ok := p.Code(r)
+			return ok && ip >= c.Start && ip < c.End
+		}
+	}
+	acc := pathtime.NewAccountant(opts)
+	for _, e := range l.Profile {
+		ev := p.Event(e)
+		ev.Time = toTime(ev.Time)
+		if err := acc.Add(ev); err != nil {
+			return fmt.Errorf("%s: line %d: %w", path, e.Line, err)
+		}
+	}
+	res, err := acc.Result()
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	policy := map[pathtime.InnerBridges]string{pathtime.IgnoreInner: "charged to their loops", pathtime.RecordInner: "regions of their own"}[inner]
+	total := strconv.FormatUint(res.Total, 10) + " ticks"
+	if unit == "ns" {
+		total = time.Duration(res.Total).String()
+	}
+	fmt.Fprintf(stdout, "# %s: %d events, %d regions entered, %s in loops and bridges; inner bridges %s\n", path, len(l.Profile), len(res.Totals), total, policy)
+	for _, w := range l.Warnings {
+		fmt.Fprintf(stdout, "# warning: %s\n", w)
+	}
+	fmt.Fprintf(stdout, "# Time is wall time from enter to exit, call_assembler's included in the caller's: it includes time the thread was preempted or blocked.")
+	if sampled == nil {
+		fmt.Fprintf(stdout, " In TSC ticks; -i perf.data (recorded by jitprof record) gives nanoseconds and on-CPU time.\n")
+		fmt.Fprintf(stdout, "%8s %16s %9s  %s\n", "Time%", "Ticks", "Entries", "Region")
+	} else {
+		fmt.Fprintf(stdout, "\n# On-CPU is from %d %s samples of pid %d in %s, %d of them in loops and bridges: %v.\n",
+			len(sampled.samples), sampled.event, sampled.pid, input, res.Samples, time.Duration(res.OnCPU))
+		fmt.Fprintf(stdout, "%8s %14s %14s %8s %8s %9s  %s\n", "Time%", "Time", "On-CPU", "Samples", "Self", "Entries", "Region")
+	}
+	for _, t := range res.Totals {
+		name := p.Name(t.Region)
+		if c, ok := p.Code(t.Region); ok {
+			name = fmt.Sprintf("%s %#x+%d", name, c.Start, c.End-c.Start)
+		}
+		if sampled == nil {
+			fmt.Fprintf(stdout, "%7.2f%% %16d %9d  %s\n", t.Percent, t.Time, t.Entries, name)
+		} else {
+			fmt.Fprintf(stdout, "%7.2f%% %14v %14v %8d %8d %9d  %s\n", t.Percent, time.Duration(t.Time), time.Duration(t.OnCPU), t.Samples, t.Self, t.Entries, name)
+		}
+	}
+	return nil
+}
+
+// pypyRecording returns the TSC calibration a jitprof recording carries
+// for pid (0: the one process that has one), which puts PyPy's ticks on
+// the samples' clock.
+func pypyRecording(path string, pid int) (*pypylog.Clock, uint32, error) {
+	f, err := perfdata.Open(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer f.Close()
+	b, err := jitbundle.Load(f)
+	if err != nil {
+		return nil, 0, fmt.Errorf("%s: %w", path, err)
+	}
+	var found []jitbundle.Entry
+	if b != nil {
+		for _, e := range b.Files {
+			if e.Kind == jitbundle.KindTSC && (pid == 0 || e.PID == pid) {
+				found = append(found, e)
+			}
+		}
+	}
+	switch {
+	case len(found) == 0 && pid != 0:
+		return nil, 0, fmt.Errorf("%s: no TSC calibration for pid %d, whose PyPy log is stamped with the TSC: record it with jitprof record", path, pid)
+	case len(found) == 0:
+		return nil, 0, fmt.Errorf("%s: no TSC calibration, which puts PyPy's TSC stamps on the samples' clock: record with jitprof record", path)
+	case len(found) > 1:
+		return nil, 0, fmt.Errorf("%s: %d processes have a TSC calibration: say which PyPy with -p PID", path, len(found))
+	}
+	clock, err := anon.TSCClock(found[0].Data)
+	if err != nil {
+		return nil, 0, fmt.Errorf("%s: pid %d: the TSC calibration: %w", path, found[0].PID, err)
+	}
+	return clock, uint32(found[0].PID), nil
 }

@@ -131,3 +131,39 @@ func TestPathtimeOnCPU(t *testing.T) {
 		t.Logf("%s", out)
 	}
 }
+
+// TestPathtimePyPy: pathtime --pypylog accounts seed 002's example (its
+// stamps written in hex, as PyPy writes them), and a log without
+// jit-profile events is an error that says where loops are named instead.
+func TestPathtimePyPy(t *testing.T) {
+	dir := t.TempDir()
+	seed := filepath.Join(dir, "seed.log")
+	log := fmt.Sprintf("[%x] {jit-profile-enter\nloop1      # e.g. an entry bridge\n[%x] jit-profile-enter}\n"+
+		"[%x] {jit-profile-enter\nloop0      # JUMP from loop1 to loop0\n[%x] jit-profile-enter}\n"+
+		"[%x] {jit-profile-exit\nloop0      # e.g. because of a failing guard\n[%x] jit-profile-exit}\n", 100, 101, 200, 201, 500, 501)
+	if err := os.WriteFile(seed, []byte(log), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, policy := range []string{"ignore", "record"} {
+		var stdout, stderr strings.Builder
+		if err := pathtimeMain(&stdout, &stderr, []string{"--pypylog", seed, "--inner-bridges", policy}); err != nil {
+			t.Fatalf("%s: %v\n%s", policy, err, stderr.String())
+		}
+		out := stdout.String()
+		for _, want := range []string{"3 events, 2 regions entered, 400 ticks", "75.00%              300         1  loop0", "25.00%              100         1  loop1"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("%s: pathtime does not say %q:\n%s", policy, want, out)
+			}
+		}
+	}
+	plain := filepath.Join(dir, "plain.log")
+	os.WriteFile(plain, []byte("[1] {jit-backend-addr\n[2] jit-backend-addr}\n"), 0o644)
+	var stdout, stderr strings.Builder
+	err := pathtimeMain(&stdout, &stderr, []string{"--pypylog", plain})
+	if err == nil || !strings.Contains(err.Error(), "no jit-profile-enter or jit-profile-exit events") || !strings.Contains(err.Error(), "report --anon-samples --pypylog") {
+		t.Errorf("a log without events: %v", err)
+	}
+	if err := pathtimeMain(&stdout, &stderr, []string{"--pypylog", seed, "--inner-bridges", "often"}); err == nil {
+		t.Error("--inner-bridges often accepted")
+	}
+}

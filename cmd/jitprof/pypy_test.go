@@ -124,7 +124,8 @@ func TestPyPyLoops(t *testing.T) {
 			if err != nil {
 				t.Fatalf("jitprof report: %v\n%s", err, stderr.String())
 			}
-			if want := "JIT code named by pypy from pypy " + log + ", times by the recording's TSC calibration"; !strings.Contains(stderr.String(), want) {
+			// jitprof record embedded the log: the copy wins over the file.
+			if want := "JIT code named by pypy from pypy " + log + " (embedded in the recording), times by the recording's TSC calibration"; !strings.Contains(stderr.String(), want) {
 				t.Errorf("report's stderr lacks %q:\n%s", want, stderr.String())
 			}
 			byFunc, all, bridges := pypyShares(t, string(out))
@@ -154,6 +155,30 @@ func TestPyPyLoops(t *testing.T) {
 			for name := range byFunc {
 				if _, ok := spent[name]; !ok && byFunc[name] > 1 {
 					t.Errorf("the report names %q (%.1f%%), a function the program does not run hot", name, byFunc[name])
+				}
+			}
+
+			// The recording carries the log's address and trace sections
+			// (record read PYPYLOG from the command's environment): with
+			// the log gone, a plain --anon-samples report names the same
+			// loops with the same shares.
+			if err := os.Remove(log); err != nil {
+				t.Fatal(err)
+			}
+			rep = exec.Command(jitprof, "report", "-i", data, "--anon-samples", "-l", "--format", "csv")
+			stderr.Reset()
+			rep.Stderr = &stderr
+			out2, err := rep.Output()
+			if err != nil {
+				t.Fatalf("jitprof report without the log: %v\n%s", err, stderr.String())
+			}
+			if want := "JIT code named by pypy from pypy " + log + " (embedded in the recording)"; !strings.Contains(stderr.String(), want) {
+				t.Errorf("report's stderr lacks %q:\n%s", want, stderr.String())
+			}
+			_, all2, _ := pypyShares(t, string(out2))
+			for sym, pc := range all {
+				if d := math.Abs(all2[sym] - pc); d > 0.01 {
+					t.Errorf("%s: %.2f%% from the embedded log, %.2f%% from the file", sym, all2[sym], pc)
 				}
 			}
 		})

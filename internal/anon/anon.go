@@ -38,6 +38,14 @@ type Process struct {
 	// Embedded is JIT data the recorder copied into the recording, by the
 	// path it had; handlers prefer it to files that may be gone or newer.
 	Embedded map[string][]byte
+	// Kinds says which handler's data each Embedded path is (the
+	// recorder's entry kinds: "pypy" for a PyPy log, which no fixed path
+	// names).
+	Kinds map[string]string
+	// PyPyLog is the FILE of the PYPYLOG the process was started with
+	// ("%d" for its pid), where the recorder knows it (the command it
+	// ran): jitprof record embeds the log.
+	PyPyLog string
 	// Force overrides the trust checks (the report's --force).
 	Force bool
 }

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"strings"
 
 	"github.com/jitprof/jitprof/internal/jitbundle"
+	"github.com/jitprof/jitprof/internal/pypylog"
 	"github.com/jitprof/jitprof/jitlog"
 )
 
@@ -44,6 +46,23 @@ func (jitlogHandler) used(b []byte) []byte {
 	}
 	return b
 }
+
+// paths is where the log of PYPYLOG is, when the recorder knows the
+// variable: PyPy writes one per process, "%d" standing for its pid.
+func (*pypyHandler) paths(p *Process) []string {
+	if p.PyPyLog == "" || !looksLikePyPy(p) {
+		return nil
+	}
+	var paths []string
+	for _, pid := range pids(p) {
+		paths = append(paths, strings.ReplaceAll(p.PyPyLog, "%d", itoa(int(pid))))
+	}
+	return uniq(paths)
+}
+
+// used keeps the sections the pypy handler reads: the rest of a log (the
+// GC's, the backend's dumps) can be most of it.
+func (*pypyHandler) used(b []byte) []byte { return pypylog.Keep(b) }
 
 // Collect copies p's JIT data, the first existing file of each built-in
 // handler that reads files, for jitprof record to embed in the recording

@@ -3,6 +3,7 @@ package anon
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
@@ -87,12 +88,24 @@ func (h *pypyHandler) Claim(p *Process) (Resolver, error) {
 	if !looksLikePyPy(p) {
 		return nil, nil
 	}
-	if h.log == "" {
-		return nil, fmt.Errorf("%w: no PyPy log given: run pypy with PYPYLOG=jit-backend-addr,jit-log-opt:FILE and report with --pypylog FILE", ErrNoData)
-	}
 	var paths []string
+	if h.log == "" {
+		// The log jitprof record embedded, from the PYPYLOG of the
+		// command it ran.
+		for path, kind := range p.Kinds {
+			if kind == h.Name() {
+				paths = append(paths, path)
+			}
+		}
+		slices.Sort(paths)
+		if len(paths) == 0 {
+			return nil, fmt.Errorf("%w: no PyPy log given or embedded: run pypy with PYPYLOG=jit-backend-addr,jit-log-opt:FILE under jitprof record, or report with --pypylog FILE", ErrNoData)
+		}
+	}
 	for _, pid := range pids(p) {
-		paths = append(paths, strings.ReplaceAll(h.log, "%d", itoa(int(pid))))
+		if h.log != "" {
+			paths = append(paths, strings.ReplaceAll(h.log, "%d", itoa(int(pid))))
+		}
 	}
 	d, err := findData(p, uniq(paths))
 	if err != nil {
@@ -121,7 +134,7 @@ func (h *pypyHandler) Claim(p *Process) (Resolver, error) {
 
 	clock, clockNote := pypyClock(p)
 	b := codemap.NewBuilder()
-	names := pypyNames(l)
+	names := l.Names()
 	for i, c := range l.Codes {
 		var t uint64
 		if clock != nil {
@@ -160,6 +173,20 @@ func (h *pypyHandler) read(d *data) (*pypylog.Log, error) {
 	return l, err
 }
 
+// TSCClock is the clock a recording's TSC calibration entry (data of a
+// jitbundle.KindTSC entry) gives: PyPy's TSC stamps to CLOCK_MONOTONIC.
+func TSCClock(raw []byte) (*pypylog.Clock, error) {
+	pairs, err := jitbundle.DecodeTSC(raw)
+	if err != nil {
+		return nil, err
+	}
+	ps := make([]pypylog.Pair, len(pairs))
+	for i, q := range pairs {
+		ps[i] = pypylog.Pair{Tick: q.TSC, Nanos: q.Nanos}
+	}
+	return pypylog.NewClock(ps)
+}
+
 // pypyClock returns the recording's TSC calibration for p, or nil, and
 // says which for the resolver's Source.
 func pypyClock(p *Process) (*pypylog.Clock, string) {
@@ -168,48 +195,11 @@ func pypyClock(p *Process) (*pypylog.Clock, string) {
 	if !ok {
 		return nil, "no TSC calibration in the recording (jitprof record writes one): " + timeless
 	}
-	pairs, err := jitbundle.DecodeTSC(raw)
-	var clock *pypylog.Clock
-	if err == nil {
-		ps := make([]pypylog.Pair, len(pairs))
-		for i, q := range pairs {
-			ps[i] = pypylog.Pair{Tick: q.TSC, Nanos: q.Nanos}
-		}
-		clock, err = pypylog.NewClock(ps)
-	}
+	clock, err := TSCClock(raw)
 	if err != nil {
 		return nil, fmt.Sprintf("the recording's TSC calibration is unusable (%v): %s", err, timeless)
 	}
 	return clock, "times by the recording's TSC calibration"
-}
-
-// pypyNames names every code: a loop by its Python function and number,
-// "f [loop 3]"; a bridge by the loop it belongs to and its place among
-// that loop's bridges, "f [bridge 2 of loop 3]"; a bridge whose loop the log
-// does not say (no jit-log-opt) as PyPy does, "bridge out of guard 0x...".
-func pypyNames(l *pypylog.Log) []string {
-	names := make([]string, len(l.Codes))
-	bridges := map[int]int{} // root code -> bridges seen
-	for i, c := range l.Codes {
-		if !c.Bridge {
-			fn := c.Loc.Func
-			if fn == "" {
-				// compile_tmp_callback's stubs have no name.
-				fn = "call to the interpreter"
-			}
-			names[i] = fmt.Sprintf("%s [loop %d]", fn, c.Loop)
-			continue
-		}
-		root, ok := l.Root(i)
-		if !ok {
-			names[i] = fmt.Sprintf("bridge out of guard %#x", c.Guard)
-			continue
-		}
-		bridges[root]++
-		r := l.Codes[root]
-		names[i] = fmt.Sprintf("%s [bridge %d of loop %d]", r.Loc.Func, bridges[root], r.Loop)
-	}
-	return names
 }
 
 // pypyLines is the line table of code i: from its trace, the Python line

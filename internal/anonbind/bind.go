@@ -62,6 +62,7 @@ type Binder struct {
 	opts     Options
 	procs    map[uint32]session.Process
 	embedded map[uint32]map[string][]byte
+	kinds    map[uint32]map[string]string // the kind of each embedded file, by path
 	recorded map[uint32]jitbundle.Process // who each process was, as recorded
 
 	mu    sync.RWMutex
@@ -102,7 +103,7 @@ func New(f *perfdata.File, tl *session.Timeline, opts Options) (*Binder, error) 
 		opts.ProcRoot = "/proc"
 	}
 	b := &Binder{opts: opts, procs: map[uint32]session.Process{}, embedded: map[uint32]map[string][]byte{},
-		recorded: map[uint32]jitbundle.Process{}, state: map[uint32]*procState{}}
+		kinds: map[uint32]map[string]string{}, recorded: map[uint32]jitbundle.Process{}, state: map[uint32]*procState{}}
 	for _, p := range tl.Processes() {
 		b.procs[p.PID] = p
 	}
@@ -120,6 +121,10 @@ func New(f *perfdata.File, tl *session.Timeline, opts Options) (*Binder, error) 
 				b.embedded[pid] = map[string][]byte{}
 			}
 			b.embedded[pid][e.Path] = e.Data
+			if b.kinds[pid] == nil {
+				b.kinds[pid] = map[string]string{}
+			}
+			b.kinds[pid][e.Path] = e.Kind
 		}
 	}
 	return b, nil
@@ -227,7 +232,7 @@ func (st *procState) name(sym *anon.Symbol) string {
 
 func (b *Binder) claim(pid uint32, st *procState) {
 	sp := b.procs[pid]
-	p := &anon.Process{PID: int(pid), NSPID: int(pid), Comm: sp.Comm, UID: trust.UnknownOwner, Embedded: b.embedded[pid], Force: b.opts.Force}
+	p := &anon.Process{PID: int(pid), NSPID: int(pid), Comm: sp.Comm, UID: trust.UnknownOwner, Embedded: b.embedded[pid], Kinds: b.kinds[pid], Force: b.opts.Force}
 	if rp, ok := b.recorded[pid]; ok {
 		p.UID, p.StartTime = rp.UID, rp.StartTime
 		if rp.NSPID != 0 {

@@ -33,6 +33,11 @@ type Options struct {
 	Nested bool
 	// Merge charges a region's time to another: inner bridges to their loop.
 	Merge map[uint64]uint64
+	// Calls, when set, says whether entering region callee while in
+	// region caller (as merged) is a call whose time is the caller's, as
+	// Nested makes every enter: PyPy's call_assembler. Other enters are
+	// jumps, the implicit exit of the current region.
+	Calls func(caller, callee uint64) bool
 	// End is the time to charge open regions up to; 0 means the last event.
 	End uint64
 	// Samples, in the events' clock, are charged to the region their
@@ -174,22 +179,28 @@ func (a *Accountant) Add(e Event) error {
 	switch {
 	case e.Exit && len(s.stack) == 0:
 		a.unmatch++
-	case e.Exit && a.opts.Nested:
+	case e.Exit && (a.opts.Nested || len(s.stack) > 1):
+		// The end of a call: back to the caller.
 		s.stack = s.stack[:len(s.stack)-1]
 	case e.Exit:
 		s.stack = s.stack[:0]
-	case a.opts.Nested:
+	case a.opts.Nested && len(s.stack) > 0, len(s.stack) > 0 && a.opts.Calls != nil && a.opts.Calls(s.stack[len(s.stack)-1], e.Region):
 		r := a.region(e.Region)
 		s.stack = append(s.stack, r)
 		a.entries[r]++
 	default:
 		r := a.region(e.Region)
-		if len(s.stack) == 1 && s.stack[0] == r {
+		if n := len(s.stack); n > 0 && s.stack[n-1] == r {
 			// An inner bridge merged into its loop jumping back: the
 			// loop goes on, it is not entered again.
 			return nil
 		}
-		s.stack = append(s.stack[:0], r)
+		// A jump: the implicit exit of the current region (of the
+		// callee, inside a call).
+		if n := len(s.stack); n > 0 {
+			s.stack = s.stack[:n-1]
+		}
+		s.stack = append(s.stack, r)
 		a.entries[r]++
 	}
 	return nil

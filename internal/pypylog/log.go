@@ -106,6 +106,15 @@ type Trace struct {
 	// garbage collector must follow).
 	Text   []string
 	Points []MergePoint
+	// Labels are the TargetTokens of the trace's label operations: where
+	// a jump can enter it. Jump is the TargetToken its final jump goes to
+	// (0 when it ends otherwise, in a finish or a guard): a bridge whose
+	// Jump is one of its own loop's Labels is an inner bridge (seed 002).
+	Labels []uint64
+	Jump   uint64
+	// Calls are the loops the trace calls with call_assembler (their
+	// numbers), whose time seed 002 charges to the caller.
+	Calls []int
 	// Code is the index in Log.Codes of the trace's machine code, -1
 	// when no jit-backend-addr section named it.
 	Code int
@@ -142,9 +151,11 @@ type MergePoint struct {
 // left. Released PyPys do not write them.
 type ProfileEvent struct {
 	Time uint64 // the section's timestamp
-	Exit bool
-	Name string // the body, without a trailing "# comment"
-	Line int64
+	// Thread is the section's "N# " thread prefix, -1 without one.
+	Thread int
+	Exit   bool
+	Name   string // the body, without a trailing "# comment"
+	Line   int64
 }
 
 // Log is what Read keeps of a log.
@@ -249,7 +260,7 @@ func (b *builder) event(e *Event) error {
 		case SectionOptLoop, SectionOptBridge:
 			b.trace = &Trace{Bridge: e.Section == SectionOptBridge, Code: -1, Time: e.Time, Line: e.Line}
 		case SectionProfileEnter, SectionProfileExit:
-			b.prof = &ProfileEvent{Time: e.Time, Exit: e.Section == SectionProfileExit, Line: e.Line}
+			b.prof = &ProfileEvent{Time: e.Time, Thread: e.Thread, Exit: e.Section == SectionProfileExit, Line: e.Line}
 		}
 	case End:
 		switch e.Section {
@@ -305,14 +316,19 @@ func profileName(t []byte) string {
 }
 
 var (
-	hasAddress  = []byte(") has address ")
-	bridgeOut   = []byte("bridge out of Guard ")
-	loopPrefix  = []byte("Loop ")
-	guardOp     = []byte("guard_")
-	guardDescr  = []byte("descr=<Guard")
-	mergePoint  = []byte("debug_merge_point(")
-	traceLoop   = []byte("# Loop ")
-	traceBridge = []byte("# bridge out of Guard ")
+	hasAddress    = []byte(") has address ")
+	bridgeOut     = []byte("bridge out of Guard ")
+	loopPrefix    = []byte("Loop ")
+	guardOp       = []byte("guard_")
+	guardDescr    = []byte("descr=<Guard")
+	mergePoint    = []byte("debug_merge_point(")
+	traceLoop     = []byte("# Loop ")
+	traceBridge   = []byte("# bridge out of Guard ")
+	labelOp       = []byte("label(")
+	jumpOp        = []byte("jump(")
+	targetToken   = []byte("descr=TargetToken(")
+	callAssembler = []byte("call_assembler")
+	loopDescr     = []byte("descr=<Loop")
 )
 
 // addrLine parses one line of a jit-backend-addr section.
@@ -504,6 +520,7 @@ func (b *builder) traceLine(t []byte, line int64) error {
 		return nil
 	}
 	op := Op{Offset: int32(off), Point: int32(len(tr.Points) - 1)}
+	b.flow(t)
 	// Only guards name guard descrs.
 	if bytes.HasPrefix(t, guardOp) {
 		if i := bytes.Index(t, guardDescr); i >= 0 {
@@ -520,6 +537,57 @@ func (b *builder) traceLine(t []byte, line int64) error {
 	}
 	tr.Ops = append(tr.Ops, op)
 	return nil
+}
+
+// flow notes where an operation lets control go: a label's and a jump's
+// TargetToken(N), a call_assembler's descr=<LoopN>. Calls are the text
+// after "= " ("p72 = call_assembler_r(p48, p33, descr=<Loop1>)").
+func (b *builder) flow(t []byte) {
+	tr := b.trace
+	switch {
+	case bytes.HasPrefix(t, labelOp), bytes.HasPrefix(t, jumpOp):
+		i := bytes.Index(t, targetToken)
+		if i < 0 {
+			return
+		}
+		v, n := decDigits64(t[i+len(targetToken):])
+		if n == 0 {
+			return
+		}
+		if t[0] == 'l' {
+			if len(tr.Labels) < maxLabels {
+				tr.Labels = append(tr.Labels, v)
+			}
+		} else {
+			tr.Jump = v
+		}
+	default:
+		_, call, ok := bytes.Cut(t, []byte(" = "))
+		if !ok {
+			call = t
+		}
+		if !bytes.HasPrefix(call, callAssembler) {
+			return
+		}
+		i := bytes.Index(call, loopDescr)
+		if i < 0 {
+			return
+		}
+		if v, n := decDigits(call[i+len(loopDescr):]); n > 0 && len(tr.Calls) < maxLabels && !slices.Contains(tr.Calls, v) {
+			tr.Calls = append(tr.Calls, v)
+		}
+	}
+}
+
+// maxLabels bounds a trace's labels and calls: PyPy's have a few.
+const maxLabels = 1024
+
+// decDigits64 parses the decimal digits t starts with (at most 19).
+func decDigits64(t []byte) (v uint64, n int) {
+	for ; n < len(t) && n < 19 && t[n] >= '0' && t[n] <= '9'; n++ {
+		v = v*10 + uint64(t[n]-'0')
+	}
+	return v, n
 }
 
 // traceHeader parses "N (name) : kind with K ops" (the name is optional).
@@ -661,6 +729,50 @@ func (l *Log) Root(i int) (int, bool) {
 		i = l.Traces[c.Parent].Code
 	}
 	return 0, false
+}
+
+// Names names every code, as reports show them: a loop by its Python function and number,
+// "f [loop 3]"; a bridge by the loop it belongs to and its place among
+// that loop's bridges, "f [bridge 2 of loop 3]"; a bridge whose loop the log
+// does not say (no jit-log-opt) as PyPy does, "bridge out of guard 0x...".
+func (l *Log) Names() []string {
+	names := make([]string, len(l.Codes))
+	bridges := map[int]int{} // root code -> bridges seen
+	for i, c := range l.Codes {
+		if !c.Bridge {
+			fn := c.Loc.Func
+			if fn == "" {
+				// compile_tmp_callback's stubs have no name.
+				fn = "call to the interpreter"
+			}
+			names[i] = fmt.Sprintf("%s [loop %d]", fn, c.Loop)
+			continue
+		}
+		root, ok := l.Root(i)
+		if !ok {
+			names[i] = fmt.Sprintf("bridge out of guard %#x", c.Guard)
+			continue
+		}
+		bridges[root]++
+		r := l.Codes[root]
+		names[i] = fmt.Sprintf("%s [bridge %d of loop %d]", r.Loc.Func, bridges[root], r.Loop)
+	}
+	return names
+}
+
+// Inner reports whether code i is an inner bridge, one that jumps back
+// to the loop it leaves (seed 002): its trace's final jump goes to a label
+// of its root loop's trace.
+func (l *Log) Inner(i int) bool {
+	if i < 0 || i >= len(l.Codes) || !l.Codes[i].Bridge || l.Codes[i].Trace < 0 {
+		return false
+	}
+	jump := l.Traces[l.Codes[i].Trace].Jump
+	root, ok := l.Root(i)
+	if !ok || jump == 0 || l.Codes[root].Trace < 0 {
+		return false
+	}
+	return slices.Contains(l.Traces[l.Codes[root].Trace].Labels, jump)
 }
 
 // PositionAt returns the merge point that the machine code at off (bytes

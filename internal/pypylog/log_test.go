@@ -1,8 +1,11 @@
 package pypylog
 
 import (
+	"bytes"
 	"errors"
 	"os"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -117,7 +120,7 @@ loop0      # e.g. because of a failing guard
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []ProfileEvent{{0x100, false, "loop1", 1}, {0x200, false, "loop0", 5}, {0x500, true, "loop0", 9}}
+	want := []ProfileEvent{{Time: 0x100, Thread: -1, Name: "loop1", Line: 1}, {Time: 0x200, Thread: -1, Name: "loop0", Line: 5}, {Time: 0x500, Thread: -1, Exit: true, Name: "loop0", Line: 9}}
 	if len(l.Profile) != len(want) {
 		t.Fatalf("events %+v, want %+v", l.Profile, want)
 	}
@@ -249,5 +252,77 @@ func TestParseLocation(t *testing.T) {
 		if got.String() != tc.in {
 			t.Errorf("%q prints as %q", tc.in, got.String())
 		}
+	}
+}
+
+// TestFlow reads where control goes in the real log: labels and the final
+// jump of each trace, call_assembler's callee, and so which bridges are
+// inner bridges (seed 002: they jump back to the loop they leave).
+func TestFlow(t *testing.T) {
+	l := readFile(t, "testdata/bridges.log", Options{})
+	loop1 := l.Traces[l.Codes[0].Trace]
+	if !slices.Equal(loop1.Labels, []uint64{140271513589568, 140271513589648}) || loop1.Jump != 140271513589648 || len(loop1.Calls) != 0 {
+		t.Errorf("loop 1: labels %v jump %d calls %v", loop1.Labels, loop1.Jump, loop1.Calls)
+	}
+	var inner, outer []string
+	names := l.Names()
+	for i, c := range l.Codes {
+		tr := l.Traces[c.Trace]
+		switch {
+		case !c.Bridge && c.Loop == 8:
+			if !slices.Equal(tr.Calls, []int{6}) {
+				t.Errorf("loop 8 calls %v, want loop 6 (call_assembler, twice)", tr.Calls)
+			}
+		case c.Bridge && l.Inner(i):
+			inner = append(inner, names[i])
+		case c.Bridge:
+			outer = append(outer, names[i])
+		}
+		if l.Inner(i) != (c.Bridge && tr.Jump != 0) {
+			t.Errorf("%s: inner %v, jump %d", names[i], l.Inner(i), tr.Jump)
+		}
+	}
+	// Every bridge of this log that ends in a jump jumps back into its own
+	// loop; the two that do not (loop 6's and the first of loop 8's) end
+	// in a finish or guard and leave to the interpreter.
+	if len(inner) != 5 || len(outer) != 2 {
+		t.Errorf("inner bridges %q, others %q; want 5 and 2", inner, outer)
+	}
+	if names[1] != "h [bridge 1 of loop 1]" {
+		t.Errorf("first bridge named %q", names[1])
+	}
+}
+
+// TestKeep: what Keep keeps reads as the whole log does, and is smaller.
+func TestKeep(t *testing.T) {
+	b, err := os.ReadFile("testdata/bridges.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	noise := "[1] {gc-minor\nsomething the GC says\n[2] {gc-inner\n[3] gc-inner}\n[4] gc-minor}\n"
+	log := []byte(noise + string(b) + noise + "[9] {jit-profile-enter\nLoop 1\n[a] jit-profile-enter}\n" + noise)
+	k := Keep(log)
+	if bytes.Contains(k, []byte("gc-minor")) || len(k) >= len(log) {
+		t.Errorf("kept %d of %d bytes, the GC's sections among them", len(k), len(log))
+	}
+	whole, err := Read(bytes.NewReader(log), Options{Ops: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	part, err := Read(bytes.NewReader(k), Options{Ops: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Only the line numbers differ.
+	for _, l := range []*Log{whole, part} {
+		for i := range l.Codes {
+			l.Codes[i].Line = 0
+		}
+		for i := range l.Traces {
+			l.Traces[i].Line = 0
+		}
+	}
+	if !reflect.DeepEqual(whole.Codes, part.Codes) || !reflect.DeepEqual(whole.Traces, part.Traces) || len(part.Profile) != 1 {
+		t.Errorf("the kept log reads differently: %d codes, %d traces, %d events", len(part.Codes), len(part.Traces), len(part.Profile))
 	}
 }

@@ -41,7 +41,7 @@ func (r *recorder) embedJITData(notice func(string)) int {
 				p.id = id
 			}
 		}
-		ap := &anon.Process{PID: int(pid), NSPID: int(pid), UID: trust.UnknownOwner}
+		ap := &anon.Process{PID: int(pid), NSPID: int(pid), UID: trust.UnknownOwner, PyPyLog: r.pypyLog}
 		if p.idKnown {
 			ap.UID, ap.StartTime = p.id.UID, p.id.StartTime
 			b.Processes = append(b.Processes, jitbundle.Process{PID: int(pid), NSPID: p.id.NSPID, UID: p.id.UID, GID: p.id.GID, StartTime: p.id.StartTime})
@@ -91,4 +91,27 @@ func (p *procMaps) runsJIT() bool {
 		}
 	}
 	return false
+}
+
+// pypyLogFile is the file PyPy logs to under env's PYPYLOG, as PyPy's
+// debug_print.c reads the variable: "FILE" or "SECTIONS:FILE", where
+// "-" is standard error; relative to the working directory the command
+// starts in, which is the recorder's. "" when there is none.
+func pypyLogFile(env []string) string {
+	var v string
+	for _, kv := range env {
+		if val, ok := strings.CutPrefix(kv, "PYPYLOG="); ok {
+			v = val // the last one wins: os/exec passes the last of duplicates
+		}
+	}
+	if _, file, ok := strings.Cut(v, ":"); ok {
+		v = file
+	}
+	if v == "" || v == "-" {
+		return ""
+	}
+	if abs, err := filepath.Abs(v); err == nil {
+		return abs
+	}
+	return v
 }

@@ -242,6 +242,9 @@ loop:
 		res.ExitStatus = status
 	}
 	res.BuildIDs = r.finish(cfg)
+	if len(cfg.Command) > 0 {
+		r.pypyLog = pypyLogFile(cfg.Env)
+	}
 	res.JITFiles = r.embedJITData(cfg.Notice)
 	if err := w.Close(); err != nil {
 		r.err = errors.Join(r.err, err)
@@ -347,6 +350,8 @@ type recorder struct {
 	images
 	pending []userIP // this round's user-space samples
 	tsc     tscClock
+	// pypyLog is the FILE of the command's PYPYLOG, "" without one.
+	pypyLog string
 }
 
 type userIP struct {
