@@ -181,6 +181,7 @@ func TestPyPyLoops(t *testing.T) {
 					t.Errorf("%s: %.2f%% from the embedded log, %.2f%% from the file", sym, all2[sym], pc)
 				}
 			}
+			checkLoopView(t, jitprof, data, all)
 		})
 	}
 }
@@ -220,4 +221,57 @@ func pypyShares(t *testing.T, out string) (byFunc, all map[string]float64, bridg
 		}
 	}
 	return byFunc, all, bridges
+}
+
+// checkLoopView runs jitprof pypy loops on a recording whose report gave
+// shares (of all samples: the recording is of PyPy alone) and checks that
+// the view charges each loop and bridge the same, puts every bridge under
+// the loop it belongs to, and marks the hot operations of each trace.
+func checkLoopView(t *testing.T, jitprof, data string, shares map[string]float64) {
+	t.Helper()
+	out, err := exec.Command(jitprof, "pypy", "loops", "-i", data, "--format", "json", "--percent-limit", "0").CombinedOutput()
+	if err != nil {
+		t.Fatalf("jitprof pypy loops: %v\n%s", err, out)
+	}
+	var v struct {
+		Samples uint64
+		Loops   []struct {
+			Name    string
+			Samples uint64
+			Percent float64
+			Source  string
+			Ops     []struct{ Samples uint64 }
+			Bridges []struct {
+				Name    string
+				Percent float64
+				Leaves  string
+			}
+		}
+	}
+	if err := json.Unmarshal(out, &v); err != nil {
+		t.Fatalf("pypy loops JSON: %v\n%s", err, out)
+	}
+	seen := map[string]float64{}
+	for _, l := range v.Loops {
+		seen[l.Name] = l.Percent
+		var inOps uint64
+		for _, op := range l.Ops {
+			inOps += op.Samples
+		}
+		if l.Samples > 20 && (inOps == 0 || inOps > l.Samples || !strings.Contains(l.Source, "prog.py:")) {
+			t.Errorf("loop %s: %d samples, %d of them at operations, source %q", l.Name, l.Samples, inOps, l.Source)
+		}
+		for _, b := range l.Bridges {
+			seen[b.Name] = b.Percent
+			loopFn, _, _ := strings.Cut(l.Name, " [")
+			if !strings.HasPrefix(b.Name, loopFn+" [bridge") || b.Leaves == "" {
+				t.Errorf("bridge %s (leaving %q) under loop %s", b.Name, b.Leaves, l.Name)
+			}
+		}
+	}
+	for sym, pc := range shares {
+		if d := math.Abs(seen[sym] - pc); d > 0.01 {
+			t.Errorf("%s: %.2f%% in the loop view, %.2f%% in the report", sym, seen[sym], pc)
+		}
+	}
 }

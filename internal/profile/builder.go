@@ -59,6 +59,10 @@ func (b *Builder) Image(im Image) int32 {
 // SetNoSymbols records why an image has no symbols.
 func (b *Builder) SetNoSymbols(image int32, why string) { b.p.Images[image].NoSymbols = why }
 
+// SetStripped records what would name the functions of a stripped image
+// that only its exported symbols do not.
+func (b *Builder) SetStripped(image int32, note string) { b.p.Images[image].Stripped = note }
+
 // Func interns a function by image, name and address.
 func (b *Builder) Func(f Func) int32 {
 	k := funcKey{f.Image, f.Name, f.Addr}
@@ -168,6 +172,9 @@ func (b *Builder) Merge(p *Profile) {
 		images[i] = b.Image(im)
 		if im.NoSymbols != "" {
 			b.SetNoSymbols(images[i], im.NoSymbols)
+		}
+		if im.Stripped != "" {
+			b.SetStripped(images[i], im.Stripped)
 		}
 	}
 	funcs := make([]int32, len(p.Funcs))

@@ -27,6 +27,9 @@ type Image struct {
 	Start, Limit, Offset uint64
 	// NoSymbols says why the image could not be symbolized, or "".
 	NoSymbols string
+	// Stripped says, for an image with only its exported symbols whose
+	// other functions had samples, what would name them; or "".
+	Stripped string
 }
 
 // Func is a function of an image. A sample in an image without a symbol

@@ -8,7 +8,7 @@ import (
 
 // FuzzRead: no input makes the reader panic, loop or keep a code whose
 // range is empty or huge, and an error always says it is a format error
-// or a limit.
+// or a limit; what Keep keeps of a log reads as the log does.
 func FuzzRead(f *testing.F) {
 	b, err := os.ReadFile("testdata/bridges.log")
 	if err != nil {
@@ -43,6 +43,21 @@ func FuzzRead(f *testing.F) {
 			}
 			for _, tr := range l.Traces {
 				tr.PositionAt(100)
+			}
+			names := l.Names()
+			for i := range l.Codes {
+				l.Inner(i)
+				if names[i] == "" {
+					t.Fatalf("code %d has no name", i)
+				}
+			}
+			// What record embeds (Keep) reads as the log does.
+			k, err := Read(bytes.NewReader(Keep(data)), opts)
+			if err != nil {
+				t.Fatalf("the kept sections do not read: %v", err)
+			}
+			if len(k.Codes) != len(l.Codes) || len(k.Traces) != len(l.Traces) || len(k.Profile) != len(l.Profile) {
+				t.Fatalf("kept: %d codes, %d traces, %d events; the log: %d, %d, %d", len(k.Codes), len(k.Traces), len(k.Profile), len(l.Codes), len(l.Traces), len(l.Profile))
 			}
 		}
 	})

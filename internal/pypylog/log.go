@@ -622,7 +622,7 @@ func (b *builder) traceHeader(t []byte, line int64) error {
 // since a log may say anything.
 func (b *builder) reserve() {
 	tr := b.trace
-	n := min(tr.NumOps, 1<<14)
+	n := min(tr.NumOps, 1<<10)
 	tr.Ops = make([]Op, 0, n)
 	tr.Points = make([]MergePoint, 0, n/2)
 	if b.opts.Ops {

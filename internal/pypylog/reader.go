@@ -66,9 +66,13 @@ const (
 // ErrFormat is wrapped by every error about a malformed log.
 var ErrFormat = errors.New("malformed PYPYLOG")
 
-// bufSize is the Reader's first buffer: big reads keep the line scan at
-// memory speed.
-const bufSize = 1 << 20
+// A Reader's buffer starts at firstBuf and grows to bufSize while reads
+// fill it: big reads keep the line scan at memory speed on a big log, and
+// a small one (an embedded copy, a fuzz input) costs no MiB to clear.
+const (
+	firstBuf = 64 << 10
+	bufSize  = 1 << 20
+)
 
 // internLimit bounds the distinct section names a Reader keeps one copy
 // of; past it names are allocated per line, which only a hostile log pays.
@@ -106,11 +110,12 @@ type Reader struct {
 	first    uint64
 	last     uint64
 	stamped  bool
+	full     bool // the last read filled the buffer: the log is big
 }
 
 // NewReader returns a Reader of r.
 func NewReader(r io.Reader) *Reader {
-	return &Reader{r: r, buf: make([]byte, bufSize), stacks: []stack{{thread: -1}}, names: map[string]string{}}
+	return &Reader{r: r, buf: make([]byte, firstBuf), stacks: []stack{{thread: -1}}, names: map[string]string{}}
 }
 
 // Event returns the event Next read.
@@ -178,7 +183,13 @@ func (r *Reader) fill() error {
 		copy(nb, r.buf[:r.n])
 		r.buf = nb
 	}
+	if r.n > 0 && len(r.buf) < bufSize && r.full {
+		nb := make([]byte, 2*len(r.buf))
+		copy(nb, r.buf[:r.n])
+		r.buf = nb
+	}
 	k, err := r.r.Read(r.buf[r.n:])
+	r.full = r.n+k == len(r.buf)
 	r.n += k
 	switch {
 	case err == io.EOF:

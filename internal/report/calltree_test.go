@@ -135,7 +135,7 @@ func treesOf(out string) map[string]string {
 		if pcts == 0 || len(keys) == 0 {
 			continue // a title
 		}
-		if last := keys[len(keys)-1]; !unresolved.MatchString(last) && !strings.HasPrefix(last, "[") && !strings.HasSuffix(last, "@plt") {
+		if last := keys[len(keys)-1]; !unresolved.MatchString(last) && !strings.HasPrefix(last, "[") && !isPLT(last) {
 			cur = strings.Join(keys, " ")
 			rows[cur] = nil
 		}
@@ -146,6 +146,13 @@ func treesOf(out string) map[string]string {
 	}
 	return trees
 }
+
+// isPLT reports whether a row or frame is in the PLT: ours are "f@plt";
+// perf 6.1 names the PLT's own code that is no stub of a function (PLT0,
+// which lazy binding's first calls pass through) after the symbol before
+// it, _init of .init: a rare sample there made a row perf has and we
+// name otherwise.
+func isPLT(s string) bool { return strings.HasSuffix(s, "@plt") || s == "_init" }
 
 // treeNode is a node of a printed tree: its percentage ("" for the
 // path printed without one) and its functions.
@@ -187,7 +194,7 @@ func parseTree(lines []string) *treeNode {
 		switch {
 		case unresolved.MatchString(s):
 			return "?"
-		case strings.HasSuffix(s, "@plt"):
+		case isPLT(s):
 			return "@plt" // see rowName
 		}
 		return s

@@ -389,6 +389,9 @@ func WriteHeader(w io.Writer, p *profile.Profile, notes ...string) {
 		if im.NoSymbols != "" {
 			fmt.Fprintf(w, "# note: no symbols for %s: %s\n", im.Name, im.NoSymbols)
 		}
+		if im.Stripped != "" {
+			fmt.Fprintf(w, "# note: %s has %s\n", im.Name, im.Stripped)
+		}
 	}
 	for _, n := range notes {
 		fmt.Fprintf(w, "# note: %s\n", n)

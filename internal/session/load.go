@@ -321,9 +321,10 @@ func mappingKey(m *Mapping, ret bool) int64 {
 type imageKey struct{ path, buildID string }
 
 type loadedImage struct {
-	im  *symbolize.Image
-	err error
-	id  int32 // in the profile; -1 until a sample falls in the image
+	im    *symbolize.Image
+	err   error
+	noted bool  // Stripped said in the profile
+	id    int32 // in the profile; -1 until a sample falls in the image
 	// syms are the frames of the image's symbols met, by symbol start:
 	// interning a frame hashes its names, a symbol lookup does not.
 	syms map[uint64]int32
@@ -673,6 +674,12 @@ func (l *loader) fileFrame(m *Mapping, addr uint64, ret bool) int32 {
 	f := profile.Func{Image: li.id, Name: sym.Name, Addr: sym.Start}
 	if !ok {
 		f.Name, f.Addr, f.Unresolved = fmt.Sprintf("0x%016x", off), off, true
+		if li.im != nil && li.im.Stripped() != "" && !li.noted {
+			// A stripped image's samples outside its exported
+			// functions: the report says what would name them.
+			l.b.SetStripped(li.id, li.im.Stripped())
+			li.noted = true
+		}
 	}
 	var fr profile.Frame
 	if li.im != nil && (l.opts.Lines || l.opts.Addresses) {

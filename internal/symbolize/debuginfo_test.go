@@ -86,6 +86,10 @@ func TestMiniDebugInfo(t *testing.T) {
 	if _, ok := stripped.LookupAddr(nmAddr(ref, "leaf")); ok {
 		t.Fatal("static function found in a stripped binary: the test proves nothing")
 	}
+	// A report says where the missing symbols would be.
+	if id := stripped.BuildID(); id == "" || !strings.Contains(stripped.Stripped(), "/usr/lib/debug/.build-id/"+id[:2]+"/"+id[2:]+".debug is not installed") {
+		t.Errorf("stripped binary (build-id %q): Stripped() = %q", id, stripped.Stripped())
+	}
 
 	run(t, "objcopy", "--add-section", ".gnu_debugdata="+mini+".xz", bin)
 	if strings.Contains(run(t, "readelf", "-S", bin), ".symtab") {
@@ -96,6 +100,9 @@ func TestMiniDebugInfo(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantStatics(t, img, ref)
+	if img.Stripped() != "" {
+		t.Errorf("with MiniDebugInfo: Stripped() = %q, want none", img.Stripped())
+	}
 	if got, ok := img.LookupAddr(nmAddr(ref, "main")); !ok || got.Name != "main" {
 		t.Errorf("main from .dynsym/.gnu_debugdata: %+v, %v", got, ok)
 	}

@@ -40,6 +40,9 @@ type Image struct {
 	buildID   string
 	loads     []segment
 	syms      *table
+	// stripped says, when the image's only symbols are its dynamic ones,
+	// what would name the rest.
+	stripped string
 
 	openDWARF func() (*dwarf.Data, uint64, error) // nil when no file has DWARF; also returns .debug_info's size
 	dwOnce    sync.Once
@@ -52,6 +55,12 @@ type segment struct{ off, filesz, vaddr uint64 }
 // Path is the file the image was loaded from (which may be a build-id cache
 // copy rather than the recorded path).
 func (im *Image) Path() string { return im.path }
+
+// Stripped says, for an image whose only symbols are the ones it exports
+// (.dynsym: no .symtab, no MiniDebugInfo, no separate debug file found),
+// where the symbols of its other functions would be: a report shows
+// their samples as bare addresses and says this. "" for other images.
+func (im *Image) Stripped() string { return im.stripped }
 
 // DebugPath is the separate debug file merged into the image, or "".
 func (im *Image) DebugPath() string { return im.debugPath }
@@ -283,6 +292,9 @@ func buildImage(main, debug *elfFile, raw bool, reopen func() (*elfFile, error))
 		cands = append(cands, more...)
 	}
 	im.syms = newTable(cands, raw)
+	if debug == nil && mini == nil && main.Section(".symtab") == nil {
+		im.stripped = strippedNote(main, im.buildID)
+	}
 	switch {
 	case debug != nil && hasDWARF(debug.File):
 		name := debug.name
@@ -291,6 +303,19 @@ func buildImage(main, debug *elfFile, raw bool, reopen func() (*elfFile, error))
 		im.openDWARF = func() (*dwarf.Data, uint64, error) { return dwarfOf(reopen) }
 	}
 	return im, nil
+}
+
+// strippedNote says where the symbols of a stripped image would be.
+func strippedNote(f *elfFile, id string) string {
+	const only = "only its exported symbols, which leave some samples unnamed: "
+	if f.Section(".gnu_debuglink") == nil && id == "" {
+		return only + "it was stripped without a separate debug file"
+	}
+	where := "its separate debug file is not installed"
+	if len(id) > 2 {
+		where = fmt.Sprintf("its debug file /usr/lib/debug/.build-id/%s/%s.debug is not installed", id[:2], id[2:])
+	}
+	return only + where + " (Debian ships it in the -dbgsym package of the image's package, from the debian-debug archive)"
 }
 
 // guessOffsets rebuilds the file layout of a debug-only file (objcopy
