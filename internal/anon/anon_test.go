@@ -20,6 +20,7 @@ func names(hs []Handler) []string {
 }
 
 func TestSelect(t *testing.T) {
+	t.Setenv(LibraryPathEnv, "") // the error lists the directories searched
 	bin := t.TempDir()
 	exe := filepath.Join(bin, ExternalPrefix+"mine")
 	if err := os.WriteFile(exe, []byte("#!/bin/sh\necho no\n"), 0o755); err != nil {
@@ -42,7 +43,7 @@ func TestSelect(t *testing.T) {
 		{[]string{"perfmap", "perfmap,jitdump,perfmap"}, []string{"perfmap", "jitdump"}, ""},
 		{[]string{"mine,perfmap"}, []string{"mine", "perfmap"}, ""},
 		{[]string{exe}, []string{exe}, ""},
-		{[]string{"perfmap,nosuch"}, nil, "--anon-handler=nosuch: no executable jitprof-anon-nosuch on PATH: unknown anon handler (built in: jitdump, jitlog, perfmap, pypy)"},
+		{[]string{"perfmap,nosuch"}, nil, "--anon-handler=nosuch: no executable jitprof-anon-nosuch on PATH, and no library libjitprof-anon-nosuch.so or libnosuch.so in /usr/local/lib/jitprof, /usr/lib/jitprof: unknown anon handler (built in: jitdump, jitlog, perfmap, pypy)"},
 		{[]string{"noexec"}, nil, "no executable jitprof-anon-noexec on PATH"},
 		{[]string{"./nosuch"}, nil, "./nosuch is not an executable file"},
 	}

@@ -109,9 +109,9 @@ func FuzzExternalConversation(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, script []byte) {
 		var peers []*scripted
-		h := &external{name: "fuzz", path: "jitprof-anon-fuzz",
+		h := &external{name: "fuzz", path: "jitprof-anon-fuzz", shown: "jitprof-anon-fuzz",
 			budget: &budget{timeout: 5 * time.Millisecond, total: time.Second},
-			run: func(string, io.Writer) (peer, io.WriteCloser, io.Reader, error) {
+			run: func(*external, io.Writer) (peer, io.WriteCloser, io.Reader, error) {
 				p, w, r := runScripted(script)
 				peers = append(peers, p)
 				return p, w, r, nil
@@ -167,8 +167,8 @@ func FuzzExternalConversation(f *testing.F) {
 // answers everything well, so the fuzz target tests jitprof and not it.
 func TestScriptedConversation(t *testing.T) {
 	script := "yes toy\n\x00ok 1000 100 1 loop_a\nnone\n\x00ambiguous 1000 200 a\tb\n"
-	h := &external{name: "fuzz", path: "jitprof-anon-fuzz", budget: &budget{timeout: time.Second, total: time.Minute},
-		run: func(string, io.Writer) (peer, io.WriteCloser, io.Reader, error) {
+	h := &external{name: "fuzz", path: "jitprof-anon-fuzz", shown: "jitprof-anon-fuzz", budget: &budget{timeout: time.Second, total: time.Minute},
+		run: func(*external, io.Writer) (peer, io.WriteCloser, io.Reader, error) {
 			p, w, r := runScripted([]byte(script))
 			return p, w, r, nil
 		}}

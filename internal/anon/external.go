@@ -81,17 +81,25 @@ func (b *budget) limit() (time.Duration, bool) {
 // findExternal finds the executable of --anon-handler=name: name itself
 // when it is a path, else jitprof-anon-NAME on PATH.
 func findExternal(name string, b *budget) (Handler, error) {
+	// A library (seed 001's libNAME.so) where no executable is found.
+	lib, libErr := findLibrary(name)
 	path := name
 	if !strings.Contains(name, "/") {
 		p, err := exec.LookPath(ExternalPrefix + name)
 		if err != nil {
-			return nil, fmt.Errorf("no executable %s%s on PATH: %w", ExternalPrefix, name, ErrUnknownHandler)
+			if libErr == nil {
+				return libraryHandler(name, lib, b)
+			}
+			return nil, fmt.Errorf("no executable %s%s on PATH, and no library lib%s%s.so or lib%s.so in %s: %w",
+				ExternalPrefix, name, ExternalPrefix, name, name, strings.Join(LibraryDirs(), ", "), ErrUnknownHandler)
 		}
 		path = p
+	} else if libErr == nil {
+		return libraryHandler(name, lib, b)
 	} else if fi, err := os.Stat(name); err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
-		return nil, fmt.Errorf("%s is not an executable file: %w", name, ErrUnknownHandler)
+		return nil, fmt.Errorf("%s is not an executable file or a library (.so): %w", name, ErrUnknownHandler)
 	}
-	return &external{name: name, path: path, budget: b}, nil
+	return &external{name: name, path: path, shown: path, budget: b}, nil
 }
 
 // IsExternal reports whether h runs as a process of its own, so that its
@@ -104,10 +112,16 @@ func IsExternal(h Handler) bool {
 // external is a handler run as a child process, one per claimed process.
 type external struct {
 	name, path string
-	budget     *budget
+	// args and files are the handler's arguments and descriptors from 3
+	// on: a library's host gets the library.
+	args  []string
+	files []*os.File
+	// shown names the handler in errors: the executable, or the library.
+	shown  string
+	budget *budget
 	// run starts the handler; nil is startProcess. Tests talk to a
 	// handler in the test process instead.
-	run func(path string, stderr io.Writer) (peer, io.WriteCloser, io.Reader, error)
+	run func(h *external, stderr io.Writer) (peer, io.WriteCloser, io.Reader, error)
 
 	mu      sync.Mutex
 	stopped error // why it is not asked again
@@ -185,13 +199,13 @@ func (h *external) Claim(p *Process) (Resolver, error) {
 	req := fmt.Sprintf("claim %d %d %d %s %s\n", p.PID, p.NSPID, p.UID, escape(p.Root), escape(p.Comm))
 	resp, err := c.exchange(req, 1)
 	if err != nil {
-		err = fmt.Errorf("%s: claim: %w", h.path, err)
+		err = fmt.Errorf("%s: claim: %w", h.shown, err)
 	}
 	if err == nil && resp[0].kind == "error" {
-		err = fmt.Errorf("%s: claim: %s", h.path, resp[0].msg)
+		err = fmt.Errorf("%s: claim: %s", h.shown, resp[0].msg)
 	}
 	if err == nil && resp[0].kind != "yes" && resp[0].kind != "no" {
-		err = fmt.Errorf("%s: claim: %w: %q is no answer to a claim", h.path, ErrProtocol, resp[0].kind)
+		err = fmt.Errorf("%s: claim: %w: %q is no answer to a claim", h.shown, ErrProtocol, resp[0].kind)
 	}
 	if err != nil {
 		c.abort()
@@ -236,8 +250,10 @@ func (p process) wait() error { return p.cmd.Wait() }
 
 // startProcess runs the handler at path with pipes to talk to it; stderr
 // gets what it writes there.
-func startProcess(path string, stderr io.Writer) (peer, io.WriteCloser, io.Reader, error) {
-	cmd := exec.Command(path)
+func startProcess(h *external, stderr io.Writer) (peer, io.WriteCloser, io.Reader, error) {
+	path := h.path
+	cmd := exec.Command(path, h.args...)
+	cmd.ExtraFiles = h.files
 	// Its own process group, so that killing it also kills what it
 	// started and nothing keeps its stdout open.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -263,7 +279,7 @@ func (h *external) start(pid int) (*conn, error) {
 	if run == nil {
 		run = startProcess
 	}
-	p, w, r, err := run(h.path, c.stderr)
+	p, w, r, err := run(h, c.stderr)
 	if err != nil {
 		return nil, err
 	}
@@ -375,12 +391,12 @@ func (c *conn) close() error {
 	err := c.p.wait()
 	switch {
 	case extra > 0:
-		return fmt.Errorf("%s: %w: %d bytes of output after the last answer, which nobody asked for%s", c.h.path, ErrProtocol, extra, c.stderr.context())
+		return fmt.Errorf("%s: %w: %d bytes of output after the last answer, which nobody asked for%s", c.h.shown, ErrProtocol, extra, c.stderr.context())
 	case c.killed.Load():
 		c.h.stop(fmt.Errorf("it did not quit on pid %d", c.pid))
-		return fmt.Errorf("%s: did not exit within %v of quit, killed it%s", c.h.path, limit, c.stderr.context())
+		return fmt.Errorf("%s: did not exit within %v of quit, killed it%s", c.h.shown, limit, c.stderr.context())
 	case err != nil:
-		return fmt.Errorf("%s: %w%s", c.h.path, err, c.stderr.context())
+		return fmt.Errorf("%s: %w%s", c.h.shown, err, c.stderr.context())
 	}
 	return nil
 }
@@ -415,7 +431,7 @@ func (r *extResolver) ResolveBatch(qs []Query) []Symbol {
 		}
 		resp, err := r.c.exchange(req.String(), len(batch))
 		if err != nil {
-			r.err = fmt.Errorf("%s: resolve: %w", r.c.h.path, err)
+			r.err = fmt.Errorf("%s: resolve: %w", r.c.h.shown, err)
 			break
 		}
 		if err := r.accept(batch, resp, out[lo:lo+len(batch)]); err != nil {
@@ -439,14 +455,14 @@ func (r *extResolver) accept(batch []Query, resp []response, out []Symbol) error
 			if a := batch[i].Addr; a < rs.sym.Start || a-rs.sym.Start >= rs.sym.Size {
 				clear(out)
 				return fmt.Errorf("%s: resolve: %w: answer %d of %d is %#x-%#x, which does not hold the address asked, %#x",
-					r.c.h.path, ErrProtocol, i+1, len(batch), rs.sym.Start, rs.sym.Start+rs.sym.Size, a)
+					r.c.h.shown, ErrProtocol, i+1, len(batch), rs.sym.Start, rs.sym.Start+rs.sym.Size, a)
 			}
 			out[i] = rs.sym
 		case "error":
-			return fmt.Errorf("%s: resolve: %s", r.c.h.path, rs.msg)
+			return fmt.Errorf("%s: resolve: %s", r.c.h.shown, rs.msg)
 		default:
 			clear(out)
-			return fmt.Errorf("%s: resolve: %w: answer %d of %d, %q, is no answer to a lookup", r.c.h.path, ErrProtocol, i+1, len(batch), rs.kind)
+			return fmt.Errorf("%s: resolve: %w: answer %d of %d, %q, is no answer to a lookup", r.c.h.shown, ErrProtocol, i+1, len(batch), rs.kind)
 		}
 	}
 	return nil

@@ -127,6 +127,11 @@ var openat2 = true
 // checks on fstat, then a reopen for reading through /proc/self/fd, which
 // opens the very inode that was checked.
 func open(dirfd int, path, shown string, inRoot bool, r Rule) (*File, error) {
+	return openChecked(dirfd, path, shown, inRoot, func(st *unix.Stat_t) error { return check(st, shown, r) })
+}
+
+// openChecked is open with the checks of ok.
+func openChecked(dirfd int, path, shown string, inRoot bool, ok func(*unix.Stat_t) error) (*File, error) {
 	pfd, err := openPath(dirfd, path, inRoot)
 	if err != nil {
 		switch {
@@ -146,7 +151,7 @@ func open(dirfd int, path, shown string, inRoot bool, r Rule) (*File, error) {
 	if err := unix.Fstat(pfd, &st); err != nil {
 		return nil, &fs.PathError{Op: "stat", Path: shown, Err: err}
 	}
-	if err := check(&st, shown, r); err != nil {
+	if err := ok(&st); err != nil {
 		return nil, err
 	}
 	fd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(pfd), unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
@@ -159,6 +164,26 @@ func open(dirfd int, path, shown string, inRoot bool, r Rule) (*File, error) {
 		return nil, refuse(shown, "changed while it was opened", false)
 	}
 	return &File{File: os.NewFile(uintptr(fd), shown), Size: st2.Size}, nil
+}
+
+// OpenCode opens path, code jitprof is to run in a process of its own (an
+// anon handler library, its host), after the checks for code: a regular
+// file reached without following a symlink, owned by root or by the user
+// running jitprof, and writable by no one else (no group or other write
+// bit), so that no other user can have put or changed it.
+func OpenCode(path string) (*File, error) {
+	return openChecked(unix.AT_FDCWD, path, path, false, func(st *unix.Stat_t) error {
+		if t := st.Mode & unix.S_IFMT; t != unix.S_IFREG {
+			return refuse(path, "not a regular file ("+typeName(t)+")", false)
+		}
+		if st.Uid != 0 && int64(st.Uid) != int64(os.Getuid()) {
+			return refuse(path, fmt.Sprintf("owned by uid %d, neither root nor the user running jitprof (uid %d)", st.Uid, os.Getuid()), false)
+		}
+		if st.Mode&0o022 != 0 {
+			return refuse(path, fmt.Sprintf("writable by its group or by others (mode %#o)", st.Mode&0o777), false)
+		}
+		return nil
+	})
 }
 
 // check applies r to what fstat said of the file at shown.

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/jitprof/jitprof/internal/perftest"
+)
+
+// TestAnonHandlerLibrary: a JIT whose symbols only a handler library
+// (examples/anonhandler-so, run by jitprof-anon-host found beside jitprof)
+// understands is recorded, and report --anon-handler=NAME names its code;
+// a library that crashes in resolve leaves a complete report that says so.
+func TestAnonHandlerLibrary(t *testing.T) {
+	perftest.Perf(t)
+	jit := perftest.AnonJIT(t)
+	jitprof, _ := buildTools(t)
+	bin := filepath.Dir(jitprof)
+	os.Chmod(bin, 0o755)
+	if out, err := exec.Command(perftest.Need(t, "make"), "-s", "-C", "../../agent", "OUT="+bin, bin+"/jitprof-anon-host").CombinedOutput(); err != nil {
+		t.Fatalf("make: %v\n%s", err, out)
+	}
+	libs := t.TempDir()
+	os.Chmod(libs, 0o755)
+	build := func(name, src string) {
+		if out, err := exec.Command("gcc", "-shared", "-fPIC", "-I../../agent", "-o", filepath.Join(libs, "lib"+name+".so"), src).CombinedOutput(); err != nil {
+			t.Fatalf("gcc: %v\n%s", err, out)
+		}
+	}
+	build("jitprof-anon-toy", "../../examples/anonhandler-so/example.c")
+	crash := filepath.Join(t.TempDir(), "crash.c")
+	os.WriteFile(crash, []byte(`#include <stdlib.h>
+#include "jitprof_anon.h"
+const uint32_t jitprof_anon_version = JITPROF_ANON_VERSION;
+int jitprof_anon_claim(const struct jitprof_anon_process *p, void **s, char *m, size_t n) { (void)p; (void)s; (void)m; (void)n; return JITPROF_ANON_CLAIMED; }
+int jitprof_anon_resolve(void *s, struct jitprof_anon_query *q, size_t n, char *m, size_t l) { (void)s; (void)q; (void)n; (void)m; (void)l; abort(); }
+void jitprof_anon_close(void *s) { (void)s; }
+`), 0o644)
+	build("crashy", crash)
+
+	dir := t.TempDir()
+	data := filepath.Join(dir, "perf.data")
+	rec := exec.Command(jitprof, "record", "-q", "-o", data, "--", jit, "1")
+	out, err := rec.Output()
+	if err != nil {
+		t.Fatalf("jitprof record: %v\n%s", err, out)
+	}
+	// The JIT's symbol file, in the format the library reads: the JIT
+	// said where its code is.
+	var pid int
+	var addr uint64
+	for sc := bufio.NewScanner(strings.NewReader(string(out))); sc.Scan(); {
+		if _, err := fmt.Sscanf(sc.Text(), "ready %d %v", &pid, &addr); err == nil {
+			break
+		}
+	}
+	if pid == 0 {
+		t.Fatalf("the JIT did not say where its code is: %q", out)
+	}
+	syms := t.TempDir()
+	os.WriteFile(filepath.Join(syms, fmt.Sprintf("jitsyms-%d.txt", pid)), fmt.Appendf(nil, "jit_spin %x 9\n", addr), 0o644)
+
+	report := func(handler string) (string, string) {
+		cmd := exec.Command(jitprof, "report", "-i", data, "--anon-samples", "-l", "--anon-handler", handler)
+		cmd.Env = append(os.Environ(), "JITPROF_ANON_PATH="+libs, "ANONHANDLER_DIR="+syms)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("report --anon-handler %s: %v\n%s", handler, err, stderr.String())
+		}
+		return string(out), stderr.String()
+	}
+	out2, stderr := report("toy")
+	if !strings.Contains(out2, "jit_spin") || !strings.Contains(stderr, "named by toy from "+filepath.Join(libs, "libjitprof-anon-toy.so")) {
+		t.Errorf("the library's names are not in the report:\n%s\n%s", out2, stderr)
+	}
+	out3, stderr := report("crashy,toy")
+	if strings.Contains(out3, "jit_spin") || !strings.Contains(stderr, "libcrashy.so: resolve: exited before answering (signal: aborted)") {
+		t.Errorf("a library crashing in resolve:\n%s\n%s", out3, stderr)
+	}
+	if !strings.Contains(out3, "# event:") {
+		t.Errorf("no report after the crash:\n%s", out3)
+	}
+}

@@ -1,0 +1,107 @@
+package anon
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/jitprof/jitprof/internal/trust"
+)
+
+// A handler can be a shared library (seed 001's libNAME.so) with the C
+// interface of agent/jitprof_anon.h. jitprof does not load it: it runs
+// HostName, which dlopen()s the library and speaks the external
+// protocol, as an external handler, so that the library's crashes,
+// hangs and leaks are the host's.
+const (
+	// HostName is the executable that hosts handler libraries.
+	HostName = "jitprof-anon-host"
+	// LibraryPathEnv lists directories searched for handler libraries
+	// before LibraryDirs, separated by colons.
+	LibraryPathEnv = "JITPROF_ANON_PATH"
+	// HostEnv, when set, is the host executable to use.
+	HostEnv = "JITPROF_ANON_HOST"
+)
+
+// LibraryDirs are searched for libjitprof-anon-NAME.so and libNAME.so
+// after $JITPROF_ANON_PATH.
+var libraryDirs = []string{"/usr/local/lib/jitprof", "/usr/lib/jitprof"}
+
+// LibraryDirs returns the directories searched for handler libraries, in
+// order.
+func LibraryDirs() []string {
+	var dirs []string
+	for _, d := range strings.Split(os.Getenv(LibraryPathEnv), ":") {
+		if d != "" {
+			dirs = append(dirs, d)
+		}
+	}
+	return append(dirs, libraryDirs...)
+}
+
+// findLibrary finds the library of --anon-handler=name: name itself when
+// it is a path ending in .so, else libjitprof-anon-NAME.so or libNAME.so
+// in LibraryDirs. fs.ErrNotExist when there is none.
+func findLibrary(name string) (string, error) {
+	if strings.Contains(name, "/") {
+		if strings.HasSuffix(name, ".so") || strings.Contains(name, ".so.") {
+			return name, nil
+		}
+		return "", fs.ErrNotExist
+	}
+	for _, dir := range LibraryDirs() {
+		for _, base := range []string{"lib" + ExternalPrefix + name + ".so", "lib" + name + ".so"} {
+			p := filepath.Join(dir, base)
+			if _, err := os.Lstat(p); err == nil {
+				return p, nil
+			}
+		}
+	}
+	return "", fs.ErrNotExist
+}
+
+// findHost finds the host of handler libraries: $JITPROF_ANON_HOST,
+// jitprof-anon-host beside jitprof's executable, or on PATH.
+func findHost() (string, error) {
+	if h := os.Getenv(HostEnv); h != "" {
+		return h, nil
+	}
+	if exe, err := os.Executable(); err == nil {
+		p := filepath.Join(filepath.Dir(exe), HostName)
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+	}
+	if p, err := exec.LookPath(HostName); err == nil {
+		return p, nil
+	}
+	return "", fmt.Errorf("no %s beside jitprof, on PATH or in $%s: build it with make -C agent", HostName, HostEnv)
+}
+
+// libraryHandler returns the external handler that runs the library at
+// path in the host. Both pass the trust checks for code (internal/trust
+// OpenCode); the library is handed to the host as descriptor 3, so the
+// host loads the file that was checked.
+func libraryHandler(name, path string, b *budget) (Handler, error) {
+	lib, err := trust.OpenCode(path)
+	if err != nil {
+		return nil, err
+	}
+	host, err := findHost()
+	if err == nil {
+		var h *trust.File
+		if h, err = trust.OpenCode(host); err == nil {
+			h.Close()
+		}
+	}
+	if err != nil {
+		lib.Close()
+		return nil, fmt.Errorf("the library %s: %w", path, err)
+	}
+	// The descriptor stays open for every host started: it is closed
+	// with jitprof.
+	return &external{name: name, path: host, args: []string{"/proc/self/fd/3", path}, files: []*os.File{lib.File}, shown: path, budget: b}, nil
+}
