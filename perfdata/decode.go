@@ -21,72 +21,107 @@ func decodeSampleID(c *Common, body []byte, swap bool) error {
 	}
 	d := dec{b: body[len(body)-n:], swap: swap}
 	t := c.Attr.SampleType
-	if t&SampleTID != 0 {
-		c.PID, c.TID = d.u32(), d.u32()
-	}
-	if t&SampleTime != 0 {
-		c.Time = d.u64()
-	}
-	if t&SampleID != 0 {
-		c.ID = d.u64()
-	}
-	if t&SampleStreamID != 0 {
-		c.StreamID = d.u64()
-	}
-	if t&SampleCPU != 0 {
-		c.CPU, c.CPURes = d.u32(), d.u32()
-	}
-	if t&SampleIdentifier != 0 {
-		c.ID = d.u64()
+	for _, f := range sampleIDFields {
+		if t&f.bit == 0 {
+			continue
+		}
+		if f.kind == fieldPair {
+			a, b := c.pair(f.bit)
+			*a, *b = d.u32(), d.u32()
+		} else {
+			*c.word(f.bit) = d.u64()
+		}
 	}
 	return nil
 }
 
-// decodeSample decodes the body of a SAMPLE by its attr's sample_type;
-// with skipChain it steps over the callchain without copying it.
-func decodeSample(s *Sample, body []byte, swap, skipChain bool) error {
-	a := s.Attr
-	t := a.SampleType
-	d := dec{b: body, swap: swap}
-	if t&SampleIdentifier != 0 {
-		s.ID = d.u64()
+// decodeFixed decodes the fixed fields of a SAMPLE body laid out as l,
+// which must hold them: the whole of what a flat profile reads.
+func decodeFixed(s *Sample, body []byte, l *sampleLayout, swap bool) {
+	u64 := func(off int) uint64 {
+		v := le.Uint64(body[off:])
+		if swap {
+			v = bits.ReverseBytes64(v)
+		}
+		return v
 	}
-	if t&SampleIP != 0 {
-		s.IP = d.u64()
+	u32s := func(off int) (uint32, uint32) {
+		a, b := le.Uint32(body[off:]), le.Uint32(body[off+4:])
+		if swap {
+			a, b = bits.ReverseBytes32(a), bits.ReverseBytes32(b)
+		}
+		return a, b
 	}
-	if t&SampleTID != 0 {
-		s.PID, s.TID = d.u32(), d.u32()
+	if l.identifier >= 0 {
+		s.ID = u64(l.identifier)
 	}
-	if t&SampleTime != 0 {
-		s.Time = d.u64()
+	if l.ip >= 0 {
+		s.IP = u64(l.ip)
 	}
-	if t&SampleAddr != 0 {
-		s.Addr = d.u64()
+	if l.tid >= 0 {
+		s.PID, s.TID = u32s(l.tid)
 	}
-	if t&SampleID != 0 {
-		s.ID = d.u64()
+	if l.time >= 0 {
+		s.Time = u64(l.time)
 	}
-	if t&SampleStreamID != 0 {
-		s.StreamID = d.u64()
+	if l.addr >= 0 {
+		s.Addr = u64(l.addr)
 	}
-	if t&SampleCPU != 0 {
-		s.CPU, s.CPURes = d.u32(), d.u32()
+	if l.id >= 0 {
+		s.ID = u64(l.id)
 	}
-	if t&SamplePeriod != 0 {
-		s.Period = d.u64()
-	} else if a.Flags&FlagFreq == 0 {
+	if l.streamID >= 0 {
+		s.StreamID = u64(l.streamID)
+	}
+	if l.cpu >= 0 {
+		s.CPU, s.CPURes = u32s(l.cpu)
+	}
+	switch a := s.Attr; {
+	case l.period >= 0:
+		s.Period = u64(l.period)
+	case a.Flags&FlagFreq == 0:
 		// A fixed period is in the attr alone; perf reports it as the
 		// sample's period, and so do we.
 		s.Period = a.SamplePeriod
-	} else {
+	default:
 		s.Period = 0
 	}
-	if t&SampleRead != 0 {
-		if err := decodeReadValues(&s.Read, &d, a.ReadFormat); err != nil {
+}
+
+// decodeSample decodes the body of a SAMPLE laid out as l, its attr's
+// sample_type; with skipChain it steps over the callchain without
+// copying it.
+func decodeSample(s *Sample, body []byte, l *sampleLayout, swap, skipChain bool) error {
+	a := s.Attr
+	t := a.SampleType
+	if l.fixed > len(body) {
+		return fmt.Errorf("sample_type %v needs more than the record's %d bytes: %w", t, len(body), errShort)
+	}
+	decodeFixed(s, body, l, swap)
+	d := dec{b: body, off: l.fixed, swap: swap}
+	for _, f := range sampleFields[numFixed:] {
+		if t&f.bit == 0 {
+			continue
+		}
+		if err := decodeField(s, &d, f, skipChain); err != nil {
 			return err
 		}
 	}
-	if t&SampleCallchain != 0 {
+	if d.short {
+		return fmt.Errorf("sample_type %v needs more than the record's %d bytes: %w", t, len(body), errShort)
+	}
+	return nil
+}
+
+// decodeField decodes one variable-size field of a SAMPLE.
+func decodeField(s *Sample, d *dec, f sampleField, skipChain bool) error {
+	a := s.Attr
+	switch f.kind {
+	case fieldU64:
+		*s.word(f.bit) = d.u64()
+	case fieldRead:
+		return decodeReadValues(&s.Read, d, a.ReadFormat)
+	case fieldCallchain:
 		n := d.u64()
 		if n > uint64(len(d.b)-d.off)/8 {
 			return fmt.Errorf("callchain of %d entries is longer than the %d bytes left in the record", n, len(d.b)-d.off)
@@ -97,8 +132,7 @@ func decodeSample(s *Sample, body []byte, swap, skipChain bool) error {
 		} else {
 			s.Callchain = d.u64s(s.Callchain, n)
 		}
-	}
-	if t&SampleRaw != 0 {
+	case fieldRaw:
 		n := d.u32()
 		if uint64(n) > uint64(len(d.b)-d.off) {
 			return fmt.Errorf("raw data of %d bytes is longer than the %d bytes left in the record", n, len(d.b)-d.off)
@@ -110,8 +144,7 @@ func decodeSample(s *Sample, body []byte, swap, skipChain bool) error {
 			d.short = true
 			d.off = len(d.b)
 		}
-	}
-	if t&SampleBranchStack != 0 {
+	case fieldBranches:
 		n := d.u64()
 		if a.BranchSampleType&BranchSampleHWIndex != 0 {
 			s.BranchHWIdx = d.u64()
@@ -123,15 +156,14 @@ func decodeSample(s *Sample, body []byte, swap, skipChain bool) error {
 		for i := uint64(0); i < n; i++ {
 			s.Branches = append(s.Branches, Branch{d.u64(), d.u64(), d.u64()})
 		}
-	}
-	if t&SampleRegsUser != 0 {
-		s.RegsUserABI = d.u64()
-		s.RegsUser = s.RegsUser[:0]
-		if s.RegsUserABI != 0 {
-			s.RegsUser = d.u64s(s.RegsUser, uint64(bits.OnesCount64(a.SampleRegsUser)))
+	case fieldRegs:
+		regs, abi, mask := s.regs(f.bit)
+		*abi = d.u64()
+		*regs = (*regs)[:0]
+		if *abi != 0 {
+			*regs = d.u64s(*regs, uint64(bits.OnesCount64(mask)))
 		}
-	}
-	if t&SampleStackUser != 0 {
+	case fieldStack:
 		n := d.u64()
 		if n > uint64(len(d.b)-d.off) {
 			return fmt.Errorf("user stack of %d bytes is longer than the %d bytes left in the record", n, len(d.b)-d.off)
@@ -141,44 +173,12 @@ func decodeSample(s *Sample, body []byte, swap, skipChain bool) error {
 		if n != 0 {
 			s.StackDyn = d.u64()
 		}
-	}
-	if t&(SampleWeight|SampleWeightStruct) != 0 {
-		s.Weight = d.u64()
-	}
-	if t&SampleDataSrc != 0 {
-		s.DataSrc = d.u64()
-	}
-	if t&SampleTransaction != 0 {
-		s.Transaction = d.u64()
-	}
-	if t&SampleRegsIntr != 0 {
-		s.RegsIntrABI = d.u64()
-		s.RegsIntr = s.RegsIntr[:0]
-		if s.RegsIntrABI != 0 {
-			s.RegsIntr = d.u64s(s.RegsIntr, uint64(bits.OnesCount64(a.SampleRegsIntr)))
-		}
-	}
-	if t&SamplePhysAddr != 0 {
-		s.PhysAddr = d.u64()
-	}
-	if t&SampleCgroup != 0 {
-		s.Cgroup = d.u64()
-	}
-	if t&SampleDataPageSize != 0 {
-		s.DataPage = d.u64()
-	}
-	if t&SampleCodePageSize != 0 {
-		s.CodePage = d.u64()
-	}
-	if t&SampleAux != 0 {
+	case fieldAux:
 		n := d.u64()
 		if n > uint64(len(d.b)-d.off) {
 			return fmt.Errorf("aux data of %d bytes is longer than the %d bytes left in the record", n, len(d.b)-d.off)
 		}
 		s.Aux = d.bytes(n)
-	}
-	if d.short {
-		return fmt.Errorf("sample_type %v needs more than the record's %d bytes: %w", t, len(body), errShort)
 	}
 	return nil
 }

@@ -52,140 +52,86 @@ func appendSampleID(dst []byte, c *Common) []byte {
 	if a.Flags&FlagSampleIDAll == 0 {
 		return dst
 	}
-	t := a.SampleType
-	if t&SampleTID != 0 {
-		dst = le.AppendUint32(le.AppendUint32(dst, c.PID), c.TID)
-	}
-	if t&SampleTime != 0 {
-		dst = le.AppendUint64(dst, c.Time)
-	}
-	if t&SampleID != 0 {
-		dst = le.AppendUint64(dst, c.ID)
-	}
-	if t&SampleStreamID != 0 {
-		dst = le.AppendUint64(dst, c.StreamID)
-	}
-	if t&SampleCPU != 0 {
-		dst = le.AppendUint32(le.AppendUint32(dst, c.CPU), c.CPURes)
-	}
-	if t&SampleIdentifier != 0 {
-		dst = le.AppendUint64(dst, c.ID)
+	for _, f := range sampleIDFields {
+		if a.SampleType&f.bit == 0 {
+			continue
+		}
+		if f.kind == fieldPair {
+			x, y := c.pair(f.bit)
+			dst = le.AppendUint32(le.AppendUint32(dst, *x), *y)
+		} else {
+			dst = le.AppendUint64(dst, *c.word(f.bit))
+		}
 	}
 	return dst
 }
 
 func appendSample(dst []byte, s *Sample) ([]byte, error) {
 	a := s.Attr
-	t := a.SampleType
 	u64 := le.AppendUint64
-	if t&SampleIdentifier != 0 {
-		dst = u64(dst, s.ID)
-	}
-	if t&SampleIP != 0 {
-		dst = u64(dst, s.IP)
-	}
-	if t&SampleTID != 0 {
-		dst = le.AppendUint32(le.AppendUint32(dst, s.PID), s.TID)
-	}
-	if t&SampleTime != 0 {
-		dst = u64(dst, s.Time)
-	}
-	if t&SampleAddr != 0 {
-		dst = u64(dst, s.Addr)
-	}
-	if t&SampleID != 0 {
-		dst = u64(dst, s.ID)
-	}
-	if t&SampleStreamID != 0 {
-		dst = u64(dst, s.StreamID)
-	}
-	if t&SampleCPU != 0 {
-		dst = le.AppendUint32(le.AppendUint32(dst, s.CPU), s.CPURes)
-	}
-	if t&SamplePeriod != 0 {
-		dst = u64(dst, s.Period)
-	}
-	if t&SampleRead != 0 {
-		var err error
-		if dst, err = appendReadValues(dst, &s.Read, a.ReadFormat); err != nil {
-			return dst, err
+	for _, f := range sampleFields {
+		if a.SampleType&f.bit == 0 {
+			continue
 		}
-	}
-	if t&SampleCallchain != 0 {
-		dst = u64(dst, uint64(len(s.Callchain)))
-		for _, ip := range s.Callchain {
-			dst = u64(dst, ip)
-		}
-	}
-	if t&SampleRaw != 0 {
-		dst = le.AppendUint32(dst, uint32(len(s.Raw)))
-		dst = append(dst, s.Raw...)
-		dst = append(dst, make([]byte, pad8(4+len(s.Raw))-4-len(s.Raw))...)
-	}
-	if t&SampleBranchStack != 0 {
-		dst = u64(dst, uint64(len(s.Branches)))
-		if a.BranchSampleType&BranchSampleHWIndex != 0 {
-			dst = u64(dst, s.BranchHWIdx)
-		}
-		for _, b := range s.Branches {
-			dst = u64(u64(u64(dst, b.From), b.To), b.Flags)
-		}
-	}
-	if t&SampleRegsUser != 0 {
-		dst = u64(dst, s.RegsUserABI)
-		if s.RegsUserABI != 0 {
-			if len(s.RegsUser) != bits.OnesCount64(a.SampleRegsUser) {
-				return dst, fmt.Errorf("%d user registers for a mask of %d", len(s.RegsUser), bits.OnesCount64(a.SampleRegsUser))
+		switch f.kind {
+		case fieldU64:
+			dst = u64(dst, *s.word(f.bit))
+		case fieldPair:
+			x, y := s.pair(f.bit)
+			dst = le.AppendUint32(le.AppendUint32(dst, *x), *y)
+		case fieldRead:
+			var err error
+			if dst, err = appendReadValues(dst, &s.Read, a.ReadFormat); err != nil {
+				return dst, err
 			}
-			for _, r := range s.RegsUser {
-				dst = u64(dst, r)
+		case fieldCallchain:
+			dst = u64(dst, uint64(len(s.Callchain)))
+			for _, ip := range s.Callchain {
+				dst = u64(dst, ip)
 			}
-		}
-	}
-	if t&SampleStackUser != 0 {
-		dst = u64(dst, uint64(len(s.StackUser)))
-		dst = append(dst, s.StackUser...)
-		if len(s.StackUser) != 0 {
-			dst = u64(dst, s.StackDyn)
-		}
-	}
-	if t&(SampleWeight|SampleWeightStruct) != 0 {
-		dst = u64(dst, s.Weight)
-	}
-	if t&SampleDataSrc != 0 {
-		dst = u64(dst, s.DataSrc)
-	}
-	if t&SampleTransaction != 0 {
-		dst = u64(dst, s.Transaction)
-	}
-	if t&SampleRegsIntr != 0 {
-		dst = u64(dst, s.RegsIntrABI)
-		if s.RegsIntrABI != 0 {
-			if len(s.RegsIntr) != bits.OnesCount64(a.SampleRegsIntr) {
-				return dst, fmt.Errorf("%d interrupt registers for a mask of %d", len(s.RegsIntr), bits.OnesCount64(a.SampleRegsIntr))
+		case fieldRaw:
+			dst = le.AppendUint32(dst, uint32(len(s.Raw)))
+			dst = append(dst, s.Raw...)
+			dst = append(dst, make([]byte, pad8(4+len(s.Raw))-4-len(s.Raw))...)
+		case fieldBranches:
+			dst = u64(dst, uint64(len(s.Branches)))
+			if a.BranchSampleType&BranchSampleHWIndex != 0 {
+				dst = u64(dst, s.BranchHWIdx)
 			}
-			for _, r := range s.RegsIntr {
-				dst = u64(dst, r)
+			for _, b := range s.Branches {
+				dst = u64(u64(u64(dst, b.From), b.To), b.Flags)
 			}
+		case fieldRegs:
+			regs, abi, mask := s.regs(f.bit)
+			dst = u64(dst, *abi)
+			if *abi != 0 {
+				if len(*regs) != bits.OnesCount64(mask) {
+					return dst, fmt.Errorf("%d %s registers for a mask of %d", len(*regs), regsName(f.bit), bits.OnesCount64(mask))
+				}
+				for _, r := range *regs {
+					dst = u64(dst, r)
+				}
+			}
+		case fieldStack:
+			dst = u64(dst, uint64(len(s.StackUser)))
+			dst = append(dst, s.StackUser...)
+			if len(s.StackUser) != 0 {
+				dst = u64(dst, s.StackDyn)
+			}
+		case fieldAux:
+			dst = u64(dst, uint64(len(s.Aux)))
+			dst = append(dst, s.Aux...)
 		}
-	}
-	if t&SamplePhysAddr != 0 {
-		dst = u64(dst, s.PhysAddr)
-	}
-	if t&SampleCgroup != 0 {
-		dst = u64(dst, s.Cgroup)
-	}
-	if t&SampleDataPageSize != 0 {
-		dst = u64(dst, s.DataPage)
-	}
-	if t&SampleCodePageSize != 0 {
-		dst = u64(dst, s.CodePage)
-	}
-	if t&SampleAux != 0 {
-		dst = u64(dst, uint64(len(s.Aux)))
-		dst = append(dst, s.Aux...)
 	}
 	return dst, nil
+}
+
+// regsName names a register field in errors.
+func regsName(bit SampleFormat) string {
+	if bit == SampleRegsIntr {
+		return "interrupt"
+	}
+	return "user"
 }
 
 func appendReadValues(dst []byte, r *ReadValues, f ReadFormat) ([]byte, error) {

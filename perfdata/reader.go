@@ -47,6 +47,10 @@ type Reader struct {
 	size    int    // of the current record
 	sink    byte   // see touchAhead
 	counts  [128]uint64
+	// layout is the sample layout of the last SAMPLE's sample_type
+	// (valid when hasLayout): recordings mostly have one.
+	layout    sampleLayout
+	hasLayout bool
 
 	sample        Sample
 	mmap          Mmap
@@ -309,7 +313,7 @@ func (r *Reader) decode(raw []byte, off int64) (Record, error) {
 		if attr == nil {
 			return nil, fmt.Errorf("SAMPLE record at offset %d: the file has no attrs", off)
 		}
-		if err := decodeSample(s, body, f.Swapped, r.SkipCallchains); err != nil {
+		if err := decodeSample(s, body, r.layoutOf(attr.SampleType), f.Swapped, r.SkipCallchains); err != nil {
 			return nil, fmt.Errorf("SAMPLE record at offset %d: %w", off, err)
 		}
 		return s, nil
@@ -667,10 +671,13 @@ func (r *Reader) decodeUser(typ RecordType, misc uint16, body []byte, off int64)
 	return u, nil
 }
 
-// fixedFields are the sample fields FixedSampleFields reads: all of
-// fixed size, they come first in a SAMPLE, in this order.
-const fixedFields = SampleIdentifier | SampleIP | SampleTID | SampleTime | SampleAddr |
-	SampleID | SampleStreamID | SampleCPU | SamplePeriod
+// layoutOf returns the sample layout of t.
+func (r *Reader) layoutOf(t SampleFormat) *sampleLayout {
+	if !r.hasLayout || r.layout.t != t {
+		r.layout, r.hasLayout = layoutOf(t), true
+	}
+	return &r.layout
+}
 
 // fixedSample decodes the fixed fields of the SAMPLE raw at off for
 // FixedSampleFields, or returns nil when the record is too short for
@@ -682,52 +689,13 @@ func (r *Reader) fixedSample(raw []byte, off int64) *Sample {
 	}
 	body := raw[8:]
 	a := r.attrFor(RecordSample, body)
-	t := a.SampleType
-	if bits.OnesCount64(uint64(t&fixedFields))*8 > len(body) {
+	l := r.layoutOf(a.SampleType)
+	if l.fixed > len(body) {
 		return nil
 	}
 	s := &r.sample
 	s.Common = Common{Misc: le.Uint16(raw[4:]), Offset: off, Attr: a}
-	p := 0
-	u64 := func() uint64 {
-		v := le.Uint64(body[p:])
-		p += 8
-		return v
-	}
-	if t&SampleIdentifier != 0 {
-		s.ID = u64()
-	}
-	if t&SampleIP != 0 {
-		s.IP = u64()
-	}
-	if t&SampleTID != 0 {
-		v := u64()
-		s.PID, s.TID = uint32(v), uint32(v>>32)
-	}
-	if t&SampleTime != 0 {
-		s.Time = u64()
-	}
-	if t&SampleAddr != 0 {
-		s.Addr = u64()
-	}
-	if t&SampleID != 0 {
-		s.ID = u64()
-	}
-	if t&SampleStreamID != 0 {
-		s.StreamID = u64()
-	}
-	if t&SampleCPU != 0 {
-		v := u64()
-		s.CPU, s.CPURes = uint32(v), uint32(v>>32)
-	}
-	switch {
-	case t&SamplePeriod != 0:
-		s.Period = u64()
-	case a.Flags&FlagFreq == 0:
-		s.Period = a.SamplePeriod // as decodeSample does
-	default:
-		s.Period = 0
-	}
+	decodeFixed(s, body, l, false)
 	r.counts[RecordSample]++
 	return s
 }

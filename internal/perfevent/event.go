@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/jitprof/jitprof/perfdata"
 )
 
 // Event is one kind of event to count or sample, as perf names it on the
@@ -32,39 +34,6 @@ type Event struct {
 
 // DefaultEvent is what perf record samples on a machine without a PMU.
 const DefaultEvent = "cpu-clock"
-
-// namedEvents maps perf's names for the generic software and hardware events.
-var namedEvents = map[string]struct {
-	typ    uint32
-	config uint64
-}{
-	"cpu-clock":        {unix.PERF_TYPE_SOFTWARE, unix.PERF_COUNT_SW_CPU_CLOCK},
-	"task-clock":       {unix.PERF_TYPE_SOFTWARE, unix.PERF_COUNT_SW_TASK_CLOCK},
-	"page-faults":      {unix.PERF_TYPE_SOFTWARE, unix.PERF_COUNT_SW_PAGE_FAULTS},
-	"faults":           {unix.PERF_TYPE_SOFTWARE, unix.PERF_COUNT_SW_PAGE_FAULTS},
-	"minor-faults":     {unix.PERF_TYPE_SOFTWARE, unix.PERF_COUNT_SW_PAGE_FAULTS_MIN},
-	"major-faults":     {unix.PERF_TYPE_SOFTWARE, unix.PERF_COUNT_SW_PAGE_FAULTS_MAJ},
-	"context-switches": {unix.PERF_TYPE_SOFTWARE, unix.PERF_COUNT_SW_CONTEXT_SWITCHES},
-	"cs":               {unix.PERF_TYPE_SOFTWARE, unix.PERF_COUNT_SW_CONTEXT_SWITCHES},
-	"cpu-migrations":   {unix.PERF_TYPE_SOFTWARE, unix.PERF_COUNT_SW_CPU_MIGRATIONS},
-	"migrations":       {unix.PERF_TYPE_SOFTWARE, unix.PERF_COUNT_SW_CPU_MIGRATIONS},
-	"alignment-faults": {unix.PERF_TYPE_SOFTWARE, unix.PERF_COUNT_SW_ALIGNMENT_FAULTS},
-	"emulation-faults": {unix.PERF_TYPE_SOFTWARE, unix.PERF_COUNT_SW_EMULATION_FAULTS},
-	"dummy":            {unix.PERF_TYPE_SOFTWARE, unix.PERF_COUNT_SW_DUMMY},
-
-	"cycles":                  {unix.PERF_TYPE_HARDWARE, unix.PERF_COUNT_HW_CPU_CYCLES},
-	"cpu-cycles":              {unix.PERF_TYPE_HARDWARE, unix.PERF_COUNT_HW_CPU_CYCLES},
-	"instructions":            {unix.PERF_TYPE_HARDWARE, unix.PERF_COUNT_HW_INSTRUCTIONS},
-	"cache-references":        {unix.PERF_TYPE_HARDWARE, unix.PERF_COUNT_HW_CACHE_REFERENCES},
-	"cache-misses":            {unix.PERF_TYPE_HARDWARE, unix.PERF_COUNT_HW_CACHE_MISSES},
-	"branches":                {unix.PERF_TYPE_HARDWARE, unix.PERF_COUNT_HW_BRANCH_INSTRUCTIONS},
-	"branch-instructions":     {unix.PERF_TYPE_HARDWARE, unix.PERF_COUNT_HW_BRANCH_INSTRUCTIONS},
-	"branch-misses":           {unix.PERF_TYPE_HARDWARE, unix.PERF_COUNT_HW_BRANCH_MISSES},
-	"bus-cycles":              {unix.PERF_TYPE_HARDWARE, unix.PERF_COUNT_HW_BUS_CYCLES},
-	"stalled-cycles-frontend": {unix.PERF_TYPE_HARDWARE, unix.PERF_COUNT_HW_STALLED_CYCLES_FRONTEND},
-	"stalled-cycles-backend":  {unix.PERF_TYPE_HARDWARE, unix.PERF_COUNT_HW_STALLED_CYCLES_BACKEND},
-	"ref-cycles":              {unix.PERF_TYPE_HARDWARE, unix.PERF_COUNT_HW_REF_CPU_CYCLES},
-}
 
 // errNotMounted says no tracefs was found; it wraps ErrNotSupported.
 var errNotMounted = fmt.Errorf("tracefs not mounted: %w", ErrNotSupported)
@@ -144,8 +113,8 @@ func parseEvent(spec string, roots []string, mount func(dir string) error) (Even
 
 // parseBase sets ev's type and config from a named or raw event.
 func parseBase(name string, ev *Event) error {
-	if n, ok := namedEvents[name]; ok {
-		ev.Type, ev.Config = n.typ, n.config
+	if typ, config, ok := perfdata.LookupEvent(name); ok {
+		ev.Type, ev.Config = typ, config
 		return nil
 	}
 	if len(name) > 1 && name[0] == 'r' {

@@ -275,27 +275,6 @@ func kernelSampled(f *perfdata.File) bool {
 	return false
 }
 
-// EventName is perf's name for an attr's event when the file does not
-// name it.
-func EventName(a *perfdata.Attr) string {
-	if a.Name != "" {
-		return a.Name
-	}
-	if a.Type == perfdata.TypeSoftware {
-		names := []string{"cpu-clock", "task-clock", "page-faults", "context-switches", "cpu-migrations", "minor-faults", "major-faults", "alignment-faults", "emulation-faults", "dummy"}
-		if a.Config < uint64(len(names)) {
-			return names[a.Config]
-		}
-	}
-	if a.Type == perfdata.TypeHardware {
-		names := []string{"cycles", "instructions", "cache-references", "cache-misses", "branches", "branch-misses", "bus-cycles"}
-		if a.Config < uint64(len(names)) {
-			return names[a.Config]
-		}
-	}
-	return fmt.Sprintf("event:%d:%#x", a.Type, a.Config)
-}
-
 // cacheKey has no padding, so maps hash it as two words (memhash128)
 // rather than byte by byte.
 type cacheKey struct {
@@ -362,7 +341,7 @@ type threadState struct {
 }
 
 func event(a *perfdata.Attr) profile.Event {
-	e := profile.Event{Name: EventName(a)}
+	e := profile.Event{Name: perfdata.EventName(a)}
 	if a.Freq() {
 		e.Freq = a.SamplePeriod
 	} else {
