@@ -11,6 +11,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/jitprof/jitprof/internal/linux"
 )
 
 // nanotime is the runtime's CLOCK_MONOTONIC clock (vDSO on Linux): the
@@ -130,7 +132,7 @@ func Open(opts Options) (*Logger, error) {
 		maxSize = growStep
 	}
 	pid := os.Getpid()
-	start, _, err := procStat(pid)
+	start, _, err := linux.ProcStat(pid)
 	if err != nil {
 		return nil, fmt.Errorf("jitlog: open: %w", err)
 	}

@@ -1,15 +1,14 @@
 package jitlog
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
-	"strconv"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/jitprof/jitprof/internal/linux"
 	"github.com/jitprof/jitprof/internal/trust"
 )
 
@@ -97,36 +96,10 @@ func checkDir(dir string, st *unix.Stat_t, owner int) error {
 	return nil
 }
 
-// procStat reads field 3 (state) and field 22 (start time, in clock ticks
-// since boot) of /proc/PID/stat; the start time tells a process from a
-// later one that reused its pid.
-func procStat(pid int) (start uint64, state byte, err error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, 0, err
-	}
-	// The command name (field 2) may hold spaces and parentheses; fields
-	// after it start after the last ')'.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, 0, fmt.Errorf("/proc/%d/stat: no command name", pid)
-	}
-	f := bytes.Fields(b[i+1:])
-	// f[0] is field 3, so field 22 is f[19].
-	if len(f) < 20 {
-		return 0, 0, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(f)+2)
-	}
-	start, err = strconv.ParseUint(string(f[19]), 10, 64)
-	if err != nil {
-		return 0, 0, fmt.Errorf("/proc/%d/stat: start time: %w", pid, err)
-	}
-	return start, f[0][0], nil
-}
-
 // ProcessAlive reports whether the process that wrote header h still runs:
 // its pid exists with the start time h recorded, and is not a zombie (a
 // zombie has written its last record).
 func ProcessAlive(h *Header) bool {
-	start, state, err := procStat(int(h.PID))
+	start, state, err := linux.ProcStat(int(h.PID))
 	return err == nil && start == h.StartTime && state != 'Z'
 }

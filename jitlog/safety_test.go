@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/jitprof/jitprof/internal/linux"
 )
 
 // writeDB logs a few records in a fresh directory and returns the path.
@@ -130,7 +132,7 @@ func TestCleanup(t *testing.T) {
 	}
 	exited := DatabasePath(dir, cmd.Process.Pid)
 
-	initStart, _, err := procStat(1)
+	initStart, _, err := linux.ProcStat(1)
 	if err != nil {
 		t.Fatal(err)
 	}

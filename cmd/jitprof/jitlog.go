@@ -7,7 +7,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/jitprof/jitprof/internal/perfevent"
+	"github.com/jitprof/jitprof/internal/linux"
 	"github.com/jitprof/jitprof/jitlog"
 )
 
@@ -148,7 +148,7 @@ func database(fs *flag.FlagSet, pid int, pos []string) (path string, owner int, 
 	switch {
 	case pid != 0 && len(pos) == 0:
 		path = jitlog.DatabasePath(jitlog.DefaultDir(), pid)
-		if id, err := perfevent.ReadIdentity("/proc", pid); err == nil {
+		if id, err := linux.ReadIdentity("/proc", pid); err == nil {
 			owner = id.UID
 		}
 	case pid == 0 && len(pos) == 1:

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/google/pprof/profile"
+
 	"github.com/jitprof/jitprof/internal/perftest"
 	"github.com/jitprof/jitprof/perfdata"
 )

@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/jitprof/jitprof/internal/linux"
 	"github.com/jitprof/jitprof/internal/perfevent"
 	"github.com/jitprof/jitprof/internal/record"
 )
@@ -30,11 +31,11 @@ func runRecord(args []string) error {
 	freq := func(s string) error {
 		if s == "max" {
 			// As perf: the most the kernel allows.
-			b, err := os.ReadFile("/proc/sys/kernel/perf_event_max_sample_rate")
+			max, err := linux.MaxSampleRate()
 			if err != nil {
 				return fmt.Errorf("-F max: %w", err)
 			}
-			s = strings.TrimSpace(string(b))
+			s = strconv.Itoa(max)
 		}
 		v, err := strconv.ParseUint(s, 10, 64)
 		if err != nil || v == 0 {
@@ -91,7 +92,7 @@ func runRecord(args []string) error {
 		cfg.TIDs, err = intList(*tids)
 	}
 	if err == nil && *cpus != "" {
-		cfg.CPUs, err = perfevent.ParseCPUList(*cpus)
+		cfg.CPUs, err = linux.ParseCPUList(*cpus)
 	}
 	if err != nil {
 		fmt.Fprintf(fs.Output(), "jitprof record: %v\n", err)

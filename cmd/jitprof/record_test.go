@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jitprof/jitprof/internal/perfevent"
+	"github.com/jitprof/jitprof/internal/linux"
 	"github.com/jitprof/jitprof/internal/perftest"
 	"github.com/jitprof/jitprof/perfdata"
 )
@@ -156,7 +156,7 @@ func TestRecordUnprivileged(t *testing.T) {
 	}
 	uid, _ := strconv.Atoi(nobody.Uid)
 	gid, _ := strconv.Atoi(nobody.Gid)
-	paranoid, err := perfevent.Paranoid()
+	paranoid, err := linux.Paranoid()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,9 +218,9 @@ func TestRecordUnprivileged(t *testing.T) {
 
 // childOf returns a child process of pid, or 0.
 func childOf(pid int) int {
-	pids, _ := perfevent.AllPIDs()
+	pids, _ := linux.AllPIDs()
 	for _, p := range pids {
-		if pr, err := perfevent.ReadProcess(p); err == nil && pr.PPID == pid {
+		if pr, err := linux.ReadProcess(p); err == nil && pr.PPID == pid {
 			return p
 		}
 	}

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/jitprof/jitprof/internal/anonbind"
-	"github.com/jitprof/jitprof/internal/perfevent"
+	"github.com/jitprof/jitprof/internal/linux"
 	"github.com/jitprof/jitprof/internal/profile"
 	"github.com/jitprof/jitprof/internal/report"
 	"github.com/jitprof/jitprof/internal/session"
@@ -291,7 +291,7 @@ func reportFilter(comms, pids, tids, dsos, cpus string) (report.Filter, error) {
 	}
 	if cpus != "" {
 		var err error
-		if f.CPUs, err = perfevent.ParseCPUList(cpus); err != nil {
+		if f.CPUs, err = linux.ParseCPUList(cpus); err != nil {
 			return f, err
 		}
 	}

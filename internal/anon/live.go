@@ -1,11 +1,10 @@
 package anon
 
 import (
-	"os"
 	"strconv"
 	"strings"
 
-	"github.com/jitprof/jitprof/internal/perfevent"
+	"github.com/jitprof/jitprof/internal/linux"
 	"github.com/jitprof/jitprof/internal/trust"
 )
 
@@ -17,7 +16,7 @@ import (
 // process: another start time than p.StartTime or, when that is unknown,
 // another command name than p.Comm.
 func (p *Process) FillLive(procRoot string) bool {
-	id, err := perfevent.ReadIdentity(procRoot, p.PID)
+	id, err := linux.ReadIdentity(procRoot, p.PID)
 	if err != nil {
 		return false
 	}
@@ -27,8 +26,8 @@ func (p *Process) FillLive(procRoot string) bool {
 			return false
 		}
 	} else if p.Comm != "" {
-		comm, err := os.ReadFile(dir + "/comm")
-		if err != nil || strings.TrimSpace(string(comm)) != p.Comm {
+		comm, err := linux.ReadComm(procRoot, p.PID)
+		if err != nil || strings.TrimSpace(comm) != p.Comm {
 			return false
 		}
 	}

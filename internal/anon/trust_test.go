@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/jitprof/jitprof/internal/perfevent"
+	"github.com/jitprof/jitprof/internal/linux"
 	"github.com/jitprof/jitprof/internal/trust"
 )
 
@@ -144,7 +144,7 @@ func TestTrustRefusalEndsSearch(t *testing.T) {
 // TestFillLive: the recorded uid wins over the live one, and a recorded
 // start time tells a reused pid.
 func TestFillLive(t *testing.T) {
-	id, err := perfevent.ReadIdentity("/proc", os.Getpid())
+	id, err := linux.ReadIdentity("/proc", os.Getpid())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,7 @@
 // being nm's letter (T and t for text, W and w for weak symbols, D, B, R
 // ... for data).
 //
-// It reads nothing itself: callers read the file (internal/perfevent for
-// the recorder's kernel map, internal/symbolize for kernel symbols) and
-// pass its bytes, so the one parser is fuzzed without a kernel.
+// It reads nothing itself: internal/linux reads the file (for the
+// recorder's kernel map, and for internal/symbolize's kernel symbols) and
+// callers pass its bytes, so the one parser is fuzzed without a kernel.
 package kallsyms

@@ -77,7 +77,7 @@ func TestErrors(t *testing.T) {
 	}
 }
 
-// TestStop: a caller that stops early (perfevent, once it has found
+// TestStop: a caller that stops early (linux.KernelMapping, once it has found
 // _text, _stext and _etext) is not yielded to again.
 func TestStop(t *testing.T) {
 	n := 0

@@ -1,8 +1,8 @@
 // Package perfevent is jitprof's only door to the kernel's performance
 // events: it opens events with perf_event_open(2), reads their mmap ring
-// buffers, starts a command stopped until its events are enabled, and reads
-// the /proc and /sys state from which a recorder synthesizes the COMM and
-// MMAP2 records of processes that existed before recording began.
+// buffers, and starts a command stopped until its events are enabled.
+// What /proc and /sys say (the processes a recorder synthesizes records
+// for, CPUs, sysctls) is read by internal/linux.
 //
 // It implements the ABI of include/uapi/linux/perf_event.h: struct
 // perf_event_attr (as golang.org/x/sys/unix.PerfEventAttr), the ioctls

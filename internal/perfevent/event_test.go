@@ -4,8 +4,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"slices"
-	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -121,45 +119,6 @@ func TestParseEventMountsTracefs(t *testing.T) {
 	_, err = parseEvent("sched:sched_switch", []string{t.TempDir()}, func(string) error { return refused })
 	if !errors.Is(err, refused) || !errors.Is(err, ErrNotSupported) {
 		t.Errorf("failed mount: err = %v, want both the mount's error and ErrNotSupported", err)
-	}
-}
-
-func TestParseCPUList(t *testing.T) {
-	tests := []struct {
-		in   string
-		want []int
-	}{
-		{"0", []int{0}},
-		{"0-3", []int{0, 1, 2, 3}},
-		{"0-1,5,3-3", []int{0, 1, 3, 5}},
-		{"2,0,2", []int{0, 2}},
-		{"", nil},
-		{"1-", nil},
-		{"3-1", nil},
-		{"a", nil},
-		{"-1", nil},
-		{"0-99999999", nil},
-		{"65535", []int{65535}},
-		{"65536", nil},
-		// Ranges each below the old bound on a range's width once
-		// made a set of millions of CPUs.
-		{strings.Repeat("1000000-1065535,", 50) + "0", nil},
-	}
-	for _, tt := range tests {
-		got, err := ParseCPUList(tt.in)
-		if (err != nil) != (tt.want == nil) || !slices.Equal(got, tt.want) {
-			t.Errorf("ParseCPUList(%q) = %v, %v; want %v", tt.in, got, err, tt.want)
-		}
-	}
-}
-
-func TestOnlineCPUs(t *testing.T) {
-	cpus, err := OnlineCPUs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(cpus) == 0 || cpus[0] < 0 {
-		t.Fatalf("OnlineCPUs() = %v", cpus)
 	}
 }
 

@@ -8,6 +8,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/jitprof/jitprof/internal/linux"
 )
 
 // DefaultSampleType is what OpenEvents samples unless told otherwise.
@@ -189,7 +191,7 @@ func OpenEvents(o Options, t Target) (_ *EventSet, err error) {
 	case len(t.PIDs) > 0:
 		tids = nil
 		for _, pid := range t.PIDs {
-			ts, err := threadsOf(pid)
+			ts, err := linux.TaskIDs(pid)
 			if err != nil {
 				return nil, fmt.Errorf("open events: pid %d: %w", pid, err)
 			}
@@ -274,7 +276,7 @@ func eventID(fd int) (uint64, error) {
 }
 
 func targetCPUs(want []int) ([]int, error) {
-	online, err := OnlineCPUs()
+	online, err := linux.OnlineCPUs()
 	if err != nil {
 		return nil, err
 	}

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/jitprof/jitprof/internal/linux"
 )
 
 // decoded is the part of a record the tests check, decoded for
@@ -264,7 +266,7 @@ func TestInheritThreads(t *testing.T) {
 }
 
 func mustCPUs(t *testing.T) []int {
-	cpus, err := OnlineCPUs()
+	cpus, err := linux.OnlineCPUs()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -477,7 +479,7 @@ func TestUnprivileged(t *testing.T) {
 	if err != nil {
 		t.Fatalf("helper: %v\n%s", err, out)
 	}
-	p, err := Paranoid()
+	p, err := linux.Paranoid()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -492,7 +494,7 @@ func TestUnprivileged(t *testing.T) {
 
 func TestPermissionError(t *testing.T) {
 	err := openError(unix.EACCES, &unix.PerfEventAttr{}, mustParse("cpu-clock"), 0)
-	if !errors.Is(err, ErrPermission) || !strings.Contains(err.Error(), paranoidPath) ||
+	if !errors.Is(err, ErrPermission) || !strings.Contains(err.Error(), linux.ParanoidPath) ||
 		!strings.Contains(err.Error(), "CAP_PERFMON") || !strings.Contains(err.Error(), ":u") {
 		t.Errorf("EACCES: %v", err)
 	}

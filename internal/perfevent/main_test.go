@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/jitprof/jitprof/internal/linux"
 )
 
 // helperEnv makes the test binary act as a test subject instead of running
@@ -149,7 +151,7 @@ func requireRoot(t *testing.T) {
 
 // userOnly reports whether this process must exclude the kernel to sample.
 func userOnly(t *testing.T) bool {
-	p, err := Paranoid()
+	p, err := linux.Paranoid()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,12 +3,12 @@ package perfevent
 import (
 	"errors"
 	"fmt"
-	"math/bits"
-	"os"
 	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/jitprof/jitprof/internal/linux"
 )
 
 var (
@@ -19,27 +19,6 @@ var (
 	// wrapping error says which setting to change.
 	ErrPermission = errors.New("permission denied")
 )
-
-const paranoidPath = "/proc/sys/kernel/perf_event_paranoid"
-
-// Paranoid returns the value of /proc/sys/kernel/perf_event_paranoid: at 2
-// (the usual default) unprivileged users may only profile their own
-// processes in user space; below that also the kernel (1) or any CPU (0, -1).
-func Paranoid() (int, error) {
-	return readIntFile(paranoidPath)
-}
-
-func readIntFile(path string) (int, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return 0, err
-	}
-	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil {
-		return 0, fmt.Errorf("%s: %w", path, err)
-	}
-	return n, nil
-}
 
 // perfEventOpen opens one event and turns the kernel's terse errno into an
 // error that says what to do about it.
@@ -55,10 +34,10 @@ func openError(err error, attr *unix.PerfEventAttr, ev Event, pid int) error {
 	switch {
 	case errors.Is(err, unix.EACCES), errors.Is(err, unix.EPERM):
 		level := "unknown"
-		if p, perr := Paranoid(); perr == nil {
+		if p, perr := linux.Paranoid(); perr == nil {
 			level = strconv.Itoa(p)
 		}
-		what := "needs CAP_PERFMON (or root), or a lower " + paranoidPath
+		what := "needs CAP_PERFMON (or root), or a lower " + linux.ParanoidPath
 		if pid == -1 {
 			what = "profiling a whole CPU " + what + " (at most 0)"
 		} else if attr.Bits&unix.PerfBitExcludeKernel == 0 {
@@ -96,7 +75,7 @@ func invalidHint(attr *unix.PerfEventAttr) string {
 		attr.Type, attr.Config, attr.Sample_type, attr.Bits, attr.Clockid, attr.Sample_max_stack)
 	if attr.Bits&unix.PerfBitFreq != 0 {
 		fmt.Fprintf(&b, " sample_freq=%d", attr.Sample)
-		if max, err := readIntFile("/proc/sys/kernel/perf_event_max_sample_rate"); err == nil && attr.Sample > uint64(max) {
+		if max, err := linux.MaxSampleRate(); err == nil && attr.Sample > uint64(max) {
 			fmt.Fprintf(&b, " (above perf_event_max_sample_rate %d: lower -F)", max)
 		}
 	} else {
@@ -106,63 +85,4 @@ func invalidHint(attr *unix.PerfEventAttr) string {
 		fmt.Fprintf(&b, " precise_ip=%d (drop the :p modifiers)", p)
 	}
 	return b.String()
-}
-
-// OnlineCPUs returns the CPUs the kernel has online, from
-// /sys/devices/system/cpu/online.
-func OnlineCPUs() ([]int, error) {
-	b, err := os.ReadFile("/sys/devices/system/cpu/online")
-	if err != nil {
-		return nil, fmt.Errorf("online cpus: %w", err)
-	}
-	cpus, err := ParseCPUList(strings.TrimSpace(string(b)))
-	if err != nil {
-		return nil, fmt.Errorf("online cpus: %w", err)
-	}
-	return cpus, nil
-}
-
-// maxCPUs bounds CPU numbers: far above any kernel's NR_CPUS (8192 on
-// x86-64), and low enough that a list such as "0-65535,70000-135535,..."
-// cannot make a huge set.
-const maxCPUs = 1 << 16
-
-// ParseCPUList parses the kernel's cpu list format, also used by perf -C:
-// comma-separated CPUs and inclusive ranges, e.g. "0-3,5". The result is
-// sorted and has no duplicates.
-func ParseCPUList(s string) ([]int, error) {
-	if s == "" {
-		return nil, errors.New("cpu list: empty")
-	}
-	var set [maxCPUs / 64]uint64
-	n := 0
-	for _, part := range strings.Split(s, ",") {
-		lo, hi, isRange := strings.Cut(part, "-")
-		a, err := strconv.Atoi(lo)
-		if err != nil || a < 0 {
-			return nil, fmt.Errorf("cpu list %q: bad cpu %q", s, lo)
-		}
-		b := a
-		if isRange {
-			if b, err = strconv.Atoi(hi); err != nil || b < a {
-				return nil, fmt.Errorf("cpu list %q: bad range %q", s, part)
-			}
-		}
-		if b >= maxCPUs {
-			return nil, fmt.Errorf("cpu list %q: cpu %d is past the largest possible, %d", s, b, maxCPUs-1)
-		}
-		for c := a; c <= b; c++ {
-			if set[c/64]&(1<<(c%64)) == 0 {
-				set[c/64] |= 1 << (c % 64)
-				n++
-			}
-		}
-	}
-	cpus := make([]int, 0, n)
-	for i, w := range set {
-		for ; w != 0; w &= w - 1 {
-			cpus = append(cpus, i*64+bits.TrailingZeros64(w))
-		}
-	}
-	return cpus, nil
 }

@@ -1,18 +1,15 @@
 package record
 
 import (
-	"bytes"
-	"debug/elf"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
-	"fmt"
-	"io"
-	"os"
 	"slices"
 	"sort"
 	"strings"
 
-	"github.com/jitprof/jitprof/internal/perfevent"
+	"github.com/jitprof/jitprof/internal/linux"
+	"github.com/jitprof/jitprof/internal/symbolize"
 	"github.com/jitprof/jitprof/perfdata"
 )
 
@@ -40,7 +37,7 @@ type procMaps struct {
 	parent *procMaps
 	// id is who the process is (uid, gid, start time), once known: its
 	// JIT data files are judged by it, also after it has exited.
-	id      perfevent.Identity
+	id      linux.Identity
 	idKnown bool
 }
 
@@ -166,58 +163,34 @@ func (im *images) buildIDs() []perfdata.BuildID {
 	return l
 }
 
-const ntGNUBuildID = 3
-
-// elfBuildID returns the GNU build-id note of an ELF file, or nil if it
-// has none.
+// elfBuildID returns the GNU build-id of an ELF file, or nil if it has
+// none: perf's BUILD_ID feature holds at most 20 bytes.
 func elfBuildID(path string) ([]byte, error) {
-	f, err := elf.Open(path)
+	id, err := symbolize.FileBuildID(path)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	for _, p := range f.Progs {
-		if p.Type != elf.PT_NOTE {
-			continue
-		}
-		b, err := io.ReadAll(io.LimitReader(p.Open(), 1<<20))
-		if err != nil {
-			return nil, fmt.Errorf("%s: notes: %w", path, err)
-		}
-		if id := findBuildID(b, f.ByteOrder); id != nil {
-			return id, nil
-		}
-	}
-	return nil, nil
+	return buildIDBytes(id)
 }
 
 // kernelBuildID reads the running kernel's build-id from its notes.
 func kernelBuildID() ([]byte, error) {
-	b, err := os.ReadFile("/sys/kernel/notes")
+	notes, err := linux.KernelNotes()
 	if err != nil {
 		return nil, err
 	}
-	if id := findBuildID(b, binary.NativeEndian); id != nil {
-		return id, nil
+	id, err := buildIDBytes(symbolize.NotesBuildID(notes, binary.NativeEndian))
+	if err == nil && id == nil {
+		err = errors.New("/sys/kernel/notes: no build-id")
 	}
-	return nil, errors.New("/sys/kernel/notes: no build-id")
+	return id, err
 }
 
-// findBuildID walks ELF notes (namesz, descsz, type, name, desc; 4-byte
-// aligned) for the GNU build-id.
-func findBuildID(b []byte, bo binary.ByteOrder) []byte {
-	for len(b) >= 12 {
-		namesz, descsz, typ := bo.Uint32(b), bo.Uint32(b[4:]), bo.Uint32(b[8:])
-		b = b[12:]
-		nameEnd := (uint64(namesz) + 3) &^ 3
-		descEnd := nameEnd + (uint64(descsz)+3)&^3
-		if descEnd > uint64(len(b)) {
-			return nil
-		}
-		if typ == ntGNUBuildID && bytes.Equal(b[:namesz], []byte("GNU\x00")) && descsz > 0 && descsz <= 64 {
-			return slices.Clone(b[nameEnd : nameEnd+uint64(descsz)])
-		}
-		b = b[descEnd:]
+// buildIDBytes decodes a hex build-id, nil for "" or one longer than
+// perf's 20 bytes.
+func buildIDBytes(id string) ([]byte, error) {
+	if id == "" || len(id) > 40 {
+		return nil, nil
 	}
-	return nil
+	return hex.DecodeString(id)
 }

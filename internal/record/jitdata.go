@@ -8,7 +8,7 @@ import (
 
 	"github.com/jitprof/jitprof/internal/anon"
 	"github.com/jitprof/jitprof/internal/jitbundle"
-	"github.com/jitprof/jitprof/internal/perfevent"
+	"github.com/jitprof/jitprof/internal/linux"
 	"github.com/jitprof/jitprof/internal/trust"
 )
 
@@ -37,7 +37,7 @@ func (r *recorder) embedJITData(notice func(string)) int {
 		p := r.images.procs[pid]
 		if p.idKnown && p.id.StartTime != 0 {
 			// Still running: who it is now, if it is the same process.
-			if id, err := perfevent.ReadIdentity("/proc", int(pid)); err == nil && id.StartTime == p.id.StartTime {
+			if id, err := linux.ReadIdentity("/proc", int(pid)); err == nil && id.StartTime == p.id.StartTime {
 				p.id = id
 			}
 		}

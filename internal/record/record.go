@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/jitprof/jitprof/internal/linux"
 	"github.com/jitprof/jitprof/internal/perfevent"
 	"github.com/jitprof/jitprof/perfdata"
 )
@@ -283,7 +284,7 @@ func openEvents(opts perfevent.Options, t perfevent.Target, res *Result) (*perfe
 
 func userOnlyNotice() string {
 	level := "unknown"
-	if p, err := perfevent.Paranoid(); err == nil {
+	if p, err := linux.Paranoid(); err == nil {
 		level = fmt.Sprint(p)
 	}
 	return "perf_event_paranoid is " + level + ": recording user space only " +

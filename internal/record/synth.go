@@ -1,15 +1,13 @@
 package record
 
 import (
-	"bufio"
 	"errors"
+	"io/fs"
 	"os"
-	"strconv"
-	"strings"
 
 	"golang.org/x/sys/unix"
 
-	"github.com/jitprof/jitprof/internal/perfevent"
+	"github.com/jitprof/jitprof/internal/linux"
 	"github.com/jitprof/jitprof/perfdata"
 )
 
@@ -35,7 +33,7 @@ func (r *recorder) writeRecord(rec perfdata.Record) {
 // the address of _text. Hidden addresses give none, as kernel samples
 // cannot be named then.
 func (r *recorder) synthKernel() {
-	k, err := perfevent.KernelMapping()
+	k, err := linux.KernelMapping()
 	if err != nil || k.Hidden || k.Text == 0 || k.Etext <= k.Text {
 		return
 	}
@@ -57,7 +55,7 @@ func (r *recorder) synthProcesses(cfg Config) error {
 	var pids []int
 	switch {
 	case cfg.SystemWide:
-		all, err := perfevent.AllPIDs()
+		all, err := linux.AllPIDs()
 		if err != nil {
 			return err
 		}
@@ -70,8 +68,8 @@ func (r *recorder) synthProcesses(cfg Config) error {
 	}
 	seen := map[int]bool{}
 	for _, pid := range pids {
-		p, err := perfevent.ReadProcess(pid)
-		if errors.Is(err, perfevent.ErrNoProcess) || errors.Is(err, perfevent.ErrPermission) {
+		p, err := linux.ReadProcess(pid)
+		if errors.Is(err, linux.ErrNoProcess) || errors.Is(err, fs.ErrPermission) {
 			continue // gone, or another user's process a system-wide recording cannot name
 		}
 		if err != nil {
@@ -86,7 +84,7 @@ func (r *recorder) synthProcesses(cfg Config) error {
 	return r.err
 }
 
-func (r *recorder) synthProcess(p perfevent.Process) {
+func (r *recorder) synthProcess(p linux.Process) {
 	pid := uint32(p.PID)
 	pm := r.proc(pid)
 	pm.id, pm.idKnown = p.Identity, true
@@ -120,7 +118,7 @@ func (r *recorder) synthProcess(p perfevent.Process) {
 // identify reads who process pid is from /proc, keeping what was known
 // when it is gone.
 func (r *recorder) identify(pid uint32) {
-	id, err := perfevent.ReadIdentity("/proc", int(pid))
+	id, err := linux.ReadIdentity("/proc", int(pid))
 	if err != nil {
 		return
 	}
@@ -141,22 +139,20 @@ func (r *recorder) finish(cfg Config) int {
 		fs.SetString(perfdata.FeatArch, unix.ByteSliceToString(u.Machine[:]))
 	}
 	fs.SetString(perfdata.FeatVersion, "jitprof")
-	if online, err := perfevent.OnlineCPUs(); err == nil {
+	if online, err := linux.OnlineCPUs(); err == nil {
 		avail := len(online)
-		if b, err := os.ReadFile("/sys/devices/system/cpu/possible"); err == nil {
-			if l, err := perfevent.ParseCPUList(strings.TrimSpace(string(b))); err == nil {
-				avail = len(l)
-			}
+		if l, err := linux.PossibleCPUs(); err == nil {
+			avail = len(l)
 		}
 		fs.SetNrCPUs(uint32(avail), uint32(len(online)))
 	}
-	if desc, id := cpuInfo(); desc != "" {
+	if desc, id := linux.CPUInfo(); desc != "" {
 		fs.SetString(perfdata.FeatCPUDesc, desc)
 		if id != "" {
 			fs.SetString(perfdata.FeatCPUID, id)
 		}
 	}
-	if kB := memTotal(); kB > 0 {
+	if kB := linux.MemTotal(); kB > 0 {
 		fs.SetTotalMem(kB)
 	}
 	if len(cfg.Cmdline) > 0 {
@@ -180,48 +176,4 @@ func (r *recorder) finish(cfg Config) int {
 		fs.SetBuildIDs(ids)
 	}
 	return len(ids)
-}
-
-// cpuInfo returns the CPUDESC and, on x86, the CPUID strings perf writes,
-// from /proc/cpuinfo.
-func cpuInfo() (desc, id string) {
-	f, err := os.Open("/proc/cpuinfo")
-	if err != nil {
-		return "", ""
-	}
-	defer f.Close()
-	kv := map[string]string{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" {
-			break // the first CPU is enough
-		}
-		k, v, ok := strings.Cut(line, ":")
-		if ok {
-			kv[strings.TrimSpace(k)] = strings.TrimSpace(v)
-		}
-	}
-	desc = strings.Join(strings.Fields(kv["model name"]), " ")
-	if v := kv["vendor_id"]; v != "" {
-		id = strings.Join([]string{v, kv["cpu family"], kv["model"], kv["stepping"]}, ",")
-	}
-	return desc, id
-}
-
-func memTotal() uint64 {
-	b, err := os.ReadFile("/proc/meminfo")
-	if err != nil {
-		return 0
-	}
-	for line := range strings.Lines(string(b)) {
-		if rest, ok := strings.CutPrefix(line, "MemTotal:"); ok {
-			kB, err := strconv.ParseUint(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
-			if err != nil {
-				return 0
-			}
-			return kB
-		}
-	}
-	return 0
 }

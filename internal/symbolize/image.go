@@ -474,3 +474,19 @@ func noteBuildID(data []byte, bo binary.ByteOrder) string {
 	}
 	return ""
 }
+
+// FileBuildID returns the GNU build-id of the ELF file at path in
+// lower-case hex, "" when it has none.
+func FileBuildID(path string) (string, error) {
+	f, err := openELF(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	return buildID(f.File), nil
+}
+
+// NotesBuildID returns the GNU build-id in ELF notes, such as the
+// running kernel's (internal/linux.KernelNotes), in lower-case hex; ""
+// when they hold none.
+func NotesBuildID(notes []byte, bo binary.ByteOrder) string { return noteBuildID(notes, bo) }

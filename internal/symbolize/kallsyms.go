@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 
 	"github.com/jitprof/jitprof/internal/kallsyms"
+	"github.com/jitprof/jitprof/internal/linux"
 )
 
 // Kernel is the kernel's symbol table from kallsyms, modules included.
@@ -43,6 +44,23 @@ func ParseKallsyms(r io.Reader, opts LoadOptions) (*Kernel, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kallsyms: %w", err)
 	}
+	return parseKallsyms(b, opts)
+}
+
+// RunningKernel reads the running kernel's kallsyms (internal/linux).
+func RunningKernel(opts LoadOptions) (*Kernel, error) {
+	b, err := linux.Kallsyms()
+	if err != nil {
+		return nil, fmt.Errorf("kallsyms: %w", err)
+	}
+	k, err := parseKallsyms(b, opts)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", linux.KallsymsPath, err)
+	}
+	return k, nil
+}
+
+func parseKallsyms(b []byte, opts LoadOptions) (*Kernel, error) {
 	all := make([]kallsyms.Symbol, 0, bytes.Count(b, []byte("\n"))+1)
 	nonzero, sorted := false, true
 	for s, err := range kallsyms.Symbols(b) {

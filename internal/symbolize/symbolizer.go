@@ -99,11 +99,12 @@ func (s *Symbolizer) Kernel() (*Kernel, error) {
 	slot := s.kernel
 	s.mu.Unlock()
 	slot.once.Do(func() {
-		path := s.opts.Kallsyms
-		if path == "" {
-			path = "/proc/kallsyms"
+		opts := LoadOptions{RawNames: s.opts.RawNames}
+		if s.opts.Kallsyms == "" {
+			slot.kern, slot.err = RunningKernel(opts)
+			return
 		}
-		slot.kern, slot.err = LoadKallsyms(path, LoadOptions{RawNames: s.opts.RawNames})
+		slot.kern, slot.err = LoadKallsyms(s.opts.Kallsyms, opts)
 	})
 	return slot.kern, slot.err
 }

@@ -1,10 +1,11 @@
-package perfevent
+package linux
 
 import (
 	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -208,5 +209,44 @@ func TestParseErrors(t *testing.T) {
 	}
 	if _, err := parseModules([]byte("secret 1 0 - Live\n")); err == nil || strings.Contains(err.Error(), "secret") {
 		t.Errorf("short module line: err = %v, want one that does not quote the line", err)
+	}
+}
+
+func TestParseCPUList(t *testing.T) {
+	tests := []struct {
+		in   string
+		want []int
+	}{
+		{"0", []int{0}},
+		{"0-3", []int{0, 1, 2, 3}},
+		{"0-1,5,3-3", []int{0, 1, 3, 5}},
+		{"2,0,2", []int{0, 2}},
+		{"", nil},
+		{"1-", nil},
+		{"3-1", nil},
+		{"a", nil},
+		{"-1", nil},
+		{"0-99999999", nil},
+		{"65535", []int{65535}},
+		{"65536", nil},
+		// Ranges each below the old bound on a range's width once
+		// made a set of millions of CPUs.
+		{strings.Repeat("1000000-1065535,", 50) + "0", nil},
+	}
+	for _, tt := range tests {
+		got, err := ParseCPUList(tt.in)
+		if (err != nil) != (tt.want == nil) || !slices.Equal(got, tt.want) {
+			t.Errorf("ParseCPUList(%q) = %v, %v; want %v", tt.in, got, err, tt.want)
+		}
+	}
+}
+
+func TestOnlineCPUs(t *testing.T) {
+	cpus, err := OnlineCPUs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cpus) == 0 || cpus[0] < 0 {
+		t.Fatalf("OnlineCPUs() = %v", cpus)
 	}
 }

@@ -1,4 +1,4 @@
-package perfevent
+package linux
 
 import (
 	"bytes"
@@ -10,8 +10,6 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/jitprof/jitprof/internal/kallsyms"
 )
 
 // ErrNoProcess means the process does not exist, or exited while it was
@@ -118,26 +116,35 @@ func atoiNonNeg(s string) (int, error) {
 
 // readStartTime reads field 22 of dir/stat.
 func readStartTime(dir string) (uint64, error) {
-	b, err := os.ReadFile(dir + "/stat")
+	f, err := statFields(dir)
 	if err != nil {
 		return 0, err
-	}
-	// The command name (field 2) may hold spaces and parentheses; the
-	// fields after it start after the last ')'.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, fmt.Errorf("%s/stat: no command name", dir)
-	}
-	f := bytes.Fields(b[i+1:])
-	// f[0] is field 3, so field 22 is f[19].
-	if len(f) < 20 {
-		return 0, fmt.Errorf("%s/stat: %d fields, want at least 22", dir, len(f)+2)
 	}
 	start, err := strconv.ParseUint(string(f[19]), 10, 64)
 	if err != nil {
 		return 0, fmt.Errorf("%s/stat: start time: %w", dir, err)
 	}
 	return start, nil
+}
+
+// statFields returns the fields of dir/stat from the third on, at least
+// 20 of them: f[0] is field 3, so field 22 is f[19].
+func statFields(dir string) ([][]byte, error) {
+	b, err := os.ReadFile(dir + "/stat")
+	if err != nil {
+		return nil, err
+	}
+	// The command name (field 2) may hold spaces and parentheses; the
+	// fields after it start after the last ')'.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return nil, fmt.Errorf("%s/stat: no command name", dir)
+	}
+	f := bytes.Fields(b[i+1:])
+	if len(f) < 20 || len(f[0]) == 0 {
+		return nil, fmt.Errorf("%s/stat: %d fields, want at least 22", dir, len(f)+2)
+	}
+	return f, nil
 }
 
 // Thread is one thread of a process.
@@ -183,7 +190,9 @@ func numericDir(dir string) ([]int, error) {
 	return ids, nil
 }
 
-func threadsOf(pid int) ([]int, error) {
+// TaskIDs lists the threads of process pid, from /proc/PID/task; a
+// process that is gone gives ErrNoProcess.
+func TaskIDs(pid int) ([]int, error) {
 	tids, err := numericDir(fmt.Sprintf("/proc/%d/task", pid))
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ESRCH) {
 		return nil, ErrNoProcess
@@ -193,14 +202,13 @@ func threadsOf(pid int) ([]int, error) {
 
 // ReadProcess reads pid's identity, threads and mappings. Threads that exit
 // while it reads are left out; if the process itself exits the error is
-// ErrNoProcess.
+// ErrNoProcess, and another user's process that the caller may not read
+// gives an error wrapping fs.ErrPermission.
 func ReadProcess(pid int) (Process, error) {
 	p, err := readProcess(pid)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ESRCH) {
 			err = fmt.Errorf("%w: %w", ErrNoProcess, err)
-		} else if errors.Is(err, fs.ErrPermission) {
-			err = fmt.Errorf("%w: %w", ErrPermission, err)
 		}
 		return Process{}, fmt.Errorf("read process %d: %w", pid, err)
 	}
@@ -223,7 +231,7 @@ func readProcess(pid int) (Process, error) {
 	if p.Comm, err = readComm(dir); err != nil {
 		return Process{}, err
 	}
-	tids, err := threadsOf(pid)
+	tids, err := TaskIDs(pid)
 	if err != nil {
 		return Process{}, err
 	}
@@ -351,99 +359,24 @@ func parseMapsLine(line string) (Mapping, error) {
 	return m, nil
 }
 
-// Kernel is where the running kernel's text and modules are, for the
-// kernel MMAP records perf synthesizes.
-type Kernel struct {
-	// Text is the address of _text, the symbol perf relocates the
-	// kernel map against (its pgoff); Stext and Etext bound the code.
-	Text, Stext, Etext uint64
-	// Hidden is set when /proc/kallsyms shows zero addresses, as it
-	// does for readers without CAP_SYSLOG unless
-	// /proc/sys/kernel/kptr_restrict is 0 and perf_event_paranoid is at
-	// most 1; kernel samples cannot be symbolized then.
-	Hidden  bool
-	Modules []Module
+// ReadComm returns the name of process pid under procRoot ("/proc", or a
+// copy in tests), as /proc/PID/comm gives it.
+func ReadComm(procRoot string, pid int) (string, error) {
+	return readComm(procRoot + "/" + strconv.Itoa(pid))
 }
 
-// Module is a loaded kernel module.
-type Module struct {
-	Name  string
-	Start uint64 // 0 when hidden by kptr_restrict
-	Size  uint64
-}
-
-// KernelMapping reads the kernel's text bounds from /proc/kallsyms and its
-// modules from /proc/modules (absent on kernels built without modules).
-func KernelMapping() (Kernel, error) {
-	syms, err := os.ReadFile("/proc/kallsyms")
+// ProcStat returns, from /proc/PID/stat, a process's state (field 3: 'R',
+// 'S', 'Z' for a zombie, ...) and its start time (field 22), which tells
+// it from a later process with its pid.
+func ProcStat(pid int) (start uint64, state byte, err error) {
+	dir := "/proc/" + strconv.Itoa(pid)
+	f, err := statFields(dir)
 	if err != nil {
-		return Kernel{}, fmt.Errorf("kernel mapping: %w", err)
+		return 0, 0, err
 	}
-	k, err := kernelText(syms)
+	start, err = strconv.ParseUint(string(f[19]), 10, 64)
 	if err != nil {
-		return Kernel{}, fmt.Errorf("kernel mapping: /proc/kallsyms: %w", err)
+		return 0, 0, fmt.Errorf("%s/stat: start time: %w", dir, err)
 	}
-	mods, err := os.ReadFile("/proc/modules")
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return Kernel{}, fmt.Errorf("kernel mapping: %w", err)
-	}
-	if k.Modules, err = parseModules(mods); err != nil {
-		return Kernel{}, fmt.Errorf("kernel mapping: /proc/modules: %w", err)
-	}
-	return k, nil
-}
-
-// kernelText finds the kernel's text bounds in a kallsyms file.
-func kernelText(syms []byte) (Kernel, error) {
-	var k Kernel
-	found := 0
-	for s, err := range kallsyms.Symbols(syms) {
-		if err != nil {
-			return k, err
-		}
-		if s.Module != "" {
-			continue
-		}
-		switch s.Name {
-		case "_text":
-			k.Text = s.Addr
-		case "_stext":
-			k.Stext = s.Addr
-		case "_etext":
-			k.Etext = s.Addr
-		default:
-			continue
-		}
-		if found++; found == 3 {
-			break
-		}
-	}
-	if found == 0 {
-		return k, errors.New("no _text, _stext or _etext")
-	}
-	k.Hidden = k.Text == 0 && k.Stext == 0
-	return k, nil
-}
-
-// parseModules parses /proc/modules: "name size refs deps state address".
-func parseModules(b []byte) ([]Module, error) {
-	var mods []Module
-	n := 0
-	for line := range strings.Lines(string(b)) {
-		n++
-		f := strings.Fields(line)
-		if len(f) < 6 {
-			return nil, fmt.Errorf("line %d: too few fields", n)
-		}
-		size, err := strconv.ParseUint(f[1], 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("line %d: bad size", n)
-		}
-		start, err := strconv.ParseUint(strings.TrimPrefix(f[5], "0x"), 16, 64)
-		if err != nil {
-			return nil, fmt.Errorf("line %d: bad address", n)
-		}
-		mods = append(mods, Module{Name: f[0], Start: start, Size: size})
-	}
-	return mods, nil
+	return start, f[0][0], nil
 }

@@ -1,0 +1,121 @@
+package linux
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/jitprof/jitprof/internal/kallsyms"
+)
+
+// Kernel is where the running kernel's text and modules are, for the
+// kernel MMAP records perf synthesizes.
+type Kernel struct {
+	// Text is the address of _text, the symbol perf relocates the
+	// kernel map against (its pgoff); Stext and Etext bound the code.
+	Text, Stext, Etext uint64
+	// Hidden is set when /proc/kallsyms shows zero addresses, as it
+	// does for readers without CAP_SYSLOG unless
+	// /proc/sys/kernel/kptr_restrict is 0 and perf_event_paranoid is at
+	// most 1; kernel samples cannot be symbolized then.
+	Hidden  bool
+	Modules []Module
+}
+
+// Module is a loaded kernel module.
+type Module struct {
+	Name  string
+	Start uint64 // 0 when hidden by kptr_restrict
+	Size  uint64
+}
+
+// KernelMapping reads the kernel's text bounds from /proc/kallsyms and its
+// modules from /proc/modules (absent on kernels built without modules).
+func KernelMapping() (Kernel, error) {
+	syms, err := Kallsyms()
+	if err != nil {
+		return Kernel{}, fmt.Errorf("kernel mapping: %w", err)
+	}
+	k, err := kernelText(syms)
+	if err != nil {
+		return Kernel{}, fmt.Errorf("kernel mapping: /proc/kallsyms: %w", err)
+	}
+	mods, err := os.ReadFile("/proc/modules")
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return Kernel{}, fmt.Errorf("kernel mapping: %w", err)
+	}
+	if k.Modules, err = parseModules(mods); err != nil {
+		return Kernel{}, fmt.Errorf("kernel mapping: /proc/modules: %w", err)
+	}
+	return k, nil
+}
+
+// kernelText finds the kernel's text bounds in a kallsyms file.
+func kernelText(syms []byte) (Kernel, error) {
+	var k Kernel
+	found := 0
+	for s, err := range kallsyms.Symbols(syms) {
+		if err != nil {
+			return k, err
+		}
+		if s.Module != "" {
+			continue
+		}
+		switch s.Name {
+		case "_text":
+			k.Text = s.Addr
+		case "_stext":
+			k.Stext = s.Addr
+		case "_etext":
+			k.Etext = s.Addr
+		default:
+			continue
+		}
+		if found++; found == 3 {
+			break
+		}
+	}
+	if found == 0 {
+		return k, errors.New("no _text, _stext or _etext")
+	}
+	k.Hidden = k.Text == 0 && k.Stext == 0
+	return k, nil
+}
+
+// parseModules parses /proc/modules: "name size refs deps state address".
+func parseModules(b []byte) ([]Module, error) {
+	var mods []Module
+	n := 0
+	for line := range strings.Lines(string(b)) {
+		n++
+		f := strings.Fields(line)
+		if len(f) < 6 {
+			return nil, fmt.Errorf("line %d: too few fields", n)
+		}
+		size, err := strconv.ParseUint(f[1], 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("line %d: bad size", n)
+		}
+		start, err := strconv.ParseUint(strings.TrimPrefix(f[5], "0x"), 16, 64)
+		if err != nil {
+			return nil, fmt.Errorf("line %d: bad address", n)
+		}
+		mods = append(mods, Module{Name: f[0], Start: start, Size: size})
+	}
+	return mods, nil
+}
+
+// KallsymsPath is where the running kernel lists its symbols.
+const KallsymsPath = "/proc/kallsyms"
+
+// Kallsyms returns the running kernel's symbol table, as text in the
+// kallsyms format (package kallsyms parses it). Readers without
+// CAP_SYSLOG see zero addresses unless kernel.kptr_restrict is 0.
+func Kallsyms() ([]byte, error) { return os.ReadFile(KallsymsPath) }
+
+// KernelNotes returns the running kernel's ELF notes (its build-id among
+// them), from /sys/kernel/notes.
+func KernelNotes() ([]byte, error) { return os.ReadFile("/sys/kernel/notes") }
