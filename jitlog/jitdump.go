@@ -2,6 +2,7 @@ package jitlog
 
 import (
 	"debug/elf"
+	"encoding/binary"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,25 +11,8 @@ import (
 	"sync"
 
 	"golang.org/x/sys/unix"
-)
 
-// perf's jitdump, as in tools/perf/util/jitdump.h and
-// tools/perf/Documentation/jitdump-specification.txt.
-const (
-	jdMagic      = 0x4A695444 // "JiTD" as a little-endian u32
-	jdVersion    = 1
-	jdHeaderSize = 40
-	jdPrefixSize = 16 // id, total_size, timestamp
-
-	jdCodeLoad  = 0
-	jdCodeMove  = 1
-	jdDebugInfo = 2
-	jdClose     = 3
-
-	jdLoadFixed  = jdPrefixSize + 40
-	jdMoveSize   = jdPrefixSize + 48
-	jdDebugFixed = jdPrefixSize + 16
-	jdDebugEntry = 16 // addr, lineno, discrim; then the file name
+	jd "github.com/jitprof/jitprof/internal/jitdump"
 )
 
 var elfMachines = map[string]elf.Machine{
@@ -40,15 +24,26 @@ var elfMachines = map[string]elf.Machine{
 // jitdump writes jit-<pid>.dump with one write(2) per record (debug info
 // and its code load share one, so no other thread's load comes between
 // them), and keeps the marker mapping that makes perf record log an mmap
-// event naming the file.
+// event naming the file. The records are internal/jitdump's, encoded by
+// its AppendRecord.
 type jitdump struct {
 	f      *os.File
 	marker []byte
 	pid    uint32
-	bufs   sync.Pool
+	bufs   sync.Pool // of *jdBuf
 
 	mu    sync.Mutex
 	sizes map[uint64]uint64 // seq → code size: jitdump's move record wants it
+}
+
+// jdBuf is one write's bytes and the records encoded into them, reused so
+// that logging a load allocates nothing.
+type jdBuf struct {
+	b     []byte
+	load  jd.CodeLoad
+	move  jd.CodeMove
+	debug jd.DebugInfo
+	close jd.CodeClose
 }
 
 func openJitdump(dir string, pid int, now uint64) (*jitdump, error) {
@@ -57,15 +52,12 @@ func openJitdump(dir string, pid int, now uint64) (*jitdump, error) {
 	if err != nil {
 		return nil, fmt.Errorf("jitlog: jitdump: %w", err)
 	}
-	var h [jdHeaderSize]byte
-	le.PutUint32(h[0:], jdMagic)
-	le.PutUint32(h[4:], jdVersion)
-	le.PutUint32(h[8:], jdHeaderSize)
-	le.PutUint32(h[12:], uint32(elfMachines[runtime.GOARCH]))
-	le.PutUint32(h[20:], uint32(pid))
-	le.PutUint64(h[24:], now)
-	// flags stay 0: time stamps are CLOCK_MONOTONIC (perf record -k mono).
-	if _, err := f.Write(h[:]); err != nil {
+	// Flags stay 0: time stamps are CLOCK_MONOTONIC (perf record -k mono).
+	h, err := jd.AppendHeader(nil, jd.Header{ElfMach: uint32(elfMachines[runtime.GOARCH]), PID: uint32(pid), Timestamp: now})
+	if err == nil {
+		_, err = f.Write(h)
+	}
+	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("jitlog: jitdump %s: %w", path, err)
 	}
@@ -77,22 +69,28 @@ func openJitdump(dir string, pid int, now uint64) (*jitdump, error) {
 	return &jitdump{f: f, marker: marker, pid: uint32(pid), sizes: make(map[uint64]uint64)}, nil
 }
 
-func (j *jitdump) buf(n int) *[]byte {
-	bp, _ := j.bufs.Get().(*[]byte)
-	if bp == nil {
-		bp = new([]byte)
+func (j *jitdump) buf() *jdBuf {
+	jb, _ := j.bufs.Get().(*jdBuf)
+	if jb == nil {
+		jb = new(jdBuf)
 	}
-	if cap(*bp) < n {
-		*bp = make([]byte, n)
-	}
-	*bp = (*bp)[:n]
-	clear(*bp)
-	return bp
+	jb.b = jb.b[:0]
+	return jb
 }
 
-func (j *jitdump) write(bp *[]byte) error {
-	_, err := j.f.Write(*bp)
-	j.bufs.Put(bp)
+// write appends recs to jb and writes them in one write(2).
+func (j *jitdump) write(jb *jdBuf, recs ...jd.Record) error {
+	var err error
+	for _, rec := range recs {
+		if jb.b, err = jd.AppendRecord(jb.b, binary.LittleEndian, rec); err != nil {
+			break
+		}
+	}
+	if err == nil {
+		_, err = j.f.Write(jb.b)
+	}
+	jb.debug.Entries = jb.debug.Entries[:0]
+	j.bufs.Put(jb)
 	if err != nil {
 		return fmt.Errorf("jitlog: jitdump: %w", err)
 	}
@@ -106,67 +104,43 @@ func (j *jitdump) codeLoad(seq, now, addr, size uint64, name string, ld *Load) e
 	if size > maxRecord {
 		return fmt.Errorf("jitlog: jitdump: code load %q: %d bytes: %w", name, size, ErrTooLarge)
 	}
-	debug := 0
-	if ld != nil && len(ld.Lines) > 0 {
-		debug = jdDebugFixed
-		for _, e := range ld.Lines {
-			debug += jdDebugEntry + len(ld.Files[e.File]) + 1
-		}
+	jb := j.buf()
+	jb.load = jd.CodeLoad{
+		RecordHeader: jd.RecordHeader{Type: jd.TypeCodeLoad, Timestamp: now},
+		PID:          j.pid, TID: uint32(unix.Gettid()),
+		VMA: addr, CodeAddr: addr, CodeSize: size,
+		CodeIndex: seq, // our sequence number is unique
+		Name:      name,
 	}
-	load := jdLoadFixed + len(name) + 1 + int(size)
-	bp := j.buf(debug + load)
-	b := *bp
-	if debug > 0 {
-		le.PutUint32(b[0:], jdDebugInfo)
-		le.PutUint32(b[4:], uint32(debug))
-		le.PutUint64(b[8:], now)
-		le.PutUint64(b[16:], addr)
-		le.PutUint64(b[24:], uint64(len(ld.Lines)))
-		p := jdDebugFixed
-		for _, e := range ld.Lines {
-			le.PutUint64(b[p:], addr+uint64(e.CodeOffset))
-			le.PutUint32(b[p+8:], e.Line)
-			p += jdDebugEntry
-			p += copy(b[p:], ld.Files[e.File]) + 1
-		}
-	}
-	r := b[debug:]
-	le.PutUint32(r[0:], jdCodeLoad)
-	le.PutUint32(r[4:], uint32(load))
-	le.PutUint64(r[8:], now)
-	le.PutUint32(r[16:], j.pid)
-	le.PutUint32(r[20:], uint32(unix.Gettid()))
-	le.PutUint64(r[24:], addr) // vma
-	le.PutUint64(r[32:], addr) // code_addr
-	le.PutUint64(r[40:], size)
-	le.PutUint64(r[48:], seq) // code_index: our sequence number is unique
-	p := jdLoadFixed + copy(r[jdLoadFixed:], name) + 1
-	if ld != nil {
-		copy(r[p:], ld.Code)
+	if ld != nil && uint64(len(ld.Code)) == size {
+		jb.load.Code = ld.Code
 	}
 	j.mu.Lock()
 	j.sizes[seq] = size
 	j.mu.Unlock()
-	return j.write(bp)
+	if ld == nil || len(ld.Lines) == 0 {
+		return j.write(jb, &jb.load)
+	}
+	jb.debug.RecordHeader = jd.RecordHeader{Type: jd.TypeCodeDebugInfo, Timestamp: now}
+	jb.debug.CodeAddr = addr
+	for _, e := range ld.Lines {
+		jb.debug.Entries = append(jb.debug.Entries, jd.DebugEntry{Addr: addr + uint64(e.CodeOffset), Line: e.Line, File: ld.Files[e.File]})
+	}
+	return j.write(jb, &jb.debug, &jb.load)
 }
 
 func (j *jitdump) codeMove(seq, now, oldAddr, newAddr uint64) error {
 	j.mu.Lock()
 	size := j.sizes[seq]
 	j.mu.Unlock()
-	bp := j.buf(jdMoveSize)
-	b := *bp
-	le.PutUint32(b[0:], jdCodeMove)
-	le.PutUint32(b[4:], jdMoveSize)
-	le.PutUint64(b[8:], now)
-	le.PutUint32(b[16:], j.pid)
-	le.PutUint32(b[20:], uint32(unix.Gettid()))
-	le.PutUint64(b[24:], newAddr) // vma
-	le.PutUint64(b[32:], oldAddr)
-	le.PutUint64(b[40:], newAddr)
-	le.PutUint64(b[48:], size)
-	le.PutUint64(b[56:], seq)
-	return j.write(bp)
+	jb := j.buf()
+	jb.move = jd.CodeMove{
+		RecordHeader: jd.RecordHeader{Type: jd.TypeCodeMove, Timestamp: now},
+		PID:          j.pid, TID: uint32(unix.Gettid()),
+		VMA: newAddr, OldCodeAddr: oldAddr, NewCodeAddr: newAddr,
+		CodeSize: size, CodeIndex: seq,
+	}
+	return j.write(jb, &jb.move)
 }
 
 func (j *jitdump) forget(seq uint64) {
@@ -176,11 +150,9 @@ func (j *jitdump) forget(seq uint64) {
 }
 
 func (j *jitdump) close(now uint64) error {
-	bp := j.buf(jdPrefixSize)
-	le.PutUint32((*bp)[0:], jdClose)
-	le.PutUint32((*bp)[4:], jdPrefixSize)
-	le.PutUint64((*bp)[8:], now)
-	err := j.write(bp)
+	jb := j.buf()
+	jb.close = jd.CodeClose{RecordHeader: jd.RecordHeader{Type: jd.TypeCodeClose, Timestamp: now}}
+	err := j.write(jb, &jb.close)
 	if merr := unix.Munmap(j.marker); err == nil && merr != nil {
 		err = fmt.Errorf("jitlog: jitdump: %w", merr)
 	}

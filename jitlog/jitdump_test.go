@@ -13,6 +13,24 @@ import (
 	"testing"
 )
 
+// perf's jitdump, as in tools/perf/util/jitdump.h and
+// tools/perf/Documentation/jitdump-specification.txt, for a decoder
+// independent of internal/jitdump, which writes the files.
+const (
+	jdMagic      = 0x4A695444 // "JiTD" as a little-endian u32
+	jdHeaderSize = 40
+	jdPrefixSize = 16 // id, total_size, timestamp
+
+	jdCodeLoad  = 0
+	jdCodeMove  = 1
+	jdDebugInfo = 2
+	jdClose     = 3
+
+	jdLoadFixed  = jdPrefixSize + 40
+	jdDebugFixed = jdPrefixSize + 16
+	jdDebugEntry = 16 // addr, lineno, discrim; then the file name
+)
+
 // jdRecord is a jitdump record as this test decodes it, independently of
 // the writer: enough of the spec to check what perf inject relies on.
 type jdRecord struct {
