@@ -4,9 +4,9 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
-	"sync"
 )
 
 // Process is what a handler sees of a recorded process.
@@ -136,25 +136,13 @@ type Handler interface {
 	Claim(p *Process) (Resolver, error)
 }
 
-var (
-	mu       sync.Mutex
-	builtins = map[string]Handler{}
-)
-
-// DefaultOrder is the order built-in handlers are tried in when the user
-// names none: the time-aware sources first, so a process that writes both
-// a jitdump and a perf map is resolved by generation, not by last writer.
-var DefaultOrder = []string{"jitlog", "jitdump", "pypy", "perfmap"}
-
-// Register adds a built-in handler. It panics on a duplicate name, which
-// is a programming error.
-func Register(h Handler) {
-	mu.Lock()
-	defer mu.Unlock()
-	if _, dup := builtins[h.Name()]; dup {
-		panic("anon: handler " + h.Name() + " registered twice")
-	}
-	builtins[h.Name()] = h
+// Builtins returns the built-in handlers, new ones at each call (the
+// pypy handler caches the logs it reads), in the order they are tried
+// when the user names none: the time-aware sources first, so a process
+// that writes both a jitdump and a perf map is resolved by generation,
+// not by last writer.
+func Builtins() []Handler {
+	return []Handler{jitlogHandler{}, jitdumpHandler{}, &pypyHandler{}, perfmapHandler{}}
 }
 
 // ErrNoData says a handler found none of its data for a process. Claim
@@ -168,16 +156,14 @@ var ErrUnknownHandler = errors.New("unknown anon handler")
 
 // Select returns the handlers named by --anon-handler values, each of
 // which may be a comma-separated list, in order; with no names, the
-// registered built-ins in DefaultOrder. External handlers get the default
-// time limits.
+// Builtins. External handlers get the default time limits.
 func Select(names []string) ([]Handler, error) { return ExternalOptions{}.Select(names) }
 
 // Select is Select with o's time limits for the external handlers, which
 // share one budget.
 func (o ExternalOptions) Select(names []string) ([]Handler, error) {
 	b := &budget{timeout: cmp.Or(o.Timeout, DefaultTimeout), total: cmp.Or(o.Budget, DefaultBudget)}
-	mu.Lock()
-	defer mu.Unlock()
+	builtins := Builtins()
 	var list []string
 	for _, n := range names {
 		for _, part := range strings.Split(n, ",") {
@@ -187,13 +173,7 @@ func (o ExternalOptions) Select(names []string) ([]Handler, error) {
 		}
 	}
 	if len(list) == 0 {
-		var hs []Handler
-		for _, n := range DefaultOrder {
-			if h, ok := builtins[n]; ok {
-				hs = append(hs, h)
-			}
-		}
-		return hs, nil
+		return builtins, nil
 	}
 	var hs []Handler
 	seen := map[string]bool{}
@@ -202,23 +182,23 @@ func (o ExternalOptions) Select(names []string) ([]Handler, error) {
 			continue
 		}
 		seen[n] = true
-		if h, ok := builtins[n]; ok {
-			hs = append(hs, h)
+		if i := slices.IndexFunc(builtins, func(h Handler) bool { return h.Name() == n }); i >= 0 {
+			hs = append(hs, builtins[i])
 			continue
 		}
 		h, err := findExternal(n, b)
 		if err != nil {
-			return nil, fmt.Errorf("--anon-handler=%s: %w (built in: %s)", n, err, strings.Join(builtinNames(), ", "))
+			return nil, fmt.Errorf("--anon-handler=%s: %w (built in: %s)", n, err, strings.Join(builtinNames(builtins), ", "))
 		}
 		hs = append(hs, h)
 	}
 	return hs, nil
 }
 
-func builtinNames() []string {
+func builtinNames(hs []Handler) []string {
 	var l []string
-	for n := range builtins {
-		l = append(l, n)
+	for _, h := range hs {
+		l = append(l, h.Name())
 	}
 	sort.Strings(l)
 	return l

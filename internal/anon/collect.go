@@ -75,13 +75,8 @@ func Collect(p *Process, limit int64) ([]jitbundle.Entry, []error) {
 	var entries []jitbundle.Entry
 	var errs []error
 	var total int64
-	mu.Lock()
-	defer mu.Unlock()
-	for _, name := range DefaultOrder {
-		h, ok := builtins[name]
-		if !ok {
-			continue
-		}
+	for _, h := range Builtins() {
+		name := h.Name()
 		c, ok := h.(collector)
 		if !ok {
 			continue

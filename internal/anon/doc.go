@@ -3,7 +3,7 @@
 //
 // A Handler understands one JIT data format. For each process with
 // anonymous samples, the report asks the handlers, in the order the user
-// chose with --anon-handler (or DefaultOrder), whether they understand that
+// chose with --anon-handler (or the order of Builtins), whether they understand that
 // process's JIT data; the first that claims the process returns a Resolver
 // that then names all of that process's anonymous samples, by address and
 // time. A handler that declines returns (nil, nil); an error means the data

@@ -13,8 +13,6 @@ import (
 	"github.com/jitprof/jitprof/internal/jitdump"
 )
 
-func init() { Register(jitdumpHandler{}) }
-
 // jitdumpHandler reads perf's jitdump, jit-PID.dump, which V8's --perf-prof,
 // the JVM's perf agent, .NET and wasmtime write. Every CODE_LOAD carries a
 // time and a code_index, so a sample resolves to the code live at its

@@ -10,8 +10,6 @@ import (
 	"github.com/jitprof/jitprof/jitlog"
 )
 
-func init() { Register(jitlogHandler{}) }
-
 // jitlogHandler reads jitprof's own JIT database, anon.PID (package
 // jitlog). Every generation of code has a sequence number, which is the
 // codemap's generation, so the resolver also serves lookups by sequence

@@ -7,8 +7,6 @@ import (
 	"github.com/jitprof/jitprof/internal/perfmap"
 )
 
-func init() { Register(perfmapHandler{}) }
-
 // perfmapHandler reads /tmp/perf-PID.map, the map V8's --perf-basic-prof,
 // the JVM's perf-map-agent, .NET and LuaJIT write. A perf map has no
 // times, so where code was re-generated under another name the resolver

@@ -12,8 +12,6 @@ import (
 	"github.com/jitprof/jitprof/internal/pypylog"
 )
 
-func init() { Register(&pypyHandler{}) }
-
 // pypyHandler names the loops and bridges of PyPy's JIT from PyPy's log
 // (package pypylog): the jit-backend-addr sections say where each one's
 // machine code is and when it appeared, the jit-log-opt sections which
