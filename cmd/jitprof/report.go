@@ -10,7 +10,6 @@ import (
 
 	"github.com/jitprof/jitprof/internal/anonbind"
 	"github.com/jitprof/jitprof/internal/linux"
-	"github.com/jitprof/jitprof/internal/profile"
 	"github.com/jitprof/jitprof/internal/report"
 	"github.com/jitprof/jitprof/internal/session"
 )
@@ -139,7 +138,7 @@ func runReport(args []string) error {
 	}
 	switch *format {
 	case "pprof":
-		pp, err := p.Pprof(0)
+		pp, err := report.Pprof(p, 0)
 		if err != nil {
 			return err
 		}
@@ -149,11 +148,11 @@ func runReport(args []string) error {
 		}
 		return w.Close()
 	case "folded":
-		value := profile.FoldedSamples
+		value := report.FoldedSamples
 		if *foldedPeriods {
-			value = profile.FoldedPeriods
+			value = report.FoldedPeriods
 		}
-		err = p.WriteFolded(w, 0, value)
+		err = report.WriteFolded(w, p, 0, value)
 	default:
 		err = report.Write(w, p, opts)
 		if err == nil && leftOut != "" && *format == "text" {

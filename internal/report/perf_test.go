@@ -174,7 +174,7 @@ func checkSortSpellings(t *testing.T, p *profile.Profile, data string) {
 // rest must agree within 1% of the samples.
 func checkFolded(t *testing.T, p *profile.Profile, data string) {
 	var buf strings.Builder
-	if err := p.WriteFolded(&buf, 0, profile.FoldedSamples); err != nil {
+	if err := WriteFolded(&buf, p, 0, FoldedSamples); err != nil {
 		t.Fatal(err)
 	}
 	ours := map[string]int{}
@@ -257,7 +257,7 @@ func sortRow(key, v string) string {
 // program (File:, from the first mapping) and the same top functions as
 // the report.
 func checkPprofTop(t *testing.T, p *profile.Profile, program string) {
-	pp, err := p.Pprof(0)
+	pp, err := Pprof(p, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,20 +1,21 @@
-package profile
+package report
 
 import (
 	"fmt"
-	"io"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 
-	"github.com/google/pprof/profile"
+	pprof "github.com/google/pprof/profile"
+
+	"github.com/jitprof/jitprof/internal/profile"
 )
 
-// Pprof converts the samples of one event into a pprof profile, with a
-// mapping per image (build-id included), a function per Func and, when
-// the profile has them, source lines.
-func (p *Profile) Pprof(event int) (*profile.Profile, error) {
+// Pprof converts the samples of one event of p into a pprof profile
+// (github.com/google/pprof/proto/profile.proto), with a mapping per image
+// (build-id included), a function per Func and, when the profile has
+// them, source lines.
+func Pprof(p *profile.Profile, event int) (*pprof.Profile, error) {
 	if event < 0 || event >= len(p.Events) {
 		return nil, fmt.Errorf("profile: no event %d", event)
 	}
@@ -24,9 +25,9 @@ func (p *Profile) Pprof(event int) (*profile.Profile, error) {
 		unit = "nanoseconds" // the clock events count time
 	}
 	// No TimeNanos: sample times are CLOCK_MONOTONIC, not wall time.
-	out := &profile.Profile{
-		SampleType: []*profile.ValueType{{Type: "samples", Unit: "count"}, {Type: ev.Name, Unit: unit}},
-		PeriodType: &profile.ValueType{Type: ev.Name, Unit: unit},
+	out := &pprof.Profile{
+		SampleType: []*pprof.ValueType{{Type: "samples", Unit: "count"}, {Type: ev.Name, Unit: unit}},
+		PeriodType: &pprof.ValueType{Type: ev.Name, Unit: unit},
 		Period:     int64(ev.Period),
 	}
 	if p.EndNS > p.StartNS {
@@ -38,7 +39,7 @@ func (p *Profile) Pprof(event int) (*profile.Profile, error) {
 	// pprof takes the first mapping for the program (go tool pprof's
 	// "File:"), so the program's image leads; the rest keep their order.
 	order := make([]int, 0, len(p.Images))
-	main := p.mainImage(event)
+	main := mainImage(p, event)
 	if main >= 0 {
 		order = append(order, main)
 	}
@@ -47,28 +48,28 @@ func (p *Profile) Pprof(event int) (*profile.Profile, error) {
 			order = append(order, i)
 		}
 	}
-	maps := make([]*profile.Mapping, len(p.Images))
+	maps := make([]*pprof.Mapping, len(p.Images))
 	for _, i := range order {
 		im := p.Images[i]
-		m := &profile.Mapping{
+		m := &pprof.Mapping{
 			ID: uint64(len(out.Mapping) + 1), Start: im.Start, Limit: im.Limit, Offset: im.Offset,
 			File: im.Name, BuildID: im.BuildID,
-			HasFunctions: im.NoSymbols == "" && im.Kind != ImageUnknown,
+			HasFunctions: im.NoSymbols == "" && im.Kind != profile.ImageUnknown,
 		}
 		maps[i] = m
 		out.Mapping = append(out.Mapping, m)
 	}
-	funcs := make([]*profile.Function, len(p.Funcs))
+	funcs := make([]*pprof.Function, len(p.Funcs))
 	for i, f := range p.Funcs {
-		fn := &profile.Function{ID: uint64(i + 1), Name: f.Name, SystemName: f.Name, Filename: f.File}
+		fn := &pprof.Function{ID: uint64(i + 1), Name: f.Name, SystemName: f.Name, Filename: f.File}
 		funcs[i] = fn
 		out.Function = append(out.Function, fn)
 	}
-	locs := make([]*profile.Location, len(p.Frames))
+	locs := make([]*pprof.Location, len(p.Frames))
 	for i, fr := range p.Frames {
 		f := p.Funcs[fr.Func]
-		loc := &profile.Location{ID: uint64(i + 1), Mapping: maps[f.Image], Address: fr.Addr,
-			Line: []profile.Line{{Function: funcs[fr.Func], Line: int64(fr.Line)}}}
+		loc := &pprof.Location{ID: uint64(i + 1), Mapping: maps[f.Image], Address: fr.Addr,
+			Line: []pprof.Line{{Function: funcs[fr.Func], Line: int64(fr.Line)}}}
 		locs[i] = loc
 		out.Location = append(out.Location, loc)
 	}
@@ -78,7 +79,7 @@ func (p *Profile) Pprof(event int) (*profile.Profile, error) {
 			continue
 		}
 		stack = p.Stack(stack[:0], e.Stack)
-		s := &profile.Sample{Value: []int64{int64(e.Count), int64(e.Period)}, Location: make([]*profile.Location, len(stack))}
+		s := &pprof.Sample{Value: []int64{int64(e.Count), int64(e.Period)}, Location: make([]*pprof.Location, len(stack))}
 		for i, fr := range stack {
 			s.Location[i] = locs[fr]
 		}
@@ -98,7 +99,7 @@ func (p *Profile) Pprof(event int) (*profile.Profile, error) {
 // in the samples' stacks, the one in most samples, preferring one a
 // sampled thread is named after (its comm: the executable's base name,
 // cut to 15 bytes); without executables, the file image in most samples.
-func (p *Profile) mainImage(event int) int {
+func mainImage(p *profile.Profile, event int) int {
 	in := make([]uint64, len(p.Images))  // samples with the image in their stack
 	named := make([]bool, len(p.Images)) // a thread with it is named after it
 	seen := make([]int, len(p.Images))   // entry index+1 that last counted it
@@ -123,7 +124,7 @@ func (p *Profile) mainImage(event int) int {
 	}
 	best, bestRank := -1, [3]uint64{}
 	for i, im := range p.Images {
-		if im.Kind != ImageFile || in[i] == 0 {
+		if im.Kind != profile.ImageFile || in[i] == 0 {
 			continue
 		}
 		exe := !strings.Contains(filepath.Base(im.Name), ".so")
@@ -140,61 +141,4 @@ func b2u(b bool) uint64 {
 		return 1
 	}
 	return 0
-}
-
-// FoldedValue is what WriteFolded writes for each stack.
-type FoldedValue int
-
-const (
-	// FoldedSamples counts the stack's samples, as stackcollapse-perf.pl
-	// does.
-	FoldedSamples FoldedValue = iota
-	// FoldedPeriods sums their periods: the event count they stand for
-	// (nanoseconds, for cpu-clock).
-	FoldedPeriods
-)
-
-// foldedName keeps names from breaking the format: flame-graph tools
-// split frames on ';' and the count off at the last space.
-var foldedName = strings.NewReplacer(";", ":", " ", "_")
-
-// WriteFolded writes the samples of one event as folded stacks,
-// "comm;root;...;leaf value" per line, sorted, for flame-graph tools.
-// Frames no symbol names are [unknown], as in stackcollapse-perf.pl.
-func (p *Profile) WriteFolded(w io.Writer, event int, value FoldedValue) error {
-	sums := map[string]uint64{}
-	var stack []int32
-	var sb strings.Builder
-	for _, e := range p.Entries {
-		if int(e.Event) != event {
-			continue
-		}
-		stack = p.Stack(stack[:0], e.Stack)
-		sb.Reset()
-		sb.WriteString(p.Strings[p.Threads[e.Thread].Comm])
-		for i := len(stack) - 1; i >= 0; i-- {
-			sb.WriteByte(';')
-			if f := p.FuncOf(stack[i]); f.Unresolved {
-				sb.WriteString("[unknown]")
-			} else {
-				sb.WriteString(foldedName.Replace(f.Name))
-			}
-		}
-		if value == FoldedPeriods {
-			sums[sb.String()] += e.Period
-		} else {
-			sums[sb.String()] += e.Count
-		}
-	}
-	keys := make([]string, 0, len(sums))
-	for k := range sums {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		if _, err := fmt.Fprintf(w, "%s %d\n", k, sums[k]); err != nil {
-			return err
-		}
-	}
-	return nil
 }

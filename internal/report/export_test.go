@@ -1,4 +1,4 @@
-package profile_test
+package report_test
 
 import (
 	"bytes"
@@ -10,27 +10,23 @@ import (
 	"github.com/jitprof/jitprof/internal/golden"
 	"github.com/jitprof/jitprof/internal/profile"
 	"github.com/jitprof/jitprof/internal/profile/profiletest"
+	"github.com/jitprof/jitprof/internal/report"
 )
 
-func checkGolden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	golden.Check(t, filepath.Join("testdata", name), got)
-}
-
 func TestFoldedGolden(t *testing.T) {
-	for name, v := range map[string]profile.FoldedValue{"sample.folded": profile.FoldedSamples, "sample.periods.folded": profile.FoldedPeriods} {
+	for name, v := range map[string]report.FoldedValue{"sample.folded": report.FoldedSamples, "sample.periods.folded": report.FoldedPeriods} {
 		var buf bytes.Buffer
-		if err := profiletest.Sample().WriteFolded(&buf, 0, v); err != nil {
+		if err := report.WriteFolded(&buf, profiletest.Sample(), 0, v); err != nil {
 			t.Fatal(err)
 		}
-		checkGolden(t, name, buf.Bytes())
+		golden.Check(t, filepath.Join("testdata", name), buf.Bytes())
 	}
 }
 
 // TestPprofGolden writes the pprof export, reads it back with the pprof
 // library and compares its text form.
 func TestPprofGolden(t *testing.T) {
-	pp, err := profiletest.Sample().Pprof(0)
+	pp, err := report.Pprof(profiletest.Sample(), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +38,7 @@ func TestPprofGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkGolden(t, "sample.pprof.txt", []byte(back.String()))
+	golden.Check(t, filepath.Join("testdata", "sample.pprof.txt"), []byte(back.String()))
 }
 
 // TestPprofMainMapping: the first mapping, which pprof takes for the
@@ -64,7 +60,7 @@ func TestPprofMainMapping(t *testing.T) {
 	b.Add(profile.Key{Stack: b.Push(b.Push(-1, fr(app, "main")), fr(libc, "memset")), Thread: th, Event: ev}, 5, 5)
 	b.Add(profile.Key{Stack: b.Push(-1, fr(libc, "memchr")), Thread: th, Event: ev}, 9, 9)
 	b.Add(profile.Key{Stack: b.Push(-1, fr(tool, "run")), Thread: other, Event: ev}, 7, 7)
-	pp, err := b.Profile().Pprof(0)
+	pp, err := report.Pprof(b.Profile(), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
