@@ -38,47 +38,33 @@ func decodeSampleID(c *Common, body []byte, swap bool) error {
 // decodeFixed decodes the fixed fields of a SAMPLE body laid out as l,
 // which must hold them: the whole of what a flat profile reads.
 func decodeFixed(s *Sample, body []byte, l *sampleLayout, swap bool) {
-	u64 := func(off int) uint64 {
-		v := le.Uint64(body[off:])
-		if swap {
-			v = bits.ReverseBytes64(v)
-		}
-		return v
-	}
-	u32s := func(off int) (uint32, uint32) {
-		a, b := le.Uint32(body[off:]), le.Uint32(body[off+4:])
-		if swap {
-			a, b = bits.ReverseBytes32(a), bits.ReverseBytes32(b)
-		}
-		return a, b
-	}
 	if l.identifier >= 0 {
-		s.ID = u64(l.identifier)
+		s.ID = word(body, l.identifier, swap)
 	}
 	if l.ip >= 0 {
-		s.IP = u64(l.ip)
+		s.IP = word(body, l.ip, swap)
 	}
 	if l.tid >= 0 {
-		s.PID, s.TID = u32s(l.tid)
+		s.PID, s.TID = pair(body, l.tid, swap)
 	}
 	if l.time >= 0 {
-		s.Time = u64(l.time)
+		s.Time = word(body, l.time, swap)
 	}
 	if l.addr >= 0 {
-		s.Addr = u64(l.addr)
+		s.Addr = word(body, l.addr, swap)
 	}
 	if l.id >= 0 {
-		s.ID = u64(l.id)
+		s.ID = word(body, l.id, swap)
 	}
 	if l.streamID >= 0 {
-		s.StreamID = u64(l.streamID)
+		s.StreamID = word(body, l.streamID, swap)
 	}
 	if l.cpu >= 0 {
-		s.CPU, s.CPURes = u32s(l.cpu)
+		s.CPU, s.CPURes = pair(body, l.cpu, swap)
 	}
 	switch a := s.Attr; {
 	case l.period >= 0:
-		s.Period = u64(l.period)
+		s.Period = word(body, l.period, swap)
 	case a.Flags&FlagFreq == 0:
 		// A fixed period is in the attr alone; perf reports it as the
 		// sample's period, and so do we.
@@ -86,6 +72,25 @@ func decodeFixed(s *Sample, body []byte, l *sampleLayout, swap bool) {
 	default:
 		s.Period = 0
 	}
+}
+
+// word is the u64 at off in b.
+func word(b []byte, off int, swap bool) uint64 {
+	v := le.Uint64(b[off:])
+	if swap {
+		v = bits.ReverseBytes64(v)
+	}
+	return v
+}
+
+// pair is the two u32s at off in b.
+func pair(b []byte, off int, swap bool) (uint32, uint32) {
+	v := le.Uint64(b[off:])
+	x, y := uint32(v), uint32(v>>32)
+	if swap {
+		x, y = bits.ReverseBytes32(x), bits.ReverseBytes32(y)
+	}
+	return x, y
 }
 
 // decodeSample decodes the body of a SAMPLE laid out as l, its attr's
@@ -99,10 +104,7 @@ func decodeSample(s *Sample, body []byte, l *sampleLayout, swap, skipChain bool)
 	}
 	decodeFixed(s, body, l, swap)
 	d := dec{b: body, off: l.fixed, swap: swap}
-	for _, f := range sampleFields[numFixed:] {
-		if t&f.bit == 0 {
-			continue
-		}
+	for _, f := range l.rest {
 		if err := decodeField(s, &d, f, skipChain); err != nil {
 			return err
 		}

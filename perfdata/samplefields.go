@@ -146,7 +146,8 @@ type sampleLayout struct {
 	t                                   SampleFormat
 	identifier, ip, tid, time, addr, id int
 	streamID, cpu, period               int
-	fixed                               int // bytes of the fixed fields: where the others start
+	fixed                               int           // bytes of the fixed fields: where the others start
+	rest                                []sampleField // the others t has, in order
 }
 
 // layoutOf computes the layout of t from sampleFields.
@@ -162,6 +163,11 @@ func layoutOf(t SampleFormat) sampleLayout {
 		*l.slot(f.bit) = at
 	}
 	l.fixed = off
+	for _, f := range sampleFields[numFixed:] {
+		if t&f.bit != 0 {
+			l.rest = append(l.rest, f)
+		}
+	}
 	return l
 }
 

@@ -49,14 +49,14 @@ out="$dir/section.md"
 	echo "| ${label[perf_graph]} | ${t[perf_graph]} | $(( ${m[perf_graph]} / 1024 )) | 1.00 |"
 	echo
 	# Where the flat report's time goes, from a CPU profile of
-	# BenchmarkLoad/flat in internal/session on such a file (measured
-	# when the one-pass flat read was written; see internal/session/flat.go).
-	echo "How the flat report gets there (CPU profile of go test -bench Load/flat ./internal/session on a 1.9M-sample, 175 MB file, 2026-11-22: about 0.15 s of CPU and 0.08 s of wall per load): one parallel pass over the file summing samples by place (pid, tid, CPU, address, event), ~83 ms of CPU over the two cores, most of it the first touch of each record even with reading 2 KiB ahead; /proc/kallsyms ~46 ms of CPU (half of it the kernel writing the file), overlapped with the pass; then the timeline from the few process and mapping records, each of the ~1100 places resolved once, and the images' symbol tables (~9 ms). Before it, a serial timeline pass and a second, per-sample pass made it 0.27 of perf's time."
+	# BenchmarkLoad/flat in internal/replay on such a file (measured
+	# when the one-pass flat read was written; see internal/replay/flat.go).
+	echo "How the flat report gets there (CPU profile of go test -bench Load/flat ./internal/replay on a 1.9M-sample, 175 MB file, 2026-11-22: about 0.15 s of CPU and 0.08 s of wall per load): one parallel pass over the file summing samples by place (pid, tid, CPU, address, event), ~83 ms of CPU over the two cores, most of it the first touch of each record even with reading 2 KiB ahead; /proc/kallsyms ~46 ms of CPU (half of it the kernel writing the file), overlapped with the pass; then the timeline from the few process and mapping records, each of the ~1100 places resolved once, and the images' symbol tables (~9 ms). Before it, a serial timeline pass and a second, per-sample pass made it 0.27 of perf's time."
 	echo
-	echo "Go benchmarks on the same file (JITPROF_BENCH_DATA, go test -bench . ./internal/report ./internal/session):"
+	echo "Go benchmarks on the same file (JITPROF_BENCH_DATA, go test -bench . ./internal/report ./internal/replay):"
 	echo
 	echo '```'
-	JITPROF_BENCH_DATA="$dir/big.data" go test -run XXX -bench . -benchtime 3x ./internal/report ./internal/session | grep -E '^Benchmark'
+	JITPROF_BENCH_DATA="$dir/big.data" go test -run XXX -bench . -benchtime 3x ./internal/report ./internal/replay | grep -E '^Benchmark'
 	echo '```'
 } >"$out"
 cat "$out"

@@ -6,7 +6,7 @@ import (
 	"os"
 
 	"github.com/jitprof/jitprof/internal/annotate"
-	"github.com/jitprof/jitprof/internal/session"
+	"github.com/jitprof/jitprof/internal/replay"
 )
 
 func init() {
@@ -53,7 +53,7 @@ func runAnnotate(args []string) error {
 		fmt.Fprintf(fs.Output(), "jitprof annotate: unknown assembly syntax %q\n", *syntax)
 		return errUsage
 	}
-	p, _, done, err := jit.load("annotate", *input, session.Options{Addresses: true, Progress: progressBar(os.Stderr)})
+	p, _, done, err := jit.load("annotate", *input, replay.Options{Addresses: true, Progress: progressBar(os.Stderr)})
 	if err != nil {
 		return err
 	}

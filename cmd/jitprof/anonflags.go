@@ -12,8 +12,10 @@ import (
 
 	"github.com/jitprof/jitprof/internal/anon"
 	"github.com/jitprof/jitprof/internal/anonbind"
+	"github.com/jitprof/jitprof/internal/jitbundle"
 	"github.com/jitprof/jitprof/internal/profile"
-	"github.com/jitprof/jitprof/internal/session"
+	"github.com/jitprof/jitprof/internal/replay"
+	"github.com/jitprof/jitprof/internal/resolve"
 	"github.com/jitprof/jitprof/perfdata"
 )
 
@@ -46,7 +48,7 @@ func (a *anonFlags) enabled() bool { return a.samples || len(a.handlers) > 0 || 
 // processes once Load has read f's timeline (from a stream, in its one
 // pass); *b is then the binder, and stays nil when the flags ask for no
 // JIT names.
-func (a *anonFlags) bind(f *perfdata.File, sopts *session.Options, b **anonbind.Binder) error {
+func (a *anonFlags) bind(f *perfdata.File, sopts *replay.Options, b **anonbind.Binder) error {
 	if !a.enabled() {
 		return nil
 	}
@@ -58,16 +60,21 @@ func (a *anonFlags) bind(f *perfdata.File, sopts *session.Options, b **anonbind.
 		hs = anon.WithPyPyLog(hs, a.pypylog)
 	}
 	leafOnly := sopts.LeafOnly
-	sopts.Bind = func(tl *session.Timeline) (session.AnonResolver, error) {
-		nb, err := anonbind.New(f, tl, anonbind.Options{Handlers: hs, Force: a.force})
+	sopts.Bind = func(tl *replay.Timeline) (resolve.AnonResolver, error) {
+		bundle, err := jitbundle.Load(f)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("jitprof's JIT data: %w", err)
 		}
-		if !f.Pipe {
+		nb := anonbind.New(anonbind.Recorded(tl.Tracker, bundle), anonbind.Options{Handlers: hs, Force: a.force})
+		if nb.Batches() {
 			// A file can be read twice: ask external handlers about
 			// every address ahead, in batches. A stream's samples go by
 			// once, and are asked about one at a time.
-			nb.Prepare(f, tl, leafOnly)
+			qs := map[uint32][]anon.Query{}
+			replay.ScanAnon(f, tl, leafOnly, func(pid uint32, addr, time uint64) {
+				qs[pid] = append(qs[pid], anon.Query{Addr: addr, Time: time})
+			})
+			nb.Prepare(qs)
 		}
 		*b = nb
 		return nb, nil
@@ -80,7 +87,7 @@ func (a *anonFlags) bind(f *perfdata.File, sopts *session.Options, b **anonbind.
 // handler named each process's JIT code and what went wrong. The binder,
 // closed by then, is nil when the flags ask for no JIT names; done
 // releases the file.
-func (a *anonFlags) load(cmd, input string, sopts session.Options) (p *profile.Profile, binder *anonbind.Binder, done func(), err error) {
+func (a *anonFlags) load(cmd, input string, sopts replay.Options) (p *profile.Profile, binder *anonbind.Binder, done func(), err error) {
 	f, err := perfdata.Open(input)
 	if err != nil {
 		return nil, nil, nil, err
@@ -90,7 +97,7 @@ func (a *anonFlags) load(cmd, input string, sopts session.Options) (p *profile.P
 		done()
 		return nil, nil, nil, fmt.Errorf("%s: %w", input, err)
 	}
-	p, err = session.Load(f, sopts)
+	p, err = replay.Load(f, sopts)
 	if binder != nil {
 		// Close before telling: closing is when an external handler's
 		// failures while resolving come out. They are in the claims.

@@ -8,10 +8,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/jitprof/jitprof/internal/anonbind"
 	"github.com/jitprof/jitprof/internal/linux"
+	"github.com/jitprof/jitprof/internal/replay"
 	"github.com/jitprof/jitprof/internal/report"
-	"github.com/jitprof/jitprof/internal/session"
 )
 
 func init() {
@@ -99,7 +98,7 @@ func runReport(args []string) error {
 		return errors.New("--format pprof writes gzip-compressed bytes, not for a terminal: give -o FILE (such as -o profile.pb.gz) or redirect standard output")
 	}
 
-	sopts := session.Options{Lines: contains(opts.Sort, report.KeySrcline), Progress: progressBar(os.Stderr),
+	sopts := replay.Options{Lines: contains(opts.Sort, report.KeySrcline), Progress: progressBar(os.Stderr),
 		LeafOnly: !opts.Children && !opts.Chains.Graph && *format != "pprof" && *format != "folded"} // a flat report needs no callchains
 	p, binder, done, err := jit.load("report", *input, sopts)
 	if err != nil {
@@ -115,9 +114,9 @@ func runReport(args []string) error {
 	if err := filter.Apply(p); err != nil {
 		return fmt.Errorf("%s: --cpu: %w", *input, err)
 	}
-	var excluded anonbind.Excluded
+	var excluded report.Excluded
 	if binder == nil {
-		excluded = anonbind.ExcludeAnon(p)
+		excluded = report.ExcludeAnon(p)
 	}
 	var leftOut string
 	if excluded.Samples > 0 {

@@ -12,9 +12,9 @@ import (
 
 	"github.com/jitprof/jitprof/internal/anon"
 	"github.com/jitprof/jitprof/internal/jitbundle"
-	"github.com/jitprof/jitprof/internal/session"
+	"github.com/jitprof/jitprof/internal/process"
+	"github.com/jitprof/jitprof/internal/resolve"
 	"github.com/jitprof/jitprof/internal/trust"
-	"github.com/jitprof/jitprof/perfdata"
 )
 
 // Options configure a Binder.
@@ -54,16 +54,25 @@ type Ambiguity struct {
 	Names      []string
 }
 
-// Binder is a session.AnonResolver backed by anon handlers. Its Resolve
-// may be called concurrently: processes are claimed once each, in
-// parallel with each other, and lookups of claimed processes take no lock
-// but a read lock on names already built.
+// Processes tells a Binder what is known of the processes whose JIT code
+// it names: a recording's (Recorded), a sample database's, a live
+// collector's.
+type Processes interface {
+	// Process returns what a handler sees of pid before the Binder
+	// looks for the live process (anon.Process.FillLive): its name,
+	// mappings, who it was when recorded, and the JIT data copied then.
+	// A pid nothing is known of gives just its PID.
+	Process(pid uint32) anon.Process
+}
+
+// Binder names JIT code with anon handlers: a resolve.AnonResolver and
+// resolve.SeqResolver. Its Resolve may be called concurrently: processes
+// are claimed once each, in parallel with each other, and lookups of
+// claimed processes take no lock but a read lock on names already
+// built.
 type Binder struct {
-	opts     Options
-	procs    map[uint32]session.Process
-	embedded map[uint32]map[string][]byte
-	kinds    map[uint32]map[string]string // the kind of each embedded file, by path
-	recorded map[uint32]jitbundle.Process // who each process was, as recorded
+	opts  Options
+	procs Processes
 
 	mu    sync.RWMutex
 	state map[uint32]*procState
@@ -94,40 +103,59 @@ type symKey struct {
 	name             string // "" for an ambiguous range
 }
 
-// New prepares a Binder for the processes of tl, with the JIT data the
-// recorder embedded in f (internal/jitbundle), if any: copies of JIT data
-// files, and who each process was, by which any file still read from disk
-// is judged.
-func New(f *perfdata.File, tl *session.Timeline, opts Options) (*Binder, error) {
+// New returns a Binder of procs' JIT code. Live processes are looked for
+// under opts.ProcRoot, and the JIT data files they still have are read
+// through internal/trust, judged by who procs say each process was.
+func New(procs Processes, opts Options) *Binder {
 	if opts.ProcRoot == "" {
 		opts.ProcRoot = "/proc"
 	}
-	b := &Binder{opts: opts, procs: map[uint32]session.Process{}, embedded: map[uint32]map[string][]byte{},
-		kinds: map[uint32]map[string]string{}, recorded: map[uint32]jitbundle.Process{}, state: map[uint32]*procState{}}
-	for _, p := range tl.Processes() {
-		b.procs[p.PID] = p
-	}
-	bundle, err := jitbundle.Load(f)
-	if err != nil {
-		return nil, fmt.Errorf("jitprof's JIT data: %w", err)
-	}
+	return &Binder{opts: opts, procs: procs, state: map[uint32]*procState{}}
+}
+
+// Recorded is the Processes of a recording: the processes and mappings
+// of t, and who each was and the JIT data files copied for it, from the
+// recorder's bundle (internal/jitbundle; nil when the recording has
+// none).
+func Recorded(t *process.Tracker, bundle *jitbundle.Bundle) Processes {
+	r := recorded{t: t, ids: map[uint32]jitbundle.Process{}, files: map[uint32][]jitbundle.Entry{}}
 	if bundle != nil {
 		for _, p := range bundle.Processes {
-			b.recorded[uint32(p.PID)] = p
+			r.ids[uint32(p.PID)] = p
 		}
 		for _, e := range bundle.Files {
-			pid := uint32(e.PID)
-			if b.embedded[pid] == nil {
-				b.embedded[pid] = map[string][]byte{}
-			}
-			b.embedded[pid][e.Path] = e.Data
-			if b.kinds[pid] == nil {
-				b.kinds[pid] = map[string]string{}
-			}
-			b.kinds[pid][e.Path] = e.Kind
+			r.files[uint32(e.PID)] = append(r.files[uint32(e.PID)], e)
 		}
 	}
-	return b, nil
+	return r
+}
+
+type recorded struct {
+	t     *process.Tracker
+	ids   map[uint32]jitbundle.Process
+	files map[uint32][]jitbundle.Entry
+}
+
+func (r recorded) Process(pid uint32) anon.Process {
+	sp, _ := r.t.Process(pid)
+	p := anon.Process{PID: int(pid), NSPID: int(pid), Comm: sp.Comm, UID: trust.UnknownOwner}
+	if rp, ok := r.ids[pid]; ok {
+		p.UID, p.StartTime = rp.UID, rp.StartTime
+		if rp.NSPID != 0 {
+			p.NSPID = rp.NSPID
+		}
+	}
+	for _, e := range r.files[pid] {
+		if p.Embedded == nil {
+			p.Embedded, p.Kinds = map[string][]byte{}, map[string]string{}
+		}
+		p.Embedded[e.Path] = e.Data
+		p.Kinds[e.Path] = e.Kind
+	}
+	for _, m := range sp.Mappings {
+		p.Mappings = append(p.Mappings, anon.Mapping{Start: m.Start, End: m.End, Pgoff: m.Pgoff, Time: m.Time, Path: m.Path, Exec: m.Exec})
+	}
+	return p
 }
 
 // proc returns pid's state, claiming the process on first use; callers
@@ -148,22 +176,44 @@ func (b *Binder) proc(pid uint32) *procState {
 	return st
 }
 
-// Resolve implements session.AnonResolver.
-func (b *Binder) Resolve(pid uint32, addr, time uint64) (session.AnonFrame, bool) {
+// Resolve implements resolve.AnonResolver: the code at addr in pid at
+// time, as the handler that claimed pid names it.
+func (b *Binder) Resolve(pid uint32, addr, time uint64) (resolve.AnonFrame, bool) {
 	st := b.proc(pid)
 	if st.r == nil {
-		return session.AnonFrame{}, false
+		return resolve.AnonFrame{}, false
 	}
 	st.asked.Add(1)
 	sym, prepared := st.prepared(addr, time)
 	if !prepared {
 		sym, _ = st.r.Resolve(addr, time)
 	}
+	return st.frame(&sym)
+}
+
+// ResolveSeq implements resolve.SeqResolver: the code at addr in pid of
+// generation seq (jitlog's sequence number, jitdump's code index), as a
+// sample file that keeps the generation instead of the time asks; not
+// found when the claiming handler's data has no generations.
+func (b *Binder) ResolveSeq(pid uint32, addr, seq uint64) (resolve.AnonFrame, bool) {
+	st := b.proc(pid)
+	sr, ok := st.r.(anon.SeqResolver)
+	if !ok {
+		return resolve.AnonFrame{}, false
+	}
+	st.asked.Add(1)
+	sym, _ := sr.ResolveSeq(addr, seq)
+	return st.frame(&sym)
+}
+
+// frame is the frame of what the handler said, and whether it said
+// anything.
+func (st *procState) frame(sym *anon.Symbol) (resolve.AnonFrame, bool) {
 	if !sym.Found() {
-		return session.AnonFrame{}, false
+		return resolve.AnonFrame{}, false
 	}
 	st.named.Add(1)
-	return session.AnonFrame{Func: st.name(&sym), Image: st.image, Start: sym.Start, File: sym.File, Line: sym.Line, Code: sym.Code}, true
+	return resolve.AnonFrame{Func: st.name(sym), Image: st.image, Start: sym.Start, File: sym.File, Line: sym.Line, Code: sym.Code, Gen: sym.Gen}, true
 }
 
 // prepared returns Prepare's answer for (addr, time), if it had one.
@@ -231,26 +281,17 @@ func (st *procState) name(sym *anon.Symbol) string {
 }
 
 func (b *Binder) claim(pid uint32, st *procState) {
-	sp := b.procs[pid]
-	p := &anon.Process{PID: int(pid), NSPID: int(pid), Comm: sp.Comm, UID: trust.UnknownOwner, Embedded: b.embedded[pid], Kinds: b.kinds[pid], Force: b.opts.Force}
-	if rp, ok := b.recorded[pid]; ok {
-		p.UID, p.StartTime = rp.UID, rp.StartTime
-		if rp.NSPID != 0 {
-			p.NSPID = rp.NSPID
-		}
-	}
-	for _, m := range sp.Mappings {
-		p.Mappings = append(p.Mappings, anon.Mapping{Start: m.Start, End: m.End, Pgoff: m.Pgoff, Time: m.Time, Path: m.Path, Exec: m.Exec})
-	}
+	p := b.procs.Process(pid)
+	p.Force = b.opts.Force
 	p.FillLive(b.opts.ProcRoot)
-	st.claim = Claim{PID: pid, Comm: sp.Comm}
-	r, h, errs := anon.Claim(b.opts.Handlers, p)
+	st.claim = Claim{PID: pid, Comm: p.Comm}
+	r, h, errs := anon.Claim(b.opts.Handlers, &p)
 	st.claim.Errs = errs
 	if r != nil {
 		st.r = r
 		st.claim.Handler = h.Name()
 		st.claim.Source = r.Source()
-		st.image = "[JIT " + h.Name() + "] " + sp.Comm
+		st.image = "[JIT " + h.Name() + "] " + p.Comm
 	}
 }
 

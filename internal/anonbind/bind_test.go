@@ -12,10 +12,14 @@ import (
 	"testing"
 
 	"github.com/jitprof/jitprof/internal/anon"
+	"github.com/jitprof/jitprof/internal/jitbundle"
 	"github.com/jitprof/jitprof/internal/perftest"
+	"github.com/jitprof/jitprof/internal/process"
 	"github.com/jitprof/jitprof/internal/profile"
-	"github.com/jitprof/jitprof/internal/session"
+	"github.com/jitprof/jitprof/internal/replay"
+	"github.com/jitprof/jitprof/internal/resolve"
 	"github.com/jitprof/jitprof/internal/symbolize"
+	"github.com/jitprof/jitprof/internal/trust"
 	"github.com/jitprof/jitprof/perfdata"
 )
 
@@ -92,18 +96,22 @@ func load(t *testing.T, f *perfdata.File, path string, prepare, leafOnly bool) (
 	if err != nil {
 		t.Fatal(err)
 	}
-	tl, err := session.BuildTimeline(f)
+	tl, err := replay.BuildTimeline(f)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := New(f, tl, Options{Handlers: hs, ProcRoot: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := New(Recorded(tl.Tracker, nil), Options{Handlers: hs, ProcRoot: t.TempDir()})
 	if prepare {
-		b.Prepare(f, tl, leafOnly)
+		if !b.Batches() {
+			t.Fatal("an external handler, and the binder does not batch")
+		}
+		qs := map[uint32][]anon.Query{}
+		replay.ScanAnon(f, tl, leafOnly, func(pid uint32, addr, time uint64) {
+			qs[pid] = append(qs[pid], anon.Query{Addr: addr, Time: time})
+		})
+		b.Prepare(qs)
 	}
-	p, err := session.Load(f, session.Options{Timeline: tl, Anon: b, LeafOnly: leafOnly, Symbolizer: symbolize.New(symbolize.Options{})})
+	p, err := replay.Load(f, replay.Options{Timeline: tl, Anon: b, LeafOnly: leafOnly, Symbolizer: symbolize.New(symbolize.Options{})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,15 +227,11 @@ func (fakeResolver) Close() error   { return nil }
 func binder(t *testing.T, h anon.Handler) *Binder {
 	t.Helper()
 	f, _ := recording(t)
-	tl, err := session.BuildTimeline(f)
+	tl, err := replay.BuildTimeline(f)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := New(f, tl, Options{Handlers: []anon.Handler{h}, ProcRoot: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return New(Recorded(tl.Tracker, nil), Options{Handlers: []anon.Handler{h}, ProcRoot: t.TempDir()})
 }
 
 // TestNamesBuiltOnce: the report's name of a piece of code ("NAME [gen
@@ -274,5 +278,83 @@ func TestConcurrentResolve(t *testing.T) {
 		if c.Asked != c.Named || c.Asked == 0 {
 			t.Errorf("claim %+v", c)
 		}
+	}
+}
+
+// TestRecorded: what a handler sees of a recorded process comes from
+// the recording: its name and mappings from the Tracker, who it was and
+// its JIT data from the recorder's bundle.
+func TestRecorded(t *testing.T) {
+	tr := process.New()
+	tr.SetComm(7, 7, 1, "node", false)
+	tr.Map(process.Mapping{PID: 7, Start: 0x1000, End: 0x2000, Path: "/usr/bin/node", Time: 2, Exec: true})
+	tr.Map(process.Mapping{PID: 7, Start: 0x7f00, End: 0x8f00, Path: "//anon", Time: 3, Exec: true, Anon: true})
+	bundle := &jitbundle.Bundle{
+		Processes: []jitbundle.Process{{PID: 7, NSPID: 1, UID: 1000, GID: 1000, StartTime: 4242}},
+		Files:     []jitbundle.Entry{{PID: 7, Kind: "perfmap", Path: "/tmp/perf-1.map", Data: []byte("7f00 10 f\n")}, {PID: 8, Kind: "perfmap", Path: "/tmp/perf-8.map"}},
+	}
+	p := Recorded(tr, bundle).Process(7)
+	want := anon.Process{
+		PID: 7, NSPID: 1, Comm: "node", UID: 1000, StartTime: 4242,
+		Mappings: []anon.Mapping{{Start: 0x1000, End: 0x2000, Time: 2, Path: "/usr/bin/node", Exec: true}, {Start: 0x7f00, End: 0x8f00, Time: 3, Path: "//anon", Exec: true}},
+		Embedded: map[string][]byte{"/tmp/perf-1.map": []byte("7f00 10 f\n")},
+		Kinds:    map[string]string{"/tmp/perf-1.map": "perfmap"},
+	}
+	if !reflect.DeepEqual(p, want) {
+		t.Errorf("Process(7) = %+v\nwant %+v", p, want)
+	}
+	// A process the recorder did not identify: its files are judged as
+	// the user's running jitprof (trust.UnknownOwner).
+	if p := Recorded(tr, nil).Process(7); p.UID != trust.UnknownOwner || p.NSPID != 7 || p.Embedded != nil {
+		t.Errorf("without a bundle: %+v", p)
+	}
+}
+
+// seqHandler claims every process with a resolver that numbers the
+// generations of its code, as jitlog's does.
+type seqHandler struct{}
+
+func (seqHandler) Name() string { return "seq" }
+func (seqHandler) Claim(p *anon.Process) (anon.Resolver, error) {
+	return seqResolver{}, nil
+}
+
+type seqResolver struct{ fakeResolver }
+
+func (seqResolver) ResolveSeq(addr, seq uint64) (anon.Symbol, bool) {
+	if seq == 0 {
+		return anon.Symbol{}, false
+	}
+	return anon.Symbol{Name: "f", Start: addr &^ 0xff, Size: 0x100, Gen: seq}, true
+}
+
+// TestResolveSeq: a sample file's (address, sequence number) is named
+// through the Binder by the claiming handler's generations; a handler
+// without them names nothing so, and the claim counts what was asked.
+func TestResolveSeq(t *testing.T) {
+	b := binder(t, seqHandler{})
+	af, ok := b.ResolveSeq(pids[0], loopA+8, 5)
+	if !ok || af.Func != "f [gen 5]" || af.Gen != 5 || af.Start != loopA || af.Image != "[JIT seq] jit4001" {
+		t.Errorf("ResolveSeq = %+v, %v", af, ok)
+	}
+	if _, ok := b.ResolveSeq(pids[0], loopA+8, 0); ok {
+		t.Error("an unknown generation named")
+	}
+	if c := b.Claims(); len(c) != 1 || c[0].Asked != 2 || c[0].Named != 1 {
+		t.Errorf("claims %+v", c)
+	}
+	if _, ok := binder(t, &fake{name: "f"}).ResolveSeq(pids[0], loopA, 5); ok {
+		t.Error("a resolver without generations named code by one")
+	}
+	// Through a Resolver, as a sample-file source feeds it.
+	tr := process.New()
+	tr.Map(process.Mapping{PID: pids[0], Start: jitBase, End: jitBase + 0x100000, Path: "//anon", Exec: true, Anon: true})
+	pb := profile.NewBuilder()
+	pb.Event(profile.Event{Name: "cpu-clock"})
+	r := resolve.New(pb, tr, resolve.Options{Symbolizer: symbolize.New(symbolize.Options{}), Anon: b, LeafOnly: true})
+	r.Add(&resolve.Sample{PID: pids[0], TID: pids[0], Mode: resolve.ModeUser, IP: loopA + 0x10, BySeq: true, Seq: 9, Count: 3})
+	p := pb.Profile()
+	if fn := p.FuncOf(p.Nodes[p.Entries[0].Stack].Frame); fn.Name != "f [gen 9]" || p.Entries[0].Count != 3 {
+		t.Errorf("sample by sequence number named %q (%d samples)", fn.Name, p.Entries[0].Count)
 	}
 }

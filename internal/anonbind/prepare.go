@@ -7,28 +7,24 @@ import (
 	"sync"
 
 	"github.com/jitprof/jitprof/internal/anon"
-	"github.com/jitprof/jitprof/internal/session"
-	"github.com/jitprof/jitprof/perfdata"
 )
 
-// Prepare asks, before session.Load, about every address in anonymous
-// memory that Load will look up, for the processes whose handler answers
-// in batches (anon.BatchResolver: external handlers, for which each
-// request is a round trip through a pipe). It reads f's samples once,
-// claims the processes that have such addresses, several at a time, and
-// asks each claiming handler in batches; Resolve then answers those
-// addresses from memory, so the parallel loader never waits on a pipe.
-// An address Prepare did not see is still resolved when Load asks.
-//
-// leafOnly must be Load's Options.LeafOnly: without it, callchains are
-// resolved too. With no external handler among the Binder's, Prepare does
-// nothing: the built-in handlers answer from memory already; nor does it
-// for a stream (pipe mode), which can be read only once.
-func (b *Binder) Prepare(f *perfdata.File, tl *session.Timeline, leafOnly bool) {
-	if f.Pipe || !slices.ContainsFunc(b.opts.Handlers, anon.IsExternal) {
-		return
-	}
-	byPID := anonQueries(f, tl, leafOnly)
+// Batches reports whether Prepare is worth a pass over the samples: an
+// external handler is among the Binder's, for which each request is a
+// round trip through a pipe. The built-in handlers answer from memory.
+func (b *Binder) Batches() bool {
+	return slices.ContainsFunc(b.opts.Handlers, anon.IsExternal)
+}
+
+// Prepare asks ahead about the addresses in anonymous memory, by process,
+// that the resolver will look up (a source collects them in a pass of its
+// own: replay.ScanAnon), for the processes whose handler answers in
+// batches (anon.BatchResolver: external handlers). It claims the
+// processes that have such addresses, several at a time, and asks each
+// claiming handler in batches of anon.MaxBatch; Resolve then answers
+// those addresses from memory, so a parallel resolver never waits on a
+// pipe. An address Prepare did not see is still resolved when asked.
+func (b *Binder) Prepare(byPID map[uint32][]anon.Query) {
 	pids := make([]uint32, 0, len(byPID))
 	for pid := range byPID {
 		pids = append(pids, pid)
@@ -44,8 +40,8 @@ func (b *Binder) Prepare(f *perfdata.File, tl *session.Timeline, leafOnly bool) 
 			defer wg.Done()
 			for pid := range work {
 				st := b.proc(pid)
-				if br, ok := st.r.(anon.BatchResolver); ok {
-					st.prepare(br, byPID[pid])
+				if _, ok := st.r.(anon.BatchResolver); ok {
+					st.prepare(byPID[pid])
 				}
 			}
 		}()
@@ -57,8 +53,9 @@ func (b *Binder) Prepare(f *perfdata.File, tl *session.Timeline, leafOnly bool) 
 	wg.Wait()
 }
 
-// prepare asks br about qs, a batch at a time, and keeps the answers.
-func (st *procState) prepare(br anon.BatchResolver, qs []anon.Query) {
+// prepare asks the process's resolver about qs, a batch at a time, and
+// keeps the answers.
+func (st *procState) prepare(qs []anon.Query) {
 	slices.SortFunc(qs, cmpQuery)
 	qs = slices.Compact(qs)
 	ans := make([]int32, len(qs))
@@ -66,7 +63,7 @@ func (st *procState) prepare(br anon.BatchResolver, qs []anon.Query) {
 	var syms []anon.Symbol
 	for lo := 0; lo < len(qs); lo += anon.MaxBatch {
 		batch := qs[lo:min(lo+anon.MaxBatch, len(qs))]
-		for i, s := range br.ResolveBatch(batch) {
+		for i, s := range anon.ResolveBatch(st.r, batch) {
 			if !s.Found() {
 				ans[lo+i] = -1
 				continue
@@ -87,53 +84,4 @@ func (st *procState) prepare(br anon.BatchResolver, qs []anon.Query) {
 		}
 	}
 	st.qs, st.ans, st.syms = qs, ans, syms
-}
-
-// anonQueries reads f's samples and returns, by process, the addresses in
-// anonymous memory that session.Load looks up, at their times: each
-// sample's user-mode address and, unless leafOnly, the user-mode
-// addresses of its callchain.
-func anonQueries(f *perfdata.File, tl *session.Timeline, leafOnly bool) map[uint32][]anon.Query {
-	out := map[uint32][]anon.Query{}
-	add := func(pid uint32, addr, time uint64) {
-		if m := tl.Lookup(pid, addr, time, false); m != nil && m.Anon {
-			out[pid] = append(out[pid], anon.Query{Addr: addr, Time: time})
-		}
-	}
-	r := f.Records()
-	r.SkipCallchains = leafOnly
-	released := f.DataOffset
-	for r.Next() {
-		// Load reads the file again: keep none of it in memory.
-		if off := r.Offset(); off-released >= 4<<20 {
-			f.Release(perfdata.Chunk{Start: released, End: off})
-			released = off
-		}
-		s, ok := r.Record().(*perfdata.Sample)
-		if !ok {
-			continue
-		}
-		var time uint64
-		if s.Has(perfdata.SampleTime) {
-			time = s.Time
-		}
-		mode := s.CPUMode()
-		if mode == perfdata.MiscUser {
-			add(s.PID, s.IP, time)
-		}
-		for _, ip := range s.Callchain {
-			switch {
-			case ip == perfdata.CallchainUser:
-				mode = perfdata.MiscUser
-			case ip >= perfdata.CallchainContextMax:
-				mode = perfdata.MiscKernel
-			case mode == perfdata.MiscUser:
-				add(s.PID, ip, time)
-			}
-		}
-	}
-	// A file Load cannot read fails there, with its error; what was read
-	// here is asked about, and the rest is resolved on demand.
-	f.Release(perfdata.Chunk{Start: released, End: f.DataOffset + f.DataSize})
-	return out
 }

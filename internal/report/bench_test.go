@@ -5,7 +5,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/jitprof/jitprof/internal/session"
+	"github.com/jitprof/jitprof/internal/replay"
 	"github.com/jitprof/jitprof/perfdata"
 )
 
@@ -28,14 +28,14 @@ func BenchmarkLoad(b *testing.B) {
 	f := benchFile(b)
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := session.Load(f, session.Options{}); err != nil {
+		if _, err := replay.Load(f, replay.Options{}); err != nil {
 			b.Fatal(err)
 		}
 	}
 }
 
 func BenchmarkCompute(b *testing.B) {
-	p, err := session.Load(benchFile(b), session.Options{})
+	p, err := replay.Load(benchFile(b), replay.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -6,7 +6,7 @@ import (
 
 	"github.com/jitprof/jitprof/internal/perftest"
 	"github.com/jitprof/jitprof/internal/profile"
-	"github.com/jitprof/jitprof/internal/session"
+	"github.com/jitprof/jitprof/internal/replay"
 	"github.com/jitprof/jitprof/perfdata"
 )
 
@@ -60,7 +60,7 @@ func TestCPythonHintReal(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	p, err := session.Load(f, session.Options{LeafOnly: true})
+	p, err := replay.Load(f, replay.Options{LeafOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}

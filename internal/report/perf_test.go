@@ -10,7 +10,7 @@ import (
 
 	"github.com/jitprof/jitprof/internal/perftest"
 	"github.com/jitprof/jitprof/internal/profile"
-	"github.com/jitprof/jitprof/internal/session"
+	"github.com/jitprof/jitprof/internal/replay"
 	"github.com/jitprof/jitprof/perfdata"
 )
 
@@ -71,7 +71,7 @@ func TestAgreesWithPerf(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer f.Close()
-			p, err := session.Load(f, session.Options{})
+			p, err := replay.Load(f, replay.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,4 +1,4 @@
-package anonbind
+package report
 
 import "github.com/jitprof/jitprof/internal/profile"
 

@@ -1,4 +1,4 @@
-package session
+package replay
 
 import (
 	"bytes"
@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/jitprof/jitprof/internal/perftest"
+	"github.com/jitprof/jitprof/internal/process"
+	"github.com/jitprof/jitprof/internal/resolve"
 	"github.com/jitprof/jitprof/internal/symbolize"
 	"github.com/jitprof/jitprof/perfdata"
 )
@@ -82,8 +84,8 @@ func sameAsStream(t *testing.T, data []byte) {
 // fakeJIT names every anonymous address "jit@N", N the sample's time.
 type fakeJIT struct{}
 
-func (fakeJIT) Resolve(pid uint32, addr, time uint64) (AnonFrame, bool) {
-	return AnonFrame{Func: "jit@" + string(rune('0'+time)), Image: "[JIT fake]", Start: addr}, true
+func (fakeJIT) Resolve(pid uint32, addr, time uint64) (resolve.AnonFrame, bool) {
+	return resolve.AnonFrame{Func: "jit@" + string(rune('0'+time)), Image: "[JIT fake]", Start: addr}, true
 }
 
 // TestBind checks that Load asks Bind for the JIT names with the whole
@@ -105,9 +107,9 @@ func TestBind(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, f := range map[string]*perfdata.File{"file": f, "stream": s} {
-		var procs []Process
-		opts := Options{Symbolizer: symbolize.New(symbolize.Options{}), Bind: func(tl *Timeline) (AnonResolver, error) {
-			procs = tl.Processes()
+		var procs []process.Process
+		opts := Options{Symbolizer: symbolize.New(symbolize.Options{}), Bind: func(tl *Timeline) (resolve.AnonResolver, error) {
+			procs = tl.Tracker.Processes()
 			return fakeJIT{}, nil
 		}}
 		p, err := Load(f, opts)

@@ -1,10 +1,11 @@
-package session
+package replay
 
 import (
 	"sync/atomic"
 	"time"
 
 	"github.com/jitprof/jitprof/internal/profile"
+	"github.com/jitprof/jitprof/internal/resolve"
 	"github.com/jitprof/jitprof/perfdata"
 )
 
@@ -112,7 +113,7 @@ func loadFlat(f *perfdata.File, opts Options, nchunks, workers int) (*profile.Pr
 			tl.take(r.Record())
 		}
 	}
-	tl.finish()
+	tl.Tracker.Settle()
 
 	results := inParallel(len(parts), workers, func(i int) part {
 		b, err := resolveFlat(f, parts[i], tl, opts)
@@ -181,15 +182,15 @@ func scanFlat(f *perfdata.File, i int, from, to int64, done *atomic.Int64) *flat
 // or sample by sample for those whose samples straddle a change of
 // their thread or process, which it reads again.
 func resolveFlat(f *perfdata.File, p *flatPart, tl *Timeline, opts Options) (*profile.Builder, error) {
-	l := newLoader(f, tl, opts)
-	meta := l.b.Meta()
+	res, b, events := newResolver(f, tl, opts)
+	meta := b.Meta()
 	var straddle map[flatKey]bool
 	from, to := p.end, p.start // the straddling samples' offsets
-	var s perfdata.Sample
+	var rs resolve.Sample
 	for i := range p.entries {
 		e := &p.entries[i]
 		pid, tid := uint32(e.key.pidTID>>32), uint32(e.key.pidTID)
-		if ts := l.span(pid, tid, e.tmin); e.tmax >= ts.to {
+		if sp := res.Span(pid, tid, e.tmin); e.tmax >= sp.To {
 			if straddle == nil {
 				straddle = map[flatKey]bool{}
 			}
@@ -197,31 +198,29 @@ func resolveFlat(f *perfdata.File, p *flatPart, tl *Timeline, opts Options) (*pr
 			from, to = min(from, e.first), max(to, e.last)
 			continue
 		}
-		for _, tm := range []uint64{e.tmin, e.tmax} {
-			if meta.StartNS == 0 || tm < meta.StartNS {
-				meta.StartNS = tm
-			}
-			meta.EndNS = max(meta.EndNS, tm)
+		widen(meta, e.tmin)
+		widen(meta, e.tmax)
+		rs = resolve.Sample{
+			PID: pid, TID: tid, Time: e.tmin, CPU: int32(uint32(e.key.cpuMode >> 16)),
+			Mode: resolve.Mode(e.key.cpuMode & perfdata.MiscCPUModeMask), IP: e.key.ip,
+			Event: events.of(e.key.attr), Count: e.count, Period: e.period,
 		}
-		th := l.thread(pid, tid, e.tmin)
-		s.PID, s.TID, s.IP = pid, tid, e.key.ip
-		s.Misc = uint16(e.key.cpuMode & perfdata.MiscCPUModeMask)
-		node := l.stack(&s, e.tmin, th.epoch)
-		cpu := int32(uint32(e.key.cpuMode >> 16))
-		l.b.Add(profile.Key{Stack: node, Thread: th.id, CPU: cpu, Event: l.events[e.key.attr]}, e.count, e.period)
+		res.Add(&rs)
 	}
 	if straddle == nil {
-		return l.b, nil
+		return b, nil
 	}
 	r := f.RecordsUntil(from, to+1)
 	r.FixedSampleFields = true
 	rel := releaser{f: f, at: from}
 	for r.Next() {
 		if s, ok := r.Record().(*perfdata.Sample); ok && straddle[flatKeyOf(s)] {
-			l.sample(s)
+			toSample(s, events, &rs)
+			widen(meta, rs.Time)
+			res.Add(&rs)
 		}
 		rel.readTo(r.NextOffset())
 	}
 	rel.finish(r.NextOffset())
-	return l.b, r.Err()
+	return b, r.Err()
 }

@@ -1,4 +1,4 @@
-package session
+package replay
 
 import (
 	"fmt"
@@ -193,7 +193,7 @@ func TestProcesses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ps := tl.Processes()
+	ps := tl.Tracker.Processes()
 	if len(ps) != 2 || ps[0].PID != 10 || ps[1].PID != 11 {
 		t.Fatalf("processes %+v, want pids 10 and 11", ps)
 	}
@@ -306,7 +306,7 @@ func TestComm(t *testing.T) {
 		{10, 10, 100, "sh"},
 		{11, ^uint32(0), 6, ":-1"}, // a sample the kernel gave no thread
 	} {
-		if got := tl.Comm(c.pid, c.tid, c.time); got != c.want {
+		if got := tl.Tracker.Comm(c.pid, c.tid, c.time); got != c.want {
 			t.Errorf("pid %d tid %d at %d: %q, want %q", c.pid, c.tid, c.time, got, c.want)
 		}
 	}

@@ -1,4 +1,4 @@
-package session
+package replay
 
 import (
 	"encoding/binary"
@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/jitprof/jitprof/internal/perftest"
+	"github.com/jitprof/jitprof/internal/process"
+	"github.com/jitprof/jitprof/internal/resolve"
 	"github.com/jitprof/jitprof/internal/symbolize"
 	"github.com/jitprof/jitprof/perfdata"
 )
@@ -69,7 +71,7 @@ func (o *ops) u64() uint64 {
 // (pid reuse, exec after mmap, fork loops, overlapping mappings), with
 // the extremes (the kernel's pid -1, lengths that wrap, time 0).
 var (
-	fuzzPIDs  = []uint32{1, 2, 3, 4, 0, pidKernel}
+	fuzzPIDs  = []uint32{1, 2, 3, 4, 0, process.KernelPID}
 	fuzzBases = []uint64{base, 0x7f0000000000, 0xffffffff81000000, 0, ^uint64(0) - 0xfff}
 	fuzzLens  = []uint64{0x1000, 0x10000, 0x100, 1 << 63, ^uint64(0), 0}
 	fuzzPaths = []string{"/bin/busy", "//anon", "/nonexistent/lib.so", "[vdso]", "[kernel.kallsyms]_text", "/memfd:jit (deleted)", "", "[anon:x]"}
@@ -130,7 +132,7 @@ func fuzzRecording(t *testing.T, prog []byte) (*perfdata.File, uint64) {
 			if flags&0x10 != 0 {
 				r.Misc |= perfdata.MiscMmapData
 			}
-			if flags&0x20 != 0 || pid == pidKernel {
+			if flags&0x20 != 0 || pid == process.KernelPID {
 				r.Misc = r.Misc&^perfdata.MiscCPUModeMask | perfdata.MiscKernel
 			}
 			rec = r
@@ -177,11 +179,11 @@ func fuzzRecording(t *testing.T, prog []byte) (*perfdata.File, uint64) {
 // handler would, so the JIT path of Load is replayed too.
 type fuzzAnon struct{}
 
-func (fuzzAnon) Resolve(pid uint32, addr, time uint64) (AnonFrame, bool) {
+func (fuzzAnon) Resolve(pid uint32, addr, time uint64) (resolve.AnonFrame, bool) {
 	if addr%3 == 0 {
-		return AnonFrame{}, false
+		return resolve.AnonFrame{}, false
 	}
-	return AnonFrame{Func: fmt.Sprintf("jit_%x", addr>>6), Image: "[JIT] fuzz", Start: addr &^ 63, Code: []byte{0x90}}, true
+	return resolve.AnonFrame{Func: fmt.Sprintf("jit_%x", addr>>6), Image: "[JIT] fuzz", Start: addr &^ 63, Code: []byte{0x90}}, true
 }
 
 // replaySymbolizer finds images under a root of its own: busy as
@@ -272,7 +274,7 @@ func replay(t *testing.T, sym *symbolize.Symbolizer, in []byte) {
 	if err != nil {
 		t.Fatalf("BuildTimeline: %v", err)
 	}
-	tl.Processes()
+	tl.Tracker.Processes()
 	want, err := load(file, opts, 1, 1)
 	if err != nil {
 		t.Fatalf("%+v: Load: %v", opts, err)

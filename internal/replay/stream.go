@@ -1,10 +1,11 @@
-package session
+package replay
 
 import (
 	"fmt"
 	"slices"
 
 	"github.com/jitprof/jitprof/internal/profile"
+	"github.com/jitprof/jitprof/internal/resolve"
 	"github.com/jitprof/jitprof/internal/symbolize"
 	"github.com/jitprof/jitprof/perfdata"
 )
@@ -91,18 +92,17 @@ func (sr *streamReader) add(s *perfdata.Sample, leafOnly bool) {
 	sr.samples = append(sr.samples, streamSample{id, tm, s.Period})
 }
 
-// sample rebuilds the sample of place k at time tm, with period.
-func (sr *streamReader) sample(s *perfdata.Sample, k streamKey, tm, period uint64) {
-	*s = perfdata.Sample{Period: period}
-	s.Attr = k.attr
-	s.PID, s.TID = uint32(k.pidTID>>32), uint32(k.pidTID)
-	s.IP = k.ip
-	s.Misc = uint16(k.cpuMode & perfdata.MiscCPUModeMask)
-	s.CPU = uint32(k.cpuMode >> 16)
-	s.Time = tm
+// sample fills out with the samples of place k at time tm, with count
+// and period.
+func (sr *streamReader) sample(out *resolve.Sample, k streamKey, events *eventIndex, tm, count, period uint64) {
+	*out = resolve.Sample{
+		PID: uint32(k.pidTID >> 32), TID: uint32(k.pidTID), Time: tm,
+		CPU: int32(uint32(k.cpuMode >> 16)), Mode: resolve.Mode(k.cpuMode & perfdata.MiscCPUModeMask),
+		IP: k.ip, Event: events.of(k.attr), Count: count, Period: period,
+	}
 	if k.chain >= 0 {
 		sp := sr.spans[k.chain]
-		s.Callchain = sr.arena[sp[0] : sp[0]+sp[1]]
+		out.Callchain = sr.arena[sp[0] : sp[0]+sp[1]]
 	}
 }
 
@@ -123,20 +123,11 @@ func loadStream(f *perfdata.File, opts Options) (*profile.Profile, error) {
 		}
 	}
 	if err := r.Err(); err != nil {
-		return nil, fmt.Errorf("session: %w", err)
+		return nil, fmt.Errorf("replay: %w", err)
 	}
 	// The build-ids come at the end of a stream.
-	if ids, err := f.Features.BuildIDs(); err == nil {
-		for _, b := range ids {
-			tl.buildIDs[b.Filename] = fmt.Sprintf("%x", b.ID)
-		}
-		for _, m := range tl.Mappings {
-			if m.BuildID == "" {
-				m.BuildID = tl.buildIDs[m.Path]
-			}
-		}
-	}
-	tl.finish()
+	tl.Tracker.SetBuildIDs(buildIDs(f))
+	tl.Tracker.Settle()
 	if opts.Bind != nil {
 		var err error
 		if opts.Anon, err = opts.Bind(tl); err != nil {
@@ -150,37 +141,31 @@ func loadStream(f *perfdata.File, opts Options) (*profile.Profile, error) {
 		go opts.Symbolizer.Kernel()
 	}
 
-	l := newLoader(f, tl, opts)
-	meta := l.b.Meta()
+	res, b, events := newResolver(f, tl, opts)
+	meta := b.Meta()
 	straddle := make([]bool, len(sr.places))
 	some := false
-	var s perfdata.Sample
+	var s resolve.Sample
 	for i := range sr.places {
 		pl := &sr.places[i]
 		pid, tid := uint32(pl.key.pidTID>>32), uint32(pl.key.pidTID)
-		if ts := l.span(pid, tid, pl.tmin); opts.Anon != nil || pl.tmax >= ts.to {
+		if sp := res.Span(pid, tid, pl.tmin); opts.Anon != nil || pl.tmax >= sp.To {
 			straddle[i], some = true, true
 			continue
 		}
-		for _, tm := range []uint64{pl.tmin, pl.tmax} {
-			if meta.StartNS == 0 || tm < meta.StartNS {
-				meta.StartNS = tm
-			}
-			meta.EndNS = max(meta.EndNS, tm)
-		}
-		th := l.thread(pid, tid, pl.tmin)
-		sr.sample(&s, pl.key, pl.tmin, pl.period)
-		node := l.stack(&s, pl.tmin, th.epoch)
-		cpu := int32(uint32(pl.key.cpuMode >> 16))
-		l.b.Add(profile.Key{Stack: node, Thread: th.id, CPU: cpu, Event: l.events[pl.key.attr]}, pl.count, pl.period)
+		widen(meta, pl.tmin)
+		widen(meta, pl.tmax)
+		sr.sample(&s, pl.key, events, pl.tmin, pl.count, pl.period)
+		res.Add(&s)
 	}
 	if some {
 		for _, x := range sr.samples {
 			if straddle[x.place] {
-				sr.sample(&s, sr.places[x.place].key, x.time, x.period)
-				l.sample(&s)
+				sr.sample(&s, sr.places[x.place].key, events, x.time, 1, x.period)
+				widen(meta, x.time)
+				res.Add(&s)
 			}
 		}
 	}
-	return finishProfile(f, l.b, tl, opts, 0), nil
+	return finishProfile(f, b, tl, opts, 0), nil
 }

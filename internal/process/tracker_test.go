@@ -1,0 +1,208 @@
+package process
+
+import (
+	"fmt"
+	"math/rand"
+	"reflect"
+	"testing"
+)
+
+// event is one record told to a Tracker.
+type event struct {
+	kind            byte // 'm' map, 'c' comm, 'f' fork
+	pid, ppid, tid  uint32
+	time            uint64
+	start, end      uint64
+	path, comm      string
+	exec, kernel, x bool
+}
+
+func (e event) tell(t *Tracker) {
+	switch e.kind {
+	case 'm':
+		t.Map(Mapping{PID: e.pid, Start: e.start, End: e.end, Path: e.path, Time: e.time, Exec: e.x, Kernel: e.kernel})
+	case 'c':
+		t.SetComm(e.pid, e.tid, e.time, e.comm, e.exec)
+	case 'f':
+		t.Fork(e.pid, e.ppid, e.tid, e.ppid, e.time)
+	}
+}
+
+// randomEvents makes a story of a few pids that meet each other: forks
+// (some of a pid from itself: threads), execs, renames and overlapping
+// mappings, at times that often go backwards, as records of several CPUs
+// arrive.
+func randomEvents(rng *rand.Rand, n int) []event {
+	pids := []uint32{1, 2, 3, 4}
+	var evs []event
+	clock := uint64(100)
+	for range n {
+		clock += uint64(rng.Intn(50))
+		tm := clock
+		if rng.Intn(4) == 0 {
+			tm -= uint64(rng.Intn(200)) // a late record of another CPU
+		}
+		pid := pids[rng.Intn(len(pids))]
+		switch rng.Intn(3) {
+		case 0:
+			start := uint64(rng.Intn(8)) << 12
+			evs = append(evs, event{kind: 'm', pid: pid, time: tm, start: start, end: start + uint64(1+rng.Intn(3))<<12,
+				path: fmt.Sprintf("/lib%d.so", rng.Intn(5)), x: rng.Intn(5) != 0, kernel: rng.Intn(10) == 0})
+		case 1:
+			evs = append(evs, event{kind: 'c', pid: pid, tid: pid, time: tm, comm: fmt.Sprint("c", rng.Intn(3)), exec: rng.Intn(2) == 0})
+		case 2:
+			evs = append(evs, event{kind: 'f', pid: pid, ppid: pids[rng.Intn(len(pids))], tid: pid, time: tm})
+		}
+	}
+	return evs
+}
+
+// answers asks t about every pid, address page and time of a story.
+func answers(t *Tracker) []string {
+	var out []string
+	for pid := uint32(1); pid <= 4; pid++ {
+		for tm := uint64(0); tm < 2600; tm += 37 {
+			sp := t.Thread(pid, pid, tm)
+			out = append(out, fmt.Sprintf("%d@%d: %q [%d,%d)", pid, tm, sp.Comm, sp.From, sp.To))
+			for page := uint64(0); page < 11; page++ {
+				m := t.Lookup(pid, page<<12|0x10, tm, page == 10)
+				if m != nil {
+					out = append(out, fmt.Sprintf("  %#x: %s@%d", page<<12, m.Path, m.Time))
+				}
+			}
+		}
+	}
+	for _, p := range t.Processes() {
+		out = append(out, fmt.Sprintf("process %d %q %d", p.PID, p.Comm, len(p.Mappings)))
+	}
+	return out
+}
+
+// TestIncremental: a Tracker asked between records answers as a Tracker
+// told the same records at once; and the records' order of arrival
+// decides nothing but the order of records of equal times.
+func TestIncremental(t *testing.T) {
+	rng := rand.New(rand.NewSource(1))
+	for i := range 200 {
+		evs := randomEvents(rng, 60)
+		live := New()
+		for j, e := range evs {
+			e.tell(live)
+			if j%7 == 0 || j == len(evs)-1 {
+				whole := New()
+				for _, e := range evs[:j+1] {
+					e.tell(whole)
+				}
+				whole.Settle()
+				if got, want := answers(live), answers(whole); !reflect.DeepEqual(got, want) {
+					t.Fatalf("story %d, after %d records: asked as they came, the answers differ from those of the records told at once", i, j+1)
+				}
+			}
+		}
+		// Shuffling records of distinct times changes nothing. (The
+		// last fork of a thread told wins, as in perf, where a later
+		// one comes later: threads forked once here.)
+		times := map[uint64]int{}
+		forked := map[uint32]bool{}
+		var distinct []event
+		for _, e := range evs {
+			times[e.time]++
+		}
+		for _, e := range evs {
+			if times[e.time] == 1 && !(e.kind == 'f' && forked[e.tid]) {
+				distinct = append(distinct, e)
+				forked[e.tid] = forked[e.tid] || e.kind == 'f'
+			}
+		}
+		a, b := New(), New()
+		for _, e := range distinct {
+			e.tell(a)
+		}
+		for _, j := range rng.Perm(len(distinct)) {
+			distinct[j].tell(b)
+		}
+		if !reflect.DeepEqual(answers(a), answers(b)) {
+			t.Fatalf("story %d: the answers depend on the order records of distinct times came in", i)
+		}
+	}
+}
+
+func TestLookup(t *testing.T) {
+	tr := New()
+	// Process 1 maps an image, forks 2, which execs another and maps it
+	// over part of the old one; the records of 2 come before 1's fork.
+	tr.SetComm(2, 2, 300, "child", true)
+	tr.Map(Mapping{PID: 2, Start: 0x1000, End: 0x2000, Path: "/new", Time: 310, Exec: true})
+	tr.Map(Mapping{PID: 1, Start: 0x1000, End: 0x4000, Path: "/old", Time: 100, Exec: true})
+	tr.Fork(2, 1, 2, 1, 200)
+	tr.Map(Mapping{PID: 1, Start: 0x8000, End: 0x9000, Path: "/data", Time: 100})
+	tr.Map(Mapping{Kernel: true, Start: 0xffff0000, End: 0xffff1000, Path: "[kernel.kallsyms]_text", Exec: true})
+	path := func(pid uint32, addr, time uint64, kernel bool) string {
+		if m := tr.Lookup(pid, addr, time, kernel); m != nil {
+			return m.Path
+		}
+		return ""
+	}
+	for _, tt := range []struct {
+		pid        uint32
+		addr, time uint64
+		kernel     bool
+		want       string
+	}{
+		{1, 0x1800, 150, false, "/old"},
+		{1, 0x1800, 50, false, ""},      // before the mapping
+		{2, 0x1800, 250, false, "/old"}, // forked: the parent's as it was
+		{2, 0x3800, 305, false, "/old"}, // exec'd, the new image not mapped there: the old one
+		{2, 0x1800, 320, false, "/new"}, // the new image
+		{1, 0x8800, 150, false, ""},     // data, not executable
+		{7, 0x1800, 150, false, ""},     // nobody
+		{1, 0xffff0800, 5, true, "[kernel.kallsyms]_text"},
+	} {
+		if got := path(tt.pid, tt.addr, tt.time, tt.kernel); got != tt.want {
+			t.Errorf("Lookup(%d, %#x, %d, %v) = %q, want %q", tt.pid, tt.addr, tt.time, tt.kernel, got, tt.want)
+		}
+	}
+	if got := tr.Comm(2, 2, 250); got != "child" {
+		// Before its exec the child has no name of its own, nor its
+		// parent: it has its process's first, as in perf.
+		t.Errorf("Comm before the exec = %q", got)
+	}
+	if got := tr.Comm(2, 2, 400); got != "child" {
+		t.Errorf("Comm after the exec = %q", got)
+	}
+	p, ok := tr.Process(1)
+	if !ok || len(p.Mappings) != 2 {
+		t.Errorf("Process(1) = %+v, %v; want its two mappings, executable or not", p, ok)
+	}
+	if _, ok := tr.Process(0xffffffff); ok {
+		t.Error("the kernel is a process")
+	}
+	v := tr.Version()
+	tr.Map(Mapping{PID: 1, Start: 0x1000, End: 0x2000, Path: "/later", Time: 500, Exec: true})
+	if tr.Version() == v {
+		t.Error("a new mapping leaves the version")
+	}
+	if got := path(1, 0x1800, 600, false); got != "/later" {
+		t.Errorf("after a new mapping over it: %q", got)
+	}
+}
+
+// TestSettledConcurrent: after Settle, goroutines ask at once (the race
+// detector watches) and get the answers one gets alone.
+func TestSettledConcurrent(t *testing.T) {
+	tr := New()
+	for _, e := range randomEvents(rand.New(rand.NewSource(2)), 200) {
+		e.tell(tr)
+	}
+	tr.Settle()
+	want := answers(tr)
+	done := make(chan []string)
+	for range 4 {
+		go func() { done <- answers(tr) }()
+	}
+	for range 4 {
+		if got := <-done; !reflect.DeepEqual(got, want) {
+			t.Error("answers differ when asked at once")
+		}
+	}
+}

@@ -1,0 +1,27 @@
+// Package replay is the perf.data source of samples: it replays a
+// recording (a file, or a pipe-mode stream) into a profile. Its process,
+// mapping and rename records go into a process.Tracker; its samples, at
+// their times, into an internal/resolve Resolver, which symbolizes them
+// and names JIT code. Nothing else in the pipeline knows perf.data.
+//
+// A file is read twice. The first pass collects the few process and
+// mapping records into a Timeline; the second resolves each sample
+// against it at the sample's time, in parallel parts merged in file
+// order. Reading the whole timeline first gives the answer perf's
+// ordered-events queue gives (records sorted by time within
+// FINISHED_ROUNDs) without buffering samples: a mapping made after a
+// sample never names it, however the per-CPU buffers interleaved in the
+// file.
+//
+// Flat profiles (Options.LeafOnly) are read in one pass instead: parts
+// of the file, found by perfdata.Resync, are read in parallel, summing
+// the samples of each place (process, thread, CPU, address, event) with
+// the span of their times and keeping the offsets of the process and
+// mapping records; the timeline is built from those, and each place
+// resolved once, or sample by sample (read again) when its samples
+// straddle a change of its process or thread. Parts that do not join up
+// (Resync guessed wrong) or an error send Load the two-pass way.
+//
+// A stream, which can be read once, is summed by place the same way in
+// its one pass (stream.go).
+package replay

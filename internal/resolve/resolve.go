@@ -1,0 +1,577 @@
+package resolve
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/jitprof/jitprof/internal/process"
+	"github.com/jitprof/jitprof/internal/profile"
+	"github.com/jitprof/jitprof/internal/symbolize"
+)
+
+// Mode is where a sampled address is: the kernel's cpumode
+// (PERF_RECORD_MISC_* of include/uapi/linux/perf_event.h).
+type Mode uint8
+
+// The modes.
+const (
+	ModeUnknown     Mode = 0
+	ModeKernel      Mode = 1
+	ModeUser        Mode = 2
+	ModeHypervisor  Mode = 3
+	ModeGuestKernel Mode = 4
+	ModeGuestUser   Mode = 5
+)
+
+// Callchain context markers (enum perf_callchain_context): an entry of
+// a callchain at or above ContextMax is not an address but says whose
+// frames follow.
+const (
+	ContextHV          = ^uint64(32 - 1)   // -32
+	ContextKernel      = ^uint64(128 - 1)  // -128
+	ContextUser        = ^uint64(512 - 1)  // -512
+	ContextGuest       = ^uint64(2048 - 1) // -2048
+	ContextGuestKernel = ^uint64(2176 - 1) // -2176
+	ContextGuestUser   = ^uint64(2560 - 1) // -2560
+	ContextMax         = ^uint64(4095 - 1) // -4095
+)
+
+// Sample is one sample, or several taken at one place, to resolve.
+type Sample struct {
+	PID, TID uint32
+	Time     uint64 // in the clock of the mappings' times
+	CPU      int32  // -1 when unknown
+	Mode     Mode
+	IP       uint64
+	// Callchain is the stack as the kernel writes it: return addresses,
+	// callee first, with context markers (ContextKernel, ContextUser,
+	// ...) saying whose frames follow; nil for none.
+	Callchain []uint64
+	// BySeq says the code at IP, when it is JIT code, is the generation
+	// Seq of the code at that address (seed 000's sequence number, kept
+	// by a sample file instead of a time) and is named by it.
+	BySeq bool
+	Seq   uint64
+	Event int32 // index in the profile's events
+	// Count and Period are what the samples add up to.
+	Count, Period uint64
+}
+
+// Processes is what the Resolver asks of processes and their mappings:
+// a *process.Tracker, or anything that can answer as one.
+type Processes interface {
+	// Lookup returns the executable mapping that held addr in process
+	// pid at time (the kernel's when kernel), or nil.
+	Lookup(pid uint32, addr, time uint64, kernel bool) *process.Mapping
+	// Thread says what holds of thread tid of pid around time: its
+	// name, the epoch of pid's address space, and the span in which
+	// both hold.
+	Thread(pid, tid uint32, time uint64) process.Span
+	// Version changes when earlier answers may no longer hold; the
+	// Resolver then drops what it cached.
+	Version() uint64
+}
+
+// AnonResolver names code in anonymous executable memory: what a JIT
+// had generated at addr in process pid at time. It returns false for
+// addresses it does not know, which then fall in the mapping's anon
+// bucket. It may be called from several goroutines at once.
+type AnonResolver interface {
+	Resolve(pid uint32, addr, time uint64) (AnonFrame, bool)
+}
+
+// SeqResolver names JIT code by its generation (Sample.BySeq) rather
+// than by time; an AnonResolver that can implements it.
+type SeqResolver interface {
+	ResolveSeq(pid uint32, addr, seq uint64) (AnonFrame, bool)
+}
+
+// AnonFrame is what an AnonResolver knows about an address.
+type AnonFrame struct {
+	Func  string // the JIT's name for the code
+	Image string // the image to report it under, e.g. "[JIT] node"
+	Start uint64 // start address of the code
+	File  string
+	Line  int
+	Code  []byte // its machine code, when the JIT logged it
+	// Gen is the code's generation (jitlog's sequence number, jitdump's
+	// code index), 0 when the data has none: what a collector keeps
+	// instead of the time, to name the code later by ResolveSeq.
+	Gen uint64
+}
+
+// Options control a Resolver.
+type Options struct {
+	// Symbolizer finds the images; it must be set.
+	Symbolizer *symbolize.Symbolizer
+	// Anon names JIT code; nil leaves it in OProfile's anon buckets.
+	Anon AnonResolver
+	// Lines resolves a source line for every frame (DWARF).
+	Lines bool
+	// Addresses keeps each frame's image-relative address (annotate).
+	Addresses bool
+	// LeafOnly keeps only the sampled address of each stack, for flat
+	// profiles: callchains are not resolved.
+	LeafOnly bool
+}
+
+// Resolver turns samples into the frames, stacks and threads of a
+// profile, symbolizing with internal/symbolize and naming JIT code with
+// an AnonResolver. A Resolver is used by one goroutine; several may
+// share the Symbolizer, the AnonResolver and a settled Tracker, each
+// with a Builder of its own.
+type Resolver struct {
+	procs   Processes
+	version uint64
+	opts    Options
+	b       *profile.Builder
+	cache   map[cacheKey]int32
+	images  map[imageKey]*loadedImage
+	mapped  []*loadedImage   // by Mapping.ID
+	ksyms   map[uint64]int32 // frames of the kernel symbols met, by start
+
+	kernel       *symbolize.Kernel
+	kernelErr    error
+	kernelLoaded bool
+
+	frames  []int32
+	threads map[uint64]threadState // by pid<<32 | tid
+
+	chains map[uint64]chainEntry // by hash of the key words
+	leaves map[leafKey]int32     // the stacks of LeafOnly
+	arena  []uint64              // key words of the chains
+	key    []uint64              // the current sample's key words
+	timed  bool                  // the current stack depends on more than the epoch
+}
+
+// New returns a Resolver of samples of procs into b.
+func New(b *profile.Builder, procs Processes, opts Options) *Resolver {
+	r := &Resolver{
+		procs: procs, opts: opts, b: b,
+		cache:  map[cacheKey]int32{},
+		images: map[imageKey]*loadedImage{},
+		ksyms:  map[uint64]int32{},
+	}
+	r.reset()
+	return r
+}
+
+// reset drops what depends on the answers of procs at one version.
+func (r *Resolver) reset() {
+	r.version = r.procs.Version()
+	r.threads = map[uint64]threadState{}
+	r.chains = map[uint64]chainEntry{}
+	r.leaves = map[leafKey]int32{}
+	r.arena = r.arena[:0]
+}
+
+// cacheKey has no padding, so maps hash it as two words (memhash128)
+// rather than byte by byte.
+type cacheKey struct {
+	mapping int64 // mappingKey, or one of the cache* values
+	addr    uint64
+}
+
+const (
+	cacheUnknown int64 = -1
+	cacheKernel  int64 = -2
+)
+
+// mappingKey is cacheKey.mapping for the frames of mapping m: of its
+// return addresses, when ret, or of the others.
+func mappingKey(m *process.Mapping, ret bool) int64 {
+	k := int64(m.ID) << 1
+	if ret {
+		k |= 1
+	}
+	return k
+}
+
+type imageKey struct{ path, buildID string }
+
+type loadedImage struct {
+	im    *symbolize.Image
+	err   error
+	noted bool  // Stripped said in the profile
+	id    int32 // in the profile; -1 until a sample falls in the image
+	// syms are the frames of the image's symbols met, by symbol start:
+	// interning a frame hashes its names, a symbol lookup does not.
+	syms map[uint64]int32
+}
+
+type threadState struct {
+	from, to uint64 // the span of time in which the rest holds
+	comm     string
+	id       int32 // the interned thread
+	epoch    uint64
+}
+
+// Add resolves s and adds it to the profile. The profile's fields about
+// the recording (its span of time among them) are the source's to fill.
+func (r *Resolver) Add(s *Sample) {
+	if r.procs.Version() != r.version {
+		r.reset()
+	}
+	th := r.thread(s.PID, s.TID, s.Time)
+	node := r.stack(s, th.epoch)
+	r.b.Add(profile.Key{Stack: node, Thread: th.id, CPU: s.CPU, Event: s.Event}, s.Count, s.Period)
+}
+
+// Span returns what holds of thread tid of pid at time, as Add sees it,
+// without adding the thread to the profile: a source that sums samples
+// by place asks whether a place's samples straddle a change (Span.To).
+func (r *Resolver) Span(pid, tid uint32, time uint64) process.Span {
+	if r.procs.Version() != r.version {
+		r.reset()
+	}
+	ts := r.span(pid, tid, time)
+	return process.Span{Comm: ts.comm, Epoch: ts.epoch, From: ts.from, To: ts.to}
+}
+
+// thread returns what the processes say of a thread at tm, asking them
+// once per span of time in which the answer holds, and the thread's id
+// in the profile.
+func (r *Resolver) thread(pid, tid uint32, tm uint64) threadState {
+	ts := r.span(pid, tid, tm)
+	// Interning the thread hashes its name: do it only when the name
+	// changes.
+	if ts.id < 0 {
+		ts.id = r.b.Thread(profile.Thread{PID: pid, TID: tid, Comm: r.b.String(ts.comm)})
+		r.threads[uint64(pid)<<32|uint64(tid)] = ts
+	}
+	return ts
+}
+
+// span is thread without interning the thread, whose id is -1 until
+// thread interns it.
+func (r *Resolver) span(pid, tid uint32, tm uint64) threadState {
+	k := uint64(pid)<<32 | uint64(tid)
+	ts, ok := r.threads[k]
+	if ok && ts.from <= tm && tm < ts.to {
+		return ts
+	}
+	sp := r.procs.Thread(pid, tid, tm)
+	if !ok || ts.comm != sp.Comm {
+		ts.comm, ts.id = sp.Comm, -1
+	}
+	ts.epoch, ts.from, ts.to = sp.Epoch, sp.From, sp.To
+	r.threads[k] = ts
+	return ts
+}
+
+// leafKey is the key words of a stack without its callchain.
+type leafKey struct{ pidMode, epoch, ip uint64 }
+
+// chainEntry is a resolved callchain: its key words in Resolver.arena
+// and its leaf node.
+type chainEntry struct {
+	off, n int
+	node   int32
+}
+
+// stack returns the leaf node of the sample's stack. A callchain resolves
+// the same way in a process as long as its mappings do not change, so
+// each is resolved once per epoch and then found by its hash. JIT code
+// named by sequence number is not cached: the number is not in the key.
+func (r *Resolver) stack(s *Sample, epoch uint64) int32 {
+	if s.BySeq {
+		return r.resolve(s)
+	}
+	if r.opts.LeafOnly {
+		// One lookup of a fixed-size key, without the hashing and
+		// comparing a chain of any length needs.
+		k := leafKey{uint64(s.PID)<<32 | uint64(s.Mode), epoch, s.IP}
+		if node, ok := r.leaves[k]; ok {
+			return node
+		}
+		r.timed = false
+		node := r.resolve(s)
+		if !r.timed {
+			r.leaves[k] = node
+		}
+		return node
+	}
+	key := append(r.key[:0], uint64(s.PID)<<32|uint64(s.Mode), epoch, s.IP)
+	key = append(key, s.Callchain...)
+	r.key = key
+	h := uint64(len(key))
+	for _, w := range key {
+		h = (h ^ w) * 0x9e3779b97f4a7c15
+		h ^= h >> 29
+	}
+	e, found := r.chains[h]
+	if found && slices.Equal(r.arena[e.off:e.off+e.n], key) {
+		return e.node
+	}
+	r.timed = false
+	node := r.resolve(s)
+	if !found && !r.timed {
+		r.chains[h] = chainEntry{len(r.arena), len(key), node}
+		r.arena = append(r.arena, key...)
+	}
+	return node
+}
+
+// resolve interns the sample's stack and returns its leaf node.
+func (r *Resolver) resolve(s *Sample) int32 {
+	pid := s.PID
+	mode := s.Mode
+	r.frames = r.frames[:0]
+	r.frames = append(r.frames, r.frame(pid, s.IP, s.Time, mode, false, s))
+	chain := s.Callchain
+	if r.opts.LeafOnly {
+		chain = nil
+	}
+	skipIP := true
+	for _, ip := range chain {
+		if ip >= ContextMax {
+			switch ip {
+			case ContextKernel:
+				mode = ModeKernel
+			case ContextUser:
+				mode = ModeUser
+			default:
+				mode = ModeGuestKernel // never resolved
+			}
+			continue
+		}
+		if skipIP {
+			skipIP = false
+			if ip == s.IP {
+				continue
+			}
+		}
+		r.frames = append(r.frames, r.frame(pid, ip, s.Time, mode, true, nil))
+	}
+	node := int32(-1)
+	for i := len(r.frames) - 1; i >= 0; i-- {
+		node = r.b.Push(node, r.frames[i])
+	}
+	return node
+}
+
+// frame resolves one address to an interned frame; leaf is the sample
+// when addr is its sampled address, whose JIT code it may name by
+// sequence number.
+func (r *Resolver) frame(pid uint32, addr, tm uint64, mode Mode, ret bool, leaf *Sample) int32 {
+	switch mode {
+	case ModeKernel, ModeHypervisor:
+		if r.opts.LeafOnly {
+			return r.kernelFrame(addr) // stack caches the address already
+		}
+		k := cacheKey{cacheKernel, addr}
+		if id, ok := r.cache[k]; ok {
+			return id
+		}
+		id := r.kernelFrame(addr)
+		r.cache[k] = id
+		return id
+	case ModeUser:
+	default:
+		return r.unknownFrame(addr)
+	}
+	m := r.procs.Lookup(pid, addr, tm, false)
+	if m == nil {
+		return r.unknownFrame(addr)
+	}
+	if m.Anon {
+		if af, ok := r.anon(pid, addr, tm, leaf); ok {
+			im := r.b.Image(profile.Image{Name: af.Image, Kind: profile.ImageAnon})
+			fn := r.b.Func(profile.Func{Name: af.Func, Image: im, Addr: af.Start, File: af.File, Code: af.Code})
+			fr := profile.Frame{Func: fn}
+			if r.opts.Lines {
+				fr.File, fr.Line = r.b.String(af.File), int32(af.Line)
+			}
+			if r.opts.Addresses {
+				fr.Addr = addr
+			}
+			return r.b.Frame(fr)
+		}
+		k := cacheKey{mappingKey(m, false), 0}
+		if r.opts.Addresses {
+			k.addr = addr
+		}
+		if id, ok := r.cache[k]; ok {
+			return id
+		}
+		name := fmt.Sprintf("anon (tgid:%d range:%#x-%#x)", m.PID, m.Start, m.End)
+		im := r.b.Image(profile.Image{Name: name, Kind: profile.ImageAnon, Start: m.Start, Limit: m.End})
+		fn := r.b.Func(profile.Func{Name: name, Image: im, Addr: m.Start})
+		id := r.b.Frame(profile.Frame{Func: fn, Addr: k.addr})
+		r.cache[k] = id
+		return id
+	}
+	if r.opts.LeafOnly {
+		return r.fileFrame(m, addr, ret)
+	}
+	// With lines, a return address names the call before it, and the
+	// sampled address its own line: two frames for one address.
+	k := cacheKey{mappingKey(m, ret && r.opts.Lines), addr}
+	if id, ok := r.cache[k]; ok {
+		return id
+	}
+	id := r.fileFrame(m, addr, ret)
+	r.cache[k] = id
+	return id
+}
+
+// anon asks the AnonResolver about JIT code at addr: by the leaf's
+// sequence number when it has one, else by time.
+func (r *Resolver) anon(pid uint32, addr, tm uint64, leaf *Sample) (AnonFrame, bool) {
+	if r.opts.Anon == nil {
+		return AnonFrame{}, false
+	}
+	r.timed = true // JIT code changes at any time, not with mappings
+	if leaf != nil && leaf.BySeq {
+		if sr, ok := r.opts.Anon.(SeqResolver); ok {
+			return sr.ResolveSeq(pid, addr, leaf.Seq)
+		}
+	}
+	return r.opts.Anon.Resolve(pid, addr, tm)
+}
+
+func (r *Resolver) unknownFrame(addr uint64) int32 {
+	k := cacheKey{cacheUnknown, addr}
+	if id, ok := r.cache[k]; ok {
+		return id
+	}
+	im := r.b.Image(profile.Image{Name: "[unknown]", Kind: profile.ImageUnknown})
+	fn := r.b.Func(profile.Func{Name: fmt.Sprintf("0x%016x", addr), Image: im, Addr: addr, Unresolved: true})
+	fr := profile.Frame{Func: fn}
+	if r.opts.Addresses {
+		fr.Addr = addr
+	}
+	id := r.b.Frame(fr)
+	r.cache[k] = id
+	return id
+}
+
+func (r *Resolver) kernelFrame(addr uint64) int32 {
+	if !r.kernelLoaded {
+		r.kernelLoaded = true
+		r.kernel, r.kernelErr = r.opts.Symbolizer.Kernel()
+	}
+	var sym symbolize.Symbol
+	ok := false
+	if r.kernel != nil {
+		sym, ok = r.kernel.Lookup(addr)
+	}
+	if !ok || r.opts.Addresses {
+		return r.newKernelFrame(addr, sym, ok)
+	}
+	id, hit := r.ksyms[sym.Start]
+	if !hit {
+		id = r.newKernelFrame(addr, sym, ok)
+		r.ksyms[sym.Start] = id
+	}
+	return id
+}
+
+func (r *Resolver) newKernelFrame(addr uint64, sym symbolize.Symbol, ok bool) int32 {
+	name := "[kernel.kallsyms]"
+	if ok && sym.Module != "" {
+		name = "[" + sym.Module + "]"
+	}
+	im := r.b.Image(profile.Image{Name: name, Kind: profile.ImageKernel})
+	if r.kernelErr != nil {
+		r.b.SetNoSymbols(im, r.kernelErr.Error())
+	}
+	f := profile.Func{Image: im, Kernel: true}
+	if ok {
+		f.Name, f.Addr = sym.Name, sym.Start
+	} else {
+		f.Name, f.Addr, f.Unresolved = fmt.Sprintf("0x%016x", addr), addr, true
+	}
+	fr := profile.Frame{Func: r.b.Func(f)}
+	if r.opts.Addresses {
+		fr.Addr = addr
+	}
+	return r.b.Frame(fr)
+}
+
+// image returns the image of m and its id in the profile, which the
+// first mapping of the image to be sampled describes.
+func (r *Resolver) image(m *process.Mapping) *loadedImage {
+	if int(m.ID) < len(r.mapped) {
+		if li := r.mapped[m.ID]; li != nil {
+			return li
+		}
+	}
+	k := imageKey{m.Path, m.BuildID}
+	li, ok := r.images[k]
+	if !ok {
+		li = &loadedImage{id: -1, syms: map[uint64]int32{}}
+		li.im, li.err = r.opts.Symbolizer.Open(m.Path, m.BuildID)
+		r.images[k] = li
+	}
+	if li.id < 0 {
+		img := profile.Image{Name: m.Path, BuildID: m.BuildID, Kind: profile.ImageFile, Start: m.Start, Limit: m.End, Offset: m.Pgoff}
+		if img.BuildID == "" && li.im != nil {
+			img.BuildID = li.im.BuildID()
+		}
+		li.id = r.b.Image(img)
+		if li.err != nil {
+			r.b.SetNoSymbols(li.id, li.err.Error())
+		} else if li.im.NumSymbols() == 0 {
+			r.b.SetNoSymbols(li.id, "no symbol table")
+		}
+	}
+	if int(m.ID) >= len(r.mapped) {
+		r.mapped = slices.Grow(r.mapped, int(m.ID)+1-len(r.mapped))[:m.ID+1]
+	}
+	r.mapped[m.ID] = li
+	return li
+}
+
+func (r *Resolver) fileFrame(m *process.Mapping, addr uint64, ret bool) int32 {
+	li := r.image(m)
+	off := addr - m.Start + m.Pgoff
+	var sym symbolize.Symbol
+	ok := false
+	if li.err == nil {
+		sym, ok = li.im.LookupFileOffset(off)
+	}
+	// Without lines or addresses a frame is its symbol's.
+	bySym := ok && !r.opts.Lines && !r.opts.Addresses
+	if bySym {
+		if id, hit := li.syms[sym.Start]; hit {
+			return id
+		}
+	}
+	// perf names an unresolved address by its offset in the file.
+	f := profile.Func{Image: li.id, Name: sym.Name, Addr: sym.Start}
+	if !ok {
+		f.Name, f.Addr, f.Unresolved = fmt.Sprintf("0x%016x", off), off, true
+		if li.im != nil && li.im.Stripped() != "" && !li.noted {
+			// A stripped image's samples outside its exported
+			// functions: the report says what would name them.
+			r.b.SetStripped(li.id, li.im.Stripped())
+			li.noted = true
+		}
+	}
+	var fr profile.Frame
+	if li.im != nil && (r.opts.Lines || r.opts.Addresses) {
+		if va, vok := li.im.FileOffsetToAddr(off); vok {
+			if r.opts.Addresses {
+				fr.Addr = va
+			}
+			if r.opts.Lines {
+				q := va
+				if ret {
+					q-- // name the call, not the statement after it
+				}
+				if frames, ferr := li.im.Frames(q); ferr == nil && len(frames) > 0 {
+					fr.File = r.b.String(frames[0].File)
+					fr.Line = int32(frames[0].Line)
+					f.File = frames[len(frames)-1].File
+				}
+			}
+		}
+	}
+	fr.Func = r.b.Func(f)
+	id := r.b.Frame(fr)
+	if bySym {
+		li.syms[sym.Start] = id
+	}
+	return id
+}
