@@ -87,19 +87,20 @@ type Stats struct {
 type DB struct {
 	dir     string
 	samples string
-	lock    *Lock
+	lock    *dirLock
 	opts    Options
 	now     func() time.Time
 	meta    Meta
 	cur     *os.Root // samples/current
 
 	images images
-	files  map[fileKey]*sfile
+	files  fileTable
 	last   *sfile
 	dirty  []*sfile
 	names  map[string]*sfile // open files by name
 	tick   uint64
 	stats  Stats
+	closed bool
 }
 
 // fileKey is what a sample file is looked up by, as Add computes it:
@@ -146,7 +147,7 @@ func Create(dir string, opts Options) (*DB, error) {
 		opts.Host, _ = os.Hostname()
 	}
 	opts.Events = slices.Clone(opts.Events)
-	lock, err := LockDir(dir)
+	lock, err := lockDir(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -157,16 +158,15 @@ func Create(dir string, opts Options) (*DB, error) {
 		opts:    opts,
 		now:     opts.Now,
 		images:  newImages(),
-		files:   map[fileKey]*sfile{},
 		names:   map[string]*sfile{},
 	}
 	if err := os.MkdirAll(db.samples, 0o700); err != nil {
-		lock.Unlock()
+		lock.unlock()
 		return nil, err
 	}
 	removeStaleResets(db.samples)
 	if err := db.openCurrent(); err != nil {
-		lock.Unlock()
+		lock.unlock()
 		return nil, err
 	}
 	return db, nil
@@ -182,7 +182,10 @@ func (db *DB) openCurrent() error {
 	m, err := readMeta(filepath.Join(cur, metaFile))
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		m = Meta{Version: metaVersion, Host: db.opts.Host, Separate: db.opts.Separate.String(), Events: db.opts.Events}
+		m = Meta{Version: metaVersion, Host: db.opts.Host, Separate: db.opts.Separate.String(), Events: slices.Clone(db.opts.Events)}
+		for i := range m.Events {
+			m.Events[i].Lost = 0
+		}
 	case err != nil:
 		return err
 	default:
@@ -275,8 +278,8 @@ func (db *DB) Forget(id ImageID) { db.images.forget(id) }
 // file and key have been seen; errors are for samples that name what the
 // DB does not know.
 func (db *DB) Add(s *Sample) error {
-	dep := db.images.get(s.Image)
-	if dep == nil {
+	kind, ok := db.images.kind(s.Image)
+	if !ok {
 		return ErrUnknownImage
 	}
 	if int(s.Event) >= len(db.opts.Events) {
@@ -284,17 +287,17 @@ func (db *DB) Add(s *Sample) error {
 	}
 	sep := db.opts.Separate
 	k := fileKey{app: s.Image, dep: s.Image, cg: s.CGTo, event: s.Event, tgid: All, tid: All, cpu: All}
-	if s.App != 0 && sep.keepsApp(dep.im.Kind) {
-		if db.images.get(s.App) == nil {
+	if s.App != 0 && sep.keepsApp(kind) {
+		if _, ok := db.images.kind(s.App); !ok {
 			return ErrUnknownImage
 		}
 		k.app = s.App
 	}
 	if s.CGTo != 0 {
-		if db.images.get(s.CGTo) == nil {
+		if _, ok := db.images.kind(s.CGTo); !ok {
 			return ErrUnknownImage
 		}
-	} else if s.Key2 != 0 && !dep.im.anon() {
+	} else if s.Key2 != 0 && kind != ImageAnon && kind != ImageJIT {
 		return ErrSecondKey
 	}
 	if sep&SeparateThread != 0 {
@@ -305,7 +308,7 @@ func (db *DB) Add(s *Sample) error {
 	}
 	sf := db.last
 	if sf == nil || sf.key != k {
-		if sf = db.files[k]; sf == nil {
+		if sf = db.files.get(&k); sf == nil {
 			sf = db.newFile(k)
 		}
 		db.last = sf
@@ -325,7 +328,7 @@ func (db *DB) newFile(k fileKey) *sfile {
 	for _, id := range [...]ImageID{k.app, k.dep, k.cg} {
 		db.images.ref(id)
 	}
-	db.files[k] = sf
+	db.files.put(sf)
 	return sf
 }
 
@@ -506,18 +509,15 @@ func (db *DB) fileKeyOf(k fileKey) (FileKey, ImageInfo) {
 // (a full disk), lets go of the oldest beyond four times that, counting
 // their samples as dropped.
 func (db *DB) evict() {
-	if len(db.files) <= db.opts.MaxOpen {
+	if db.files.len() <= db.opts.MaxOpen {
 		return
 	}
-	all := make([]*sfile, 0, len(db.files))
-	for _, sf := range db.files {
-		all = append(all, sf)
-	}
+	all := db.files.all()
 	slices.SortFunc(all, func(a, b *sfile) int { return cmp.Compare(a.lastUse, b.lastUse) })
 	// Down to 7/8 of the bound, so that the next flushes need not sort.
 	target := db.opts.MaxOpen - db.opts.MaxOpen/8
 	for _, sf := range all {
-		if len(db.files) <= target {
+		if db.files.len() <= target {
 			return
 		}
 		if !sf.dirty {
@@ -525,10 +525,10 @@ func (db *DB) evict() {
 		}
 	}
 	for _, sf := range all {
-		if len(db.files) <= 4*db.opts.MaxOpen {
+		if db.files.len() <= 4*db.opts.MaxOpen {
 			return
 		}
-		if db.files[sf.key] == sf {
+		if db.files.get(&sf.key) == sf {
 			db.drop(sf)
 		}
 	}
@@ -547,7 +547,7 @@ func (db *DB) drop(sf *sfile) {
 // remove forgets a flushed file.
 func (db *DB) remove(sf *sfile) {
 	db.closeFile(sf)
-	delete(db.files, sf.key)
+	db.files.remove(sf)
 	for _, id := range [...]ImageID{sf.key.app, sf.key.dep, sf.key.cg} {
 		db.images.unref(id)
 	}
@@ -573,7 +573,7 @@ func (db *DB) closeFile(sf *sfile) {
 
 // removeAll forgets every file, flushed or not.
 func (db *DB) removeAll() {
-	for _, sf := range db.files {
+	for _, sf := range db.files.all() {
 		db.remove(sf)
 	}
 	clear(db.dirty)
@@ -642,7 +642,7 @@ func (db *DB) Meta() Meta { return db.meta }
 // Stats returns the DB's counters.
 func (db *DB) Stats() Stats {
 	s := db.stats
-	s.Files, s.Dirty = len(db.files), len(db.dirty)
+	s.Files, s.Dirty = db.files.len(), len(db.dirty)
 	s.Images = len(db.images.e) - 1 - len(db.images.free)
 	return s
 }
@@ -651,12 +651,16 @@ func (db *DB) Stats() Stats {
 // directory's lock. The flush's error is returned; the lock is released
 // anyway.
 func (db *DB) Close() error {
+	if db.closed {
+		return nil
+	}
+	db.closed = true
 	err := db.Flush()
 	db.removeAll()
 	if merr := db.endRun(); merr != nil && err == nil {
 		err = merr
 	}
 	db.cur.Close()
-	db.lock.Unlock()
+	db.lock.unlock()
 	return err
 }

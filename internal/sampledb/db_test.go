@@ -260,7 +260,7 @@ func TestAddRefuses(t *testing.T) {
 
 // evictAll closes every flushed file, as a flush over MaxOpen would.
 func (db *DB) evictAll(t testing.TB) {
-	for _, sf := range db.files {
+	for _, sf := range db.files.all() {
 		if sf.dirty {
 			t.Fatal("evictAll: a file is dirty")
 		}
@@ -388,6 +388,9 @@ func TestSaveReset(t *testing.T) {
 	}
 	if m := must[Meta](t)(ReadMeta(dir, "second")); m.Events[0].Lost != 3 || len(m.Runs) != 1 || m.Runs[0].Stop.IsZero() {
 		t.Errorf("second's meta %+v", m)
+	}
+	if m := must[Meta](t)(ReadMeta(dir, Current)); m.Events[0].Lost != 0 {
+		t.Errorf("the next session inherited lost samples: %+v", m)
 	}
 	// Without a daemon.
 	if err := Save(dir, "third"); err != nil {

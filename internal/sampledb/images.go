@@ -66,7 +66,11 @@ type imageEntry struct {
 // (with, for files and kernels, their identity) and the cache from file
 // identities to images.
 type images struct {
-	e       []imageEntry // index 0 unused
+	e []imageEntry // index 0 unused
+	// hot holds, per entry, what the ingest path checks (liveBit, the
+	// kind and the generation), packed: e's entries are ten times
+	// bigger, and the check should cost a cache line a few images share.
+	hot     []uint32
 	free    []uint32
 	byIdent map[FileIdent]ImageID
 	// byName holds, per image with its Kind and name (and range), the
@@ -78,6 +82,7 @@ type images struct {
 func newImages() images {
 	return images{
 		e:       make([]imageEntry, 1),
+		hot:     make([]uint32, 1),
 		byIdent: map[FileIdent]ImageID{},
 		byName:  map[Image][]ImageID{},
 		byTGID:  map[uint32][]ImageID{},
@@ -95,6 +100,28 @@ func (t *images) get(id ImageID) *imageEntry {
 		return nil
 	}
 	return e
+}
+
+const liveBit = 1 << 31
+
+func packHot(e *imageEntry) uint32 {
+	if !e.live {
+		return 0
+	}
+	return liveBit | uint32(e.im.Kind)<<8 | uint32(e.gen)
+}
+
+// kind returns a live image's kind, false for a stale or unknown ID.
+func (t *images) kind(id ImageID) (ImageKind, bool) {
+	i := id.index()
+	if i >= uint32(len(t.hot)) {
+		return 0, false
+	}
+	h := t.hot[i]
+	if h&liveBit == 0 || uint8(h) != uint8(uint32(id)>>idIndexBits) {
+		return 0, false
+	}
+	return ImageKind(h >> 8), true
 }
 
 // intern returns the image for im with info, making one if none of the
@@ -132,10 +159,12 @@ func (t *images) intern(im Image, ident FileIdent, info ImageInfo) (ImageID, err
 			return 0, fmt.Errorf("image table full (%d images)", maxImages)
 		}
 		t.e = append(t.e, imageEntry{})
+		t.hot = append(t.hot, 0)
 		i = uint32(len(t.e) - 1)
 	}
 	e := &t.e[i]
 	*e = imageEntry{im: im, info: ImageInfo{BuildID: bytes.Clone(info.BuildID), Mtime: info.Mtime}, gen: e.gen, refs: 1, interned: true, live: true}
+	t.hot[i] = packHot(e)
 	id := ImageID(uint32(e.gen)<<idIndexBits | i)
 	t.byName[im] = append(t.byName[im], id)
 	if ident != (FileIdent{}) {
@@ -165,6 +194,7 @@ func (t *images) unref(id ImageID) {
 	}
 	gen := e.gen + 1
 	*e = imageEntry{gen: gen}
+	t.hot[id.index()] = 0
 	t.free = append(t.free, id.index())
 }
 

@@ -85,14 +85,14 @@ type Meta struct {
 	Updated time.Time `json:"updated"`
 }
 
-// Lock is a held session directory lock.
-type Lock struct{ f *os.File }
+// dirLock is a held session directory lock.
+type dirLock struct{ f *os.File }
 
-// LockDir takes the lock of session directory dir (creating dir), or
+// lockDir takes the lock of session directory dir (creating dir), or
 // fails with ErrLocked while another process holds it. The kernel drops
 // the lock when its holder exits, killed or not, so a stale lock cannot
 // exist.
-func LockDir(dir string) (*Lock, error) {
+func lockDir(dir string) (*dirLock, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
@@ -107,11 +107,11 @@ func LockDir(dir string) (*Lock, error) {
 		}
 		return nil, fmt.Errorf("%s: lock: %w", dir, err)
 	}
-	return &Lock{f: f}, nil
+	return &dirLock{f: f}, nil
 }
 
-// Unlock releases the lock.
-func (l *Lock) Unlock() error {
+// unlock releases the lock.
+func (l *dirLock) unlock() error {
 	if l == nil || l.f == nil {
 		return nil
 	}
@@ -136,11 +136,11 @@ func ValidSessionName(name string) error {
 // leaves no current one; the daemon must not be running (it holds the
 // lock: ask it, DB.Save).
 func Save(dir, name string) error {
-	l, err := LockDir(dir)
+	l, err := lockDir(dir)
 	if err != nil {
 		return err
 	}
-	defer l.Unlock()
+	defer l.unlock()
 	return saveCurrent(filepath.Join(dir, samplesDir), name)
 }
 
@@ -162,11 +162,11 @@ func saveCurrent(samples, name string) error {
 // Reset removes the current session of dir (opcontrol --reset), keeping
 // saved ones; the daemon must not be running (DB.Reset).
 func Reset(dir string) error {
-	l, err := LockDir(dir)
+	l, err := lockDir(dir)
 	if err != nil {
 		return err
 	}
-	defer l.Unlock()
+	defer l.unlock()
 	return resetCurrent(filepath.Join(dir, samplesDir))
 }
 
