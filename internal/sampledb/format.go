@@ -52,7 +52,7 @@ const (
 	// a next index.
 	slotSize = nodeSize + 4 + 4
 
-	minCapacity = 64
+	minCapacity = 8
 	maxCapacity = 1 << 31
 )
 

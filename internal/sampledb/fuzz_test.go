@@ -21,15 +21,15 @@ import (
 func seedFiles(t testing.TB) map[string][]byte {
 	root := openRoot(t, t.TempDir())
 	seqs := []Entry{{0x10, 1, 3}, {0x10, 2, 1}, {0x20, 1, 7}, {0xfff, 0, 1}}
-	var hundred []Entry
-	for i := range uint64(100) {
-		hundred = append(hundred, Entry{Key1: i * 4, Count: i + 1})
+	var twenty []Entry
+	for i := range uint64(20) {
+		twenty = append(twenty, Entry{Key1: i * 4, Count: i + 1})
 	}
 	seeds := map[string][]byte{
 		"offset":     writeEntries(t, root, "offset", testHeader(KeyOffset), []Entry{{0x400, 0, 2}, {0x404, 0, 1}, {0x1234, 0, 9}}),
 		"anon-seq":   writeEntries(t, root, "anon", testHeader(KeyAnon), seqs),
 		"call-graph": writeEntries(t, root, "cg", testHeader(KeyCallGraph), []Entry{{0x10, 0x400, 2}, {0x18, 0x400, 1}}),
-		"grown":      writeEntries(t, root, "grown", testHeader(KeyOffset), hundred),
+		"grown":      writeEntries(t, root, "grown", testHeader(KeyOffset), twenty),
 	}
 	c := uint64(minCapacity)
 	seeds["unlinked-last"] = corrupt(seeds["anon-seq"], func(b []byte) {
@@ -39,10 +39,10 @@ func seedFiles(t testing.TB) map[string][]byte {
 	// A writer killed while growing a full table: the file has the
 	// bigger size and half-built chains past the old end, the header the
 	// old capacity.
-	full := writeEntries(t, root, "full", testHeader(KeyOffset), hundred[:c-1])
+	full := writeEntries(t, root, "full", testHeader(KeyOffset), twenty[:c-1])
 	grown := make([]byte, fileSize(2*c))
 	copy(grown, full)
-	for i := range uint64(40) {
+	for i := range uint64(c) {
 		le.PutUint32(grown[bucketsOff(2*c)+4*i:], uint32(i+1))
 	}
 	seeds["grow-interrupted"] = grown
