@@ -167,9 +167,11 @@ var ErrName = errors.New("sample file name")
 // Name is the sample file's path relative to a session's directory,
 // OProfile's form:
 //
-//	{root}/APP/{dep}/{root|kern|anon:NAME|jit:HANDLER}/IMAGE/[{cg}/{...}/TO_IMAGE/]EVENT.COUNT.UNITMASK.TGID.TID.CPU
+//	APP/{dep}/IMAGE/[{cg}/TO_IMAGE/]EVENT.COUNT.UNITMASK.TGID.TID.CPU
 //
-// Every image name and the event are mangled (docs/sample-files.md): bytes
+// where each image is {root}/PATH, {kern}/NAME, {anon:NAME}/TGID.0xSTART.0xEND
+// or {jit:HANDLER}/TGID.0xSTART.0xEND, and IMAGE's {root} or {kern} says
+// {root:N} for a variant N > 0. Every image name and the event are mangled (docs/sample-files.md): bytes
 // other than ASCII letters, digits and -_+,=@~:[]() are %XX, as is a dot
 // that begins a component, so no component is empty, ".", "..", hidden, or
 // a marker, and none is longer than NAME_MAX. Parse(Name(k)) == k for
