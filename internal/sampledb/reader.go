@@ -60,7 +60,8 @@ func OpenFile(path string) (*Reader, error) {
 }
 
 func openMapped(f *os.File, name string) (r *Reader, err error) {
-	for range 8 {
+	// A table doubles at most 28 times.
+	for range 32 {
 		r, err = mapOnce(f, name)
 		if !errors.Is(err, errMoved) {
 			return r, err
@@ -96,8 +97,10 @@ func mapOnce(f *os.File, name string) (r *Reader, err error) {
 	defer faultGuard(&mem, &err)()
 	h, l, err := validate(r.t)
 	if err != nil {
-		if errors.Is(err, errMoved) {
-			return nil, err
+		// A writer allocates before it stores a bigger capacity: one
+		// that needs more than was mapped is in a file grown since.
+		if fi, serr := f.Stat(); errors.Is(err, errMoved) || serr == nil && fi.Size() > size && size < maxFileSize {
+			return nil, errMoved
 		}
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}

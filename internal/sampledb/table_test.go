@@ -279,3 +279,55 @@ func TestUnlinkedLast(t *testing.T) {
 	}
 	w.close()
 }
+
+// TestLiveReader reads a file while its writer inserts and grows it: every
+// open checks the whole file and succeeds (mapping it again when it grew
+// meanwhile), and what it sees never shrinks.
+func TestLiveReader(t *testing.T) {
+	root := openRoot(t, t.TempDir())
+	w, err := createFile(root, "f", testHeader(KeyAnon))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		defer w.close()
+		for k := range uint64(30000) {
+			if _, err := w.insert(k, k%5, 1); err != nil {
+				done <- err
+				return
+			}
+			if i := w.find(k/2, (k/2)%5); i != 0 {
+				w.add(i, 1)
+			}
+		}
+		done <- nil
+	}()
+	path := filepath.Join(root.Name(), "f")
+	var keys int
+	var total uint64
+	for reads := 0; ; reads++ {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%d reads while writing, the last saw %d keys", reads, keys)
+			return
+		default:
+		}
+		r, err := OpenFile(path)
+		if err != nil {
+			t.Fatalf("read %d: %v", reads, err)
+		}
+		var n uint64
+		for e := range r.Entries() {
+			n += e.Count
+		}
+		if r.Len() < keys || n < total {
+			t.Fatalf("read %d: %d keys counting %d, after %d counting %d", reads, r.Len(), n, keys, total)
+		}
+		keys, total = r.Len(), n
+		r.Close()
+	}
+}
