@@ -3,6 +3,7 @@ package sampledb
 import (
 	"fmt"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -158,20 +159,11 @@ func (s *Spec) SessionNames(available []string) []string {
 	}
 	var out []string
 	for _, n := range want {
-		if contains(available, n) && !contains(s.SessionExclude, n) && !contains(out, n) {
+		if slices.Contains(available, n) && !slices.Contains(s.SessionExclude, n) && !slices.Contains(out, n) {
 			out = append(out, n)
 		}
 	}
 	return out
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // Match reports whether a sample file is selected (profile_spec::match).
@@ -183,10 +175,10 @@ func (s *Spec) Match(k FileKey) bool {
 	if len(s.Event) > 0 && !globAny(s.Event, k.Event) {
 		return false
 	}
-	if len(s.Count) > 0 && !contains(s.Count, k.CountString()) {
+	if len(s.Count) > 0 && !slices.Contains(s.Count, k.CountString()) {
 		return false
 	}
-	if len(s.UnitMask) > 0 && !containsU(s.UnitMask, k.UnitMask) {
+	if len(s.UnitMask) > 0 && !slices.Contains(s.UnitMask, k.UnitMask) {
 		return false
 	}
 	return matchID(s.TID, k.TID) && matchID(s.TGID, k.TGID) && matchID(s.CPU, k.CPU)
@@ -210,15 +202,6 @@ func (s *Spec) matchImages(app, lib string) bool {
 		return false
 	}
 	return true
-}
-
-func containsU(list []uint64, v uint64) bool {
-	for _, x := range list {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
 
 // matchID is OProfile's comma_match: no list matches everything; a list
