@@ -19,7 +19,7 @@ import (
 // They are FuzzRead's checked-in inputs, and golden files of the format:
 // a change to what the writer writes shows up here.
 func seedFiles(t testing.TB) map[string][]byte {
-	root := openRoot(t, t.TempDir())
+	root := openRoot(t, tmpfsDir(t))
 	seqs := []Entry{{0x10, 1, 3}, {0x10, 2, 1}, {0x20, 1, 7}, {0xfff, 0, 1}}
 	var twenty []Entry
 	for i := range uint64(20) {
@@ -49,6 +49,23 @@ func seedFiles(t testing.TB) map[string][]byte {
 	return seeds
 }
 
+// tmpfsDir is a temporary directory on tmpfs if there is one: every fuzz
+// worker writes files when it starts and FuzzRead one per input, and on
+// this project's ext4 (mounted with discard, and shared with other jobs)
+// creating and removing a file took milliseconds to tens of them.
+func tmpfsDir(t testing.TB) string {
+	dir := "/dev/shm"
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return t.TempDir()
+	}
+	dir, err := os.MkdirTemp(dir, "sampledb-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
 // TestFuzzSeeds keeps FuzzRead's checked-in inputs what the writer writes
 // (go test -update rewrites them), and checks each reads.
 func TestFuzzSeeds(t *testing.T) {
@@ -71,18 +88,7 @@ func FuzzRead(f *testing.F) {
 	for _, b := range seedFiles(f) {
 		f.Add(b)
 	}
-	// One directory on tmpfs for the files written back: creating
-	// files on this project's ext4 costs milliseconds.
-	dir := "/dev/shm"
-	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-		dir = ""
-	}
-	dir, err := os.MkdirTemp(dir, "sampledb-fuzz")
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Cleanup(func() { os.RemoveAll(dir) })
-	root := openRoot(f, dir)
+	root := openRoot(f, tmpfsDir(f))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		r, err := Read(b)
 		if err != nil {
