@@ -8,6 +8,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // OnlineCPUs returns the CPUs the kernel has online, from
@@ -119,4 +121,24 @@ func MemTotal() uint64 {
 		}
 	}
 	return 0
+}
+
+// Uname is what uname(2) says of the machine.
+type Uname struct {
+	Hostname string // uname -n
+	Release  string // uname -r: the kernel's release
+	Machine  string // uname -m: the architecture
+}
+
+// ReadUname returns what uname(2) says.
+func ReadUname() (Uname, error) {
+	var u unix.Utsname
+	if err := unix.Uname(&u); err != nil {
+		return Uname{}, err
+	}
+	return Uname{
+		Hostname: unix.ByteSliceToString(u.Nodename[:]),
+		Release:  unix.ByteSliceToString(u.Release[:]),
+		Machine:  unix.ByteSliceToString(u.Machine[:]),
+	}, nil
 }

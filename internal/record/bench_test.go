@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/jitprof/jitprof/internal/process"
 	"github.com/jitprof/jitprof/perfdata"
 )
 
@@ -28,12 +29,12 @@ func BenchmarkHandle(b *testing.B) {
 				st |= perfdata.SampleCallchain
 			}
 			attr := &perfdata.Attr{Type: perfdata.TypeSoftware, SampleType: st, Flags: perfdata.FlagSampleIDAll, IDs: []uint64{1}}
-			w, err := perfdata.NewWriter(f, []*perfdata.Attr{attr})
+			sink, err := newFileSink(f, false, attr, nil)
 			if err != nil {
 				b.Fatal(err)
 			}
-			r := newRecorder(w, attr)
-			r.mmap(42, 0x400000, 0x500000, "/bin/work", false)
+			r := newRecorder(sink, attr)
+			r.procs.Map(process.Mapping{PID: 42, Start: 0x400000, End: 0x500000, Path: "/bin/work", Exec: true})
 			// id, ip, pid/tid, time, cpu, period [, nr, 16 frames]
 			words := []uint64{1, 0x401234, 42 | 42<<32, 1000, 0, 250000}
 			if callchain {
@@ -54,10 +55,7 @@ func BenchmarkHandle(b *testing.B) {
 			for b.Loop() {
 				r.handle(rec)
 				if len(r.pending) == 4096 {
-					for _, s := range r.pending {
-						r.hit(s.pid, s.ip)
-					}
-					r.pending = r.pending[:0]
+					r.endRound()
 				}
 			}
 			if r.err != nil {

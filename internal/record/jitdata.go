@@ -3,12 +3,12 @@ package record
 import (
 	"fmt"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"github.com/jitprof/jitprof/internal/anon"
 	"github.com/jitprof/jitprof/internal/jitbundle"
 	"github.com/jitprof/jitprof/internal/linux"
+	"github.com/jitprof/jitprof/internal/process"
 	"github.com/jitprof/jitprof/internal/trust"
 )
 
@@ -23,31 +23,35 @@ const maxJITData = 512 << 20
 // reports name JIT code after /tmp is cleaned or on another machine, and
 // judge files by the uid the process had. It returns how many files it
 // embedded; problems go to notice.
-func (r *recorder) embedJITData(notice func(string)) int {
-	pids := make([]uint32, 0, len(r.images.procs))
-	for pid, p := range r.images.procs {
-		if p.runsJIT() {
-			pids = append(pids, pid)
+func (s *fileSink) embedJITData(r *Recorder, pypyLog string, notice func(string)) int {
+	var procs []process.Process
+	for _, p := range r.procs.Processes() {
+		if runsJIT(p) {
+			procs = append(procs, p)
 		}
 	}
-	sort.Slice(pids, func(i, j int) bool { return pids[i] < pids[j] })
+	pids := make([]uint32, len(procs))
 	var b jitbundle.Bundle
 	left := int64(maxJITData)
-	for _, pid := range pids {
-		p := r.images.procs[pid]
-		if p.idKnown && p.id.StartTime != 0 {
+	for i, p := range procs {
+		pid := p.PID
+		pids[i] = pid
+		id := r.ids[pid]
+		if id.known && id.StartTime != 0 {
 			// Still running: who it is now, if it is the same process.
-			if id, err := linux.ReadIdentity("/proc", int(pid)); err == nil && id.StartTime == p.id.StartTime {
-				p.id = id
+			if now, err := linux.ReadIdentity("/proc", int(pid)); err == nil && now.StartTime == id.StartTime {
+				id.Identity = now
 			}
 		}
-		ap := &anon.Process{PID: int(pid), NSPID: int(pid), UID: trust.UnknownOwner, PyPyLog: r.pypyLog}
-		if p.idKnown {
-			ap.UID, ap.StartTime = p.id.UID, p.id.StartTime
-			b.Processes = append(b.Processes, jitbundle.Process{PID: int(pid), NSPID: p.id.NSPID, UID: p.id.UID, GID: p.id.GID, StartTime: p.id.StartTime})
+		ap := &anon.Process{PID: int(pid), NSPID: int(pid), UID: trust.UnknownOwner, PyPyLog: pypyLog}
+		if id.known {
+			ap.UID, ap.StartTime = id.UID, id.StartTime
+			b.Processes = append(b.Processes, jitbundle.Process{PID: int(pid), NSPID: id.NSPID, UID: id.UID, GID: id.GID, StartTime: id.StartTime})
 		}
-		for _, m := range p.maps {
-			ap.Mappings = append(ap.Mappings, anon.Mapping{Start: m.start, End: m.end, Path: m.img.name, Exec: true})
+		for _, m := range p.Mappings {
+			if m.Exec {
+				ap.Mappings = append(ap.Mappings, anon.Mapping{Start: m.Start, End: m.End, Pgoff: m.Pgoff, Time: m.Time, Path: m.Path, Exec: true})
+			}
 		}
 		// Without a start time a live process with this pid may be
 		// another one: its files are not looked for under its root.
@@ -66,7 +70,7 @@ func (r *recorder) embedJITData(notice func(string)) int {
 		b.Files = append(b.Files, es...)
 	}
 	files := len(b.Files)
-	b.Files = append(b.Files, r.tsc.entries(pids)...)
+	b.Files = append(b.Files, s.tsc.entries(pids)...)
 	if len(b.Processes) == 0 && len(b.Files) == 0 {
 		return 0
 	}
@@ -77,16 +81,18 @@ func (r *recorder) embedJITData(notice func(string)) int {
 		}
 		return 0
 	}
-	r.w.EventTypes = enc
+	s.w.EventTypes = enc
 	return files
 }
 
 // runsJIT reports whether a process mapped anonymous executable memory
 // or a jitdump file, the marks of a JIT.
-func (p *procMaps) runsJIT() bool {
-	for _, m := range p.maps {
-		n := m.img.name
-		if m.anon || strings.HasPrefix(filepath.Base(n), "jit-") && strings.HasSuffix(n, ".dump") {
+func runsJIT(p process.Process) bool {
+	for _, m := range p.Mappings {
+		if !m.Exec {
+			continue
+		}
+		if m.Anon || strings.HasPrefix(filepath.Base(m.Path), "jit-") && strings.HasSuffix(m.Path, ".dump") {
 			return true
 		}
 	}

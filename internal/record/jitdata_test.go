@@ -3,6 +3,7 @@ package record
 import (
 	"testing"
 
+	"github.com/jitprof/jitprof/internal/process"
 	"github.com/jitprof/jitprof/perfdata"
 )
 
@@ -24,10 +25,11 @@ func TestRunsJIT(t *testing.T) {
 		{"/tmp/jit-42.dumpster", 0, false},
 	}
 	for _, c := range cases {
-		im := newImages()
-		im.mmap(42, 0x400000, 0x401000, "/usr/bin/app", false)
-		im.mmap(42, 0x7f0000, 0x7f1000, c.name, perfdata.IsAnon(c.name, c.flags))
-		if got := im.procs[42].runsJIT(); got != c.want {
+		p := process.Process{PID: 42, Mappings: []*process.Mapping{
+			{Start: 0x400000, End: 0x401000, Path: "/usr/bin/app", Exec: true},
+			{Start: 0x7f0000, End: 0x7f1000, Path: c.name, Anon: perfdata.IsAnon(c.name, c.flags), Exec: true},
+		}}
+		if got := runsJIT(p); got != c.want {
 			t.Errorf("a process that mapped %q (flags %#x): runsJIT %v, want %v", c.name, c.flags, got, c.want)
 		}
 	}

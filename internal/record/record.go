@@ -1,9 +1,7 @@
 package record
 
 import (
-	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -81,188 +79,245 @@ type Result struct {
 // and how stale the file of a killed recorder can be.
 const pollInterval = 100 * time.Millisecond
 
-// finishedRound is perf's PERF_RECORD_FINISHED_ROUND: a bare header.
-var finishedRound = []byte{byte(perfdata.RecordFinishedRound), 0, 0, 0, 0, 0, 8, 0}
-
 // Run records cfg's target into out until the target exits, cfg.Duration
 // passes or ctx is done, and then completes the file. A command that is
 // still running at that point gets SIGTERM, as perf record sends it.
 // Errors come from perfevent and perfdata, which say what failed; a
 // Result comes with an error when recording failed after the file began.
 func Run(ctx context.Context, out io.Writer, cfg Config) (*Result, error) {
-	seeker, ok := out.(io.WriteSeeker)
-	if !ok && !cfg.Pipe {
+	if _, ok := out.(io.WriteSeeker); !ok && !cfg.Pipe {
 		return nil, errors.New("a perf.data file is written to a seekable output; a stream is written with Config.Pipe")
 	}
-	ev, err := perfevent.ParseEvent(cfg.Event)
-	if err != nil {
+	var file *fileSink
+	r, res, err := Stream(ctx, cfg, func(attr *perfdata.Attr, tracing *perfdata.TracingData) (Sink, error) {
+		var err error
+		file, err = newFileSink(out, cfg.Pipe, attr, tracing)
+		return file, err
+	})
+	if r == nil {
 		return nil, err
 	}
-	if ev.MountedTracefs != "" && cfg.Notice != nil {
-		cfg.Notice(fmt.Sprintf("mounted tracefs at %s for %s, as perf does", ev.MountedTracefs, ev.Name))
-	}
-	tracing, err := tracingData(ev)
-	if err != nil {
-		return nil, err
-	}
-	opts := perfevent.Options{Event: ev, Freq: cfg.Freq, Period: cfg.Period, Callchain: cfg.Callchain, Pages: cfg.Pages}
-	target := perfevent.Target{CPUs: cfg.CPUs, PIDs: cfg.PIDs, TIDs: cfg.TIDs, SystemWide: cfg.SystemWide}
-	res := &Result{ExitStatus: -1}
+	var ferr error
+	res.BuildIDs, res.JITFiles, ferr = file.finish(r, cfg)
+	res.Progress = r.progress()
+	return res, errors.Join(err, ferr)
+}
 
-	var cmd *perfevent.Command
-	workload := false // the command runs beside the target
-	if len(cfg.Command) > 0 {
-		cmd, err = perfevent.StartCommand(cfg.Command, cfg.Env, cfg.Stdin, cfg.Stdout, cfg.Stderr)
-		if err != nil {
-			return nil, err
-		}
-		if workload = len(cfg.PIDs)+len(cfg.TIDs) > 0 || cfg.SystemWide; !workload {
-			target.PIDs = []int{cmd.Pid}
-			opts.EnableOnExec = true
-		}
-	}
-	set, err := openEvents(opts, target, res)
+// Stream records cfg's target as Run does, into the Sink that open
+// returns once the events are open: attr describes them (their ids
+// included) and tracing is what decodes a tracepoint's samples, nil for
+// other events. It returns the Recorder, which holds the recording's
+// processes and counts, with the Result, whose BuildIDs and JITFiles are
+// for the Sink's owner to set; the Sink is left open. A nil Recorder
+// means recording failed before open was called, or open failed.
+func Stream(ctx context.Context, cfg Config, open func(attr *perfdata.Attr, tracing *perfdata.TracingData) (Sink, error)) (*Recorder, *Result, error) {
+	ev, tracing, err := parseEvent(cfg)
 	if err != nil {
-		if cmd != nil {
-			err = errors.Join(err, killWait(cmd))
-		}
-		return nil, err
+		return nil, nil, err
+	}
+	res := &Result{ExitStatus: -1}
+	tg, err := startTarget(cfg, ev)
+	if err != nil {
+		return nil, nil, err
+	}
+	set, err := openEvents(tg.opts, tg.target, res)
+	if err != nil {
+		return nil, nil, tg.abort(err)
 	}
 	defer set.Close()
 	if res.UserOnly && cfg.Notice != nil {
 		cfg.Notice(userOnlyNotice())
 	}
-
 	attr := fileAttr(set, eventName(ev, res.UserOnly))
-	var w *perfdata.Writer
-	if cfg.Pipe {
-		w, err = perfdata.NewPipeWriter(out, []*perfdata.Attr{attr})
-	} else {
-		w, err = perfdata.NewWriter(seeker, []*perfdata.Attr{attr})
-	}
+	sink, err := open(attr, tracing)
 	if err != nil {
-		if cmd != nil {
-			err = errors.Join(err, killWait(cmd))
-		}
+		return nil, nil, tg.abort(err)
+	}
+	r := newRecorder(sink, attr)
+	if err := r.begin(set, cfg, tg); err != nil {
+		return nil, nil, tg.abort(err)
+	}
+	if err := tg.run(); err != nil {
+		return nil, nil, tg.abort(err)
+	}
+	targetDone := r.loop(ctx, set, cfg, tg.workloadDone())
+	r.stop(set, targetDone)
+	if err := tg.end(targetDone); err != nil {
+		r.err = errors.Join(r.err, err)
+	}
+	res.ExitStatus = tg.status
+	res.Progress = r.progress()
+	return r, res, r.err
+}
+
+// parseEvent parses cfg's event and reads what perf needs to decode a
+// tracepoint's samples, telling the user where tracefs was mounted.
+func parseEvent(cfg Config) (perfevent.Event, *perfdata.TracingData, error) {
+	ev, err := perfevent.ParseEvent(cfg.Event)
+	if err != nil {
+		return ev, nil, err
+	}
+	if ev.MountedTracefs != "" && cfg.Notice != nil {
+		cfg.Notice(fmt.Sprintf("mounted tracefs at %s for %s, as perf does", ev.MountedTracefs, ev.Name))
+	}
+	tracing, err := tracingData(ev)
+	return ev, tracing, err
+}
+
+// target is what a recording watches: the events' options and target,
+// and the command, started and stopped before it runs, when there is one.
+type target struct {
+	opts   perfevent.Options
+	target perfevent.Target
+	cmd    *perfevent.Command
+	// workload says the command runs beside the target (-a, -p, -t),
+	// whose end it decides, rather than being the target.
+	workload bool
+	exited   chan struct{} // closed when the command has exited
+	status   int
+	waitErr  error
+}
+
+// startTarget starts cfg's command, stopped until its events are
+// enabled (a lone command is profiled from its exec on).
+func startTarget(cfg Config, ev perfevent.Event) (*target, error) {
+	tg := &target{
+		opts:   perfevent.Options{Event: ev, Freq: cfg.Freq, Period: cfg.Period, Callchain: cfg.Callchain, Pages: cfg.Pages},
+		target: perfevent.Target{CPUs: cfg.CPUs, PIDs: cfg.PIDs, TIDs: cfg.TIDs, SystemWide: cfg.SystemWide},
+		status: -1,
+	}
+	if len(cfg.Command) == 0 {
+		return tg, nil
+	}
+	cmd, err := perfevent.StartCommand(cfg.Command, cfg.Env, cfg.Stdin, cfg.Stdout, cfg.Stderr)
+	if err != nil {
 		return nil, err
 	}
-	if tracing != nil {
-		w.Features.SetTracingData(tracing)
+	tg.cmd = cmd
+	if tg.workload = len(cfg.PIDs)+len(cfg.TIDs) > 0 || cfg.SystemWide; !tg.workload {
+		tg.target.PIDs = []int{cmd.Pid}
+		tg.opts.EnableOnExec = true
 	}
-	r := newRecorder(w, attr)
-	r.synthKernel()
-	if cmd == nil || workload {
-		// Enabling before reading /proc means a mapping made meanwhile
-		// is seen twice rather than missed.
-		err := set.Enable()
-		if err == nil {
-			err = r.synthProcesses(cfg)
-		}
-		if err != nil {
-			if cmd != nil {
-				err = errors.Join(err, killWait(cmd))
-			}
-			return nil, err
-		}
-	}
-	var exited chan struct{} // closed when the command has exited
-	var status int
-	var waitErr error
-	if cmd != nil {
-		if err := cmd.Go(); err != nil {
-			return nil, errors.Join(err, killWait(cmd))
-		}
-		exited = make(chan struct{})
-		go func() {
-			status, waitErr = cmd.Wait()
-			close(exited)
-		}()
-	}
-	var workloadDone <-chan struct{} // a nil channel never fires
-	if workload {
-		workloadDone = exited
-	}
+	return tg, nil
+}
 
+// abort ends a recording that failed before its command ran: the
+// command, stopped, is killed.
+func (tg *target) abort(err error) error {
+	if tg.cmd == nil {
+		return err
+	}
+	if kerr := tg.cmd.Kill(); kerr != nil {
+		return errors.Join(err, kerr)
+	}
+	_, werr := tg.cmd.Wait()
+	return errors.Join(err, werr)
+}
+
+// run lets the command run, and waits for it in the background.
+func (tg *target) run() error {
+	if tg.cmd == nil {
+		return nil
+	}
+	if err := tg.cmd.Go(); err != nil {
+		return err
+	}
+	tg.exited = make(chan struct{})
+	go func() {
+		tg.status, tg.waitErr = tg.cmd.Wait()
+		close(tg.exited)
+	}()
+	return nil
+}
+
+// workloadDone is closed when a workload command has exited; nil (never
+// ready) when there is none.
+func (tg *target) workloadDone() <-chan struct{} {
+	if tg.workload {
+		return tg.exited
+	}
+	return nil
+}
+
+// end waits for the command, asking it to end, as perf does, when it
+// outlived the recording: when the command was the target and its events
+// ended (targetDone), it has exited already.
+func (tg *target) end(targetDone bool) error {
+	if tg.cmd == nil {
+		return nil
+	}
+	if !targetDone || tg.workload {
+		select {
+		case <-tg.exited:
+		default:
+			_ = unix.Kill(tg.cmd.Pid, unix.SIGTERM)
+		}
+	}
+	<-tg.exited
+	return tg.waitErr
+}
+
+// begin writes what precedes the samples: the kernel's mapping and, when
+// something other than a lone command is recorded, the processes that
+// run already. Enabling the events before reading /proc means a mapping
+// made meanwhile is seen twice rather than missed.
+func (r *Recorder) begin(set *perfevent.EventSet, cfg Config, tg *target) error {
+	r.synthKernel()
+	if tg.cmd != nil && !tg.workload {
+		return nil // its events start at its exec
+	}
+	if err := set.Enable(); err != nil {
+		return err
+	}
+	return r.synthProcesses(cfg)
+}
+
+// loop drains the rings until ctx is done, the duration passes, a
+// workload exits (workloadDone; nil when there is none) or the target's
+// events end (reported as targetDone).
+func (r *Recorder) loop(ctx context.Context, set *perfevent.EventSet, cfg Config, workloadDone <-chan struct{}) (targetDone bool) {
 	var deadline <-chan time.Time
 	if cfg.Duration > 0 {
 		t := time.NewTimer(cfg.Duration)
 		defer t.Stop()
 		deadline = t.C
 	}
-	targetDone := false
-loop:
 	for {
 		select {
 		case <-ctx.Done():
-			break loop
+			return false
 		case <-deadline:
-			break loop
+			return false
 		case <-workloadDone:
-			break loop
+			return false
 		default:
 		}
 		done, err := set.Poll(pollInterval)
 		if err != nil {
 			r.err = errors.Join(r.err, err)
-			break
+			return false
 		}
-		r.drain(set)
-		if r.err != nil {
-			break
+		if r.drain(set) != nil {
+			return false
 		}
 		if cfg.Progress != nil {
 			cfg.Progress(r.progress())
 		}
 		if done {
-			targetDone = true
-			break
+			return true
 		}
 	}
+}
+
+// stop disables the events, unless they ended with their target, and
+// drains what they wrote last.
+func (r *Recorder) stop(set *perfevent.EventSet, targetDone bool) {
 	if !targetDone {
 		if err := set.Disable(); err != nil {
 			r.err = errors.Join(r.err, err)
 		}
 	}
 	r.drain(set)
-	if cmd != nil {
-		// When the command was the target and its events ended, it
-		// has exited: only a workload or a stopped recording may have
-		// left it running.
-		if !targetDone || workload {
-			select {
-			case <-exited:
-			default:
-				// The command outlived the recording; like perf, ask it to end.
-				_ = unix.Kill(cmd.Pid, unix.SIGTERM)
-			}
-		}
-		<-exited
-		if waitErr != nil {
-			r.err = errors.Join(r.err, waitErr)
-		}
-		res.ExitStatus = status
-	}
-	res.BuildIDs = r.finish(cfg)
-	if len(cfg.Command) > 0 {
-		r.pypyLog = pypyLogFile(cfg.Env)
-	}
-	res.JITFiles = r.embedJITData(cfg.Notice)
-	if err := w.Close(); err != nil {
-		r.err = errors.Join(r.err, err)
-	}
-	res.Progress = r.progress()
-	if r.err != nil {
-		return res, r.err
-	}
-	return res, nil
-}
-
-func killWait(cmd *perfevent.Command) error {
-	if err := cmd.Kill(); err != nil {
-		return err
-	}
-	_, err := cmd.Wait()
-	return err
 }
 
 // openEvents opens the events; when the kernel refuses kernel samples to
@@ -334,164 +389,4 @@ func fileAttr(set *perfevent.EventSet, name string) *perfdata.Attr {
 		pa.IDs = append(pa.IDs, e.ID)
 	}
 	return pa
-}
-
-// recorder writes a recording's records and keeps what the end of the
-// file needs: counts, sample times and the images samples hit.
-type recorder struct {
-	w    *perfdata.Writer
-	attr *perfdata.Attr
-	err  error
-
-	samples, lost uint64
-	first, last   uint64
-	// Offsets of sample fields, from the attr's sample_type.
-	ipOff, tidOff, timeOff int
-
-	images
-	pending []userIP // this round's user-space samples
-	tsc     tscClock
-	// pypyLog is the FILE of the command's PYPYLOG, "" without one.
-	pypyLog string
-}
-
-type userIP struct {
-	pid uint32
-	ip  uint64
-}
-
-func newRecorder(w *perfdata.Writer, attr *perfdata.Attr) *recorder {
-	r := &recorder{w: w, attr: attr, ipOff: -1, tidOff: -1, timeOff: -1, images: newImages(), tsc: startTSC()}
-	off := 8 // after the header
-	st := attr.SampleType
-	for _, f := range []perfdata.SampleFormat{perfdata.SampleIdentifier, perfdata.SampleIP, perfdata.SampleTID, perfdata.SampleTime} {
-		if st&f == 0 {
-			continue
-		}
-		switch f {
-		case perfdata.SampleIP:
-			r.ipOff = off
-		case perfdata.SampleTID:
-			r.tidOff = off
-		case perfdata.SampleTime:
-			r.timeOff = off
-		}
-		off += 8
-	}
-	return r
-}
-
-func (r *recorder) progress() Progress {
-	return Progress{Samples: r.samples, Lost: r.lost, Bytes: r.w.DataSize()}
-}
-
-// drain writes one round: every waiting record, then FINISHED_ROUND, and
-// flushes so a killed recorder leaves the round in the file.
-func (r *recorder) drain(set *perfevent.EventSet) {
-	n, err := set.Drain(r.handle)
-	if err != nil {
-		// A corrupt ring lost its unread records; the rest is good.
-		r.err = errors.Join(r.err, err)
-	}
-	// Samples are matched to images only once the whole round is in: the
-	// MMAP2 a sample hit may sit in another CPU's ring, drained later in
-	// the round, but never in a later round.
-	for _, s := range r.pending {
-		r.hit(s.pid, s.ip)
-	}
-	r.pending = r.pending[:0]
-	if n > 0 {
-		r.write(finishedRound)
-	}
-	// Flush also keeps the header's data size current, so a killed
-	// jitprof leaves a file perf reads to the last whole round.
-	if err := r.w.Flush(); err != nil && r.err == nil {
-		r.err = err
-	}
-}
-
-func (r *recorder) write(rec []byte) {
-	if err := r.w.WriteRaw(rec); err != nil && r.err == nil {
-		r.err = err
-	}
-}
-
-// Record types and misc bits the recorder looks into.
-const (
-	miscCPUModeMask = 7
-	miscKernel      = 1
-	miscCommExec    = 1 << 13 // PERF_RECORD_MISC_COMM_EXEC
-)
-
-// handle writes one kernel record and notes what the end of the file
-// needs. The kernel writes host byte order, which is the order the
-// perf.data writer assumes too.
-func (r *recorder) handle(rec []byte) {
-	r.write(rec)
-	ne := binary.NativeEndian
-	misc := ne.Uint16(rec[4:])
-	switch ne.Uint32(rec) {
-	case unix.PERF_RECORD_SAMPLE:
-		r.samples++
-		if r.timeOff >= 0 && len(rec) >= r.timeOff+8 {
-			t := ne.Uint64(rec[r.timeOff:])
-			if r.first == 0 || t < r.first {
-				r.first = t
-			}
-			r.last = max(r.last, t)
-		}
-		if r.ipOff < 0 || r.tidOff < 0 || len(rec) < max(r.ipOff, r.tidOff)+8 {
-			return
-		}
-		if misc&miscCPUModeMask == miscKernel {
-			r.kernelHit = true
-			return
-		}
-		r.pending = append(r.pending, userIP{ne.Uint32(rec[r.tidOff:]), ne.Uint64(rec[r.ipOff:])})
-	case unix.PERF_RECORD_MMAP2:
-		// pid, tid, addr, len, pgoff, maj, min, ino, ino_generation,
-		// prot, flags, filename.
-		if len(rec) < 8+64 {
-			return
-		}
-		b := rec[8:]
-		addr, size := ne.Uint64(b[8:]), ne.Uint64(b[16:])
-		pid := ne.Uint32(b)
-		name := cString(b[64:])
-		r.mmap(pid, addr, addr+size, name, perfdata.IsAnon(name, ne.Uint32(b[60:])))
-		if !r.proc(pid).idKnown {
-			r.identify(pid)
-		}
-	case unix.PERF_RECORD_FORK:
-		if len(rec) >= 16 {
-			pid, ppid := ne.Uint32(rec[8:]), ne.Uint32(rec[12:])
-			r.fork(pid, ppid)
-			if pid != ppid {
-				// A new process, perhaps with the pid of one that has
-				// exited. It starts as its parent; /proc says whether
-				// it is still.
-				p, parent := r.proc(pid), r.proc(ppid)
-				p.id, p.idKnown = parent.id, parent.idKnown
-				p.id.StartTime = 0
-				r.identify(pid)
-			}
-		}
-	case unix.PERF_RECORD_COMM:
-		// An exec can change who the process is: su's child execs its
-		// user's shell after setuid.
-		if misc&miscCommExec != 0 && len(rec) >= 12 {
-			r.identify(ne.Uint32(rec[8:]))
-		}
-	case unix.PERF_RECORD_LOST:
-		if len(rec) >= 24 {
-			r.lost += ne.Uint64(rec[16:])
-		}
-	}
-}
-
-func cString(b []byte) string {
-	if i := bytes.IndexByte(b, 0); i >= 0 {
-		b = b[:i]
-	}
-	return string(b)
 }

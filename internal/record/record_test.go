@@ -4,12 +4,14 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -17,6 +19,7 @@ import (
 
 	"github.com/jitprof/jitprof/internal/linux"
 	"github.com/jitprof/jitprof/internal/perftest"
+	"github.com/jitprof/jitprof/internal/process"
 	"github.com/jitprof/jitprof/perfdata"
 )
 
@@ -348,27 +351,116 @@ func TestLost(t *testing.T) {
 	}
 }
 
-func TestImages(t *testing.T) {
-	im := newImages()
-	im.mmap(1, 0x1000, 0x3000, "/a", false)
-	im.mmap(1, 0x2000, 0x2800, "/b", false) // maps over the middle of /a
-	im.fork(2, 1)
-	im.mmap(1, 0x5000, 0x6000, "/late", false) // the parent's, seen after the FORK
-	for _, s := range []struct {
-		pid uint32
-		ip  uint64
-	}{{1, 0x2900}, {2, 0x5800}, {3, 0x1000}, {1, 0x4000}} {
-		im.hit(s.pid, s.ip)
+// memSink is a Sink that keeps the records it is given, encoded, and
+// what it saw at the ends of rounds.
+type memSink struct {
+	raw, made [][]byte
+	rounds    int
+	procs     *process.Tracker
+}
+
+func (m *memSink) Raw(rec []byte) error {
+	m.raw = append(m.raw, bytes.Clone(rec))
+	return nil
+}
+
+func (m *memSink) Record(rec perfdata.Record) error {
+	b, err := perfdata.AppendRecord(nil, rec)
+	m.made = append(m.made, b)
+	return err
+}
+
+func (m *memSink) EndRound(procs *process.Tracker) error {
+	m.rounds++
+	m.procs = procs
+	return nil
+}
+
+func (m *memSink) Written() int64 {
+	var n int64
+	for _, b := range append(m.raw, m.made...) {
+		n += int64(len(b))
 	}
-	got := map[string]bool{}
-	for name, img := range im.byName {
-		got[name] = img.hit
+	return n
+}
+
+// testAttr is the attr of records the tests feed a Recorder: samples of
+// ip, tid and time, every record with its tid and time.
+var testAttr = &perfdata.Attr{
+	Type: perfdata.TypeSoftware, SampleType: perfdata.SampleIP | perfdata.SampleTID | perfdata.SampleTime,
+	Flags: perfdata.FlagSampleIDAll, Name: "cpu-clock",
+}
+
+// kernelRecord encodes rec as a ring buffer holds it (this test runs on
+// little-endian machines, where that is perf.data's order).
+func kernelRecord(t testing.TB, rec perfdata.Record) []byte {
+	t.Helper()
+	b, err := perfdata.AppendRecord(nil, rec)
+	if err != nil {
+		t.Fatal(err)
 	}
-	want := map[string]bool{"/a": true, "/b": false, "/late": true}
-	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Errorf("hit images %v, want %v", got, want)
+	return b
+}
+
+func mmapRec(pid uint32, time, start, end uint64, path string) *perfdata.Mmap {
+	return &perfdata.Mmap{
+		Common:   perfdata.Common{Misc: perfdata.MiscUser, Attr: testAttr, PID: pid, TID: pid, Time: time},
+		Version2: true, PID: pid, TID: pid, Addr: start, Len: end - start, Prot: 5, Filename: path,
 	}
 }
+
+func sampleRec(pid uint32, time, ip uint64) *perfdata.Sample {
+	return &perfdata.Sample{Common: perfdata.Common{Misc: perfdata.MiscUser, Attr: testAttr, PID: pid, TID: pid, Time: time}, IP: ip}
+}
+
+// TestHits: the build-ids a recording lists are of the images samples
+// hit, as the mappings stood at each sample's time, also when a
+// mapping arrives after its sample within a round (another CPU's ring)
+// and when a child hits what its parent mapped.
+func TestHits(t *testing.T) {
+	if !littleEndian() {
+		t.Skip("the records are encoded little-endian, as perf.data holds them")
+	}
+	sink := &memSink{}
+	r := newRecorder(sink, testAttr)
+	recs := []perfdata.Record{
+		mmapRec(1, 10, 0x1000, 0x3000, "/a"),
+		mmapRec(1, 20, 0x2000, 0x2800, "/b"), // maps over the middle of /a
+		sampleRec(1, 25, 0x2900),             // /a
+		sampleRec(2, 60, 0x5800),             // /late, the parent's before the fork
+		sampleRec(3, 60, 0x1000),             // an unknown process
+		sampleRec(1, 60, 0x4000),             // nothing mapped
+		&perfdata.Fork{Common: perfdata.Common{Attr: testAttr, PID: 2, TID: 2, Time: 50}, PID: 2, PPID: 1, TID: 2, PTID: 1},
+		mmapRec(1, 40, 0x5000, 0x6000, "/late"), // drained after the FORK
+		sampleRec(1, 70, 0x1100),                // /a
+	}
+	for _, rec := range recs {
+		r.handle(kernelRecord(t, rec))
+	}
+	r.endRound()
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	var got []string
+	for path := range r.hits {
+		got = append(got, path)
+	}
+	slices.Sort(got)
+	if want := []string{"/a", "/late"}; !slices.Equal(got, want) {
+		t.Errorf("hit images %v, want %v", got, want)
+	}
+	if r.samples != 5 || r.first != 25 || r.last != 70 {
+		t.Errorf("%d samples from %d to %d, want 5 from 25 to 70", r.samples, r.first, r.last)
+	}
+	if len(sink.raw) != len(recs) || sink.rounds != 1 || sink.procs != r.Tracker() {
+		t.Errorf("sink got %d records in %d rounds, want %d in 1, and the Recorder's Tracker", len(sink.raw), sink.rounds, len(recs))
+	}
+	if m := r.Tracker().Lookup(2, 0x5800, 60, false); m == nil || m.Path != "/late" {
+		t.Errorf("the Tracker says 2:0x5800 at 60 is %v, want /late", m)
+	}
+}
+
+func littleEndian() bool { return binary.NativeEndian.Uint16([]byte{1, 0}) == 1 }
 
 // TestWorkload records a target while a command runs beside it, as perf
 // record -a -- sleep 1 does: the command's end ends the recording, and
@@ -484,17 +576,17 @@ func TestBuildIDAsProcessUser(t *testing.T) {
 	if err := os.WriteFile(secret, b, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	im := newImages()
-	im.mmap(1, 0x1000, 0x2000, secret, false)
-	im.procs[1].id, im.procs[1].idKnown = linux.Identity{UID: 54321, GID: 54321}, true
-	im.hit(1, 0x1800)
-	if ids := im.buildIDs(); len(ids) != 0 {
+	r := newRecorder(&memSink{}, testAttr)
+	r.procs.Map(process.Mapping{PID: 1, Start: 0x1000, End: 0x2000, Path: secret, Exec: true})
+	r.ids[1] = identity{linux.Identity{UID: 54321, GID: 54321}, true}
+	r.hit(userIP{1, 0x1800, 0})
+	if ids := r.buildIDs(); len(ids) != 0 {
 		t.Errorf("build-ids of a root-only image a uid 54321 process ran: %v, want none", ids)
 	}
-	im.procs[1].id.UID, im.procs[1].id.GID = 0, 0
-	im.byName[secret].asSet = false
-	im.hit(1, 0x1800)
-	if ids := im.buildIDs(); len(ids) != 1 {
+	r.ids[1] = identity{linux.Identity{UID: 0, GID: 0}, true}
+	delete(r.hits, secret)
+	r.hit(userIP{1, 0x1800, 0})
+	if ids := r.buildIDs(); len(ids) != 1 {
 		t.Errorf("build-ids of the image root's process ran: %v, want one", ids)
 	}
 }
