@@ -1,12 +1,13 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"os"
 
 	"github.com/jitprof/jitprof/internal/annotate"
-	"github.com/jitprof/jitprof/internal/replay"
+	"github.com/jitprof/jitprof/internal/driver"
 )
 
 func init() {
@@ -53,20 +54,13 @@ func runAnnotate(args []string) error {
 		fmt.Fprintf(fs.Output(), "jitprof annotate: unknown assembly syntax %q\n", *syntax)
 		return errUsage
 	}
-	p, _, done, err := jit.load("annotate", *input, replay.Options{Addresses: true, Progress: progressBar(os.Stderr)})
+	src, err := driver.OpenRecording(*input, jit.force)
 	if err != nil {
 		return err
 	}
-	defer done()
-	w := os.Stdout
-	if *output != "" {
-		if w, err = os.Create(*output); err != nil {
-			return err
-		}
-		defer w.Close()
+	o := driver.Options{
+		LoadOptions: driver.LoadOptions{Progress: progressBar(os.Stderr)},
+		JIT:         jit.options(), Command: "annotate", Log: os.Stderr,
 	}
-	if err := annotate.Write(w, p, opts); err != nil {
-		return fmt.Errorf("%s: %w", *input, err)
-	}
-	return w.Close()
+	return driver.Annotate(context.Background(), src, o, opts, outputTo(*output))
 }

@@ -1,20 +1,16 @@
 package main
 
 import (
-	"github.com/jitprof/jitprof/internal/trust"
+	"github.com/jitprof/jitprof/internal/driver"
 	"github.com/jitprof/jitprof/perfdata"
 )
 
-// openRecording opens the recording a command was given (-i), refusing,
-// as perf does, one owned by neither the user running jitprof nor root
-// unless force (trust.OpenRecording).
+// openRecording opens the recording a command reads the records of
+// itself (-i), as the driver opens one (driver.OpenRecording).
 func openRecording(path string, force bool) (*perfdata.File, error) {
-	fd, err := trust.OpenRecording(path, force)
+	r, err := driver.OpenRecording(path, force)
 	if err != nil {
 		return nil, err
 	}
-	if path == "-" {
-		return perfdata.Open(path)
-	}
-	return perfdata.OpenFile(fd, path)
+	return r.File(), nil
 }

@@ -1,15 +1,16 @@
 package main
 
 import (
-	"errors"
+	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"strings"
 
+	"github.com/jitprof/jitprof/internal/driver"
 	"github.com/jitprof/jitprof/internal/linux"
-	"github.com/jitprof/jitprof/internal/replay"
 	"github.com/jitprof/jitprof/internal/report"
 )
 
@@ -74,167 +75,33 @@ func runReport(args []string) error {
 		fmt.Fprintf(fs.Output(), "jitprof report: %v\n", err)
 		return errUsage
 	}
-	switch *format {
-	case "text", "pprof", "folded":
-	case "json":
-		opts.Format = report.JSON
-	case "csv":
-		opts.Format = report.CSV
-	default:
-		fmt.Fprintf(fs.Output(), "jitprof report: unknown format %q\n", *format)
+	f, err := driver.ParseFormat(*format)
+	if err != nil {
+		fmt.Fprintf(fs.Output(), "jitprof report: %v\n", err)
 		return errUsage
 	}
+	view := driver.View{Symbols: *symbols, Separate: *separate, Merge: *merge}
 	if *sortKeys != "" {
-		keys, err := report.SortKeys(strings.Split(*sortKeys, ","))
-		if err != nil {
+		if view.SortKeys, err = report.SortKeys(strings.Split(*sortKeys, ",")); err != nil {
 			fmt.Fprintf(fs.Output(), "jitprof report: %v\n", err)
 			return errUsage
 		}
-		*sortKeys = strings.Join(keys, ",")
 	}
-	opts.Sort = sortList(*sortKeys, *symbols, *separate, *merge)
-	if *format == "pprof" && *output == "" && isTerminal(os.Stdout) {
-		// As go tool pprof, which will not either.
-		return errors.New("--format pprof writes gzip-compressed bytes, not for a terminal: give -o FILE (such as -o profile.pb.gz) or redirect standard output")
+	if f == driver.Pprof && *output == "" && isTerminal(os.Stdout) {
+		return driver.ErrTerminal // as go tool pprof, which will not either
 	}
-
-	sopts := replay.Options{Lines: contains(opts.Sort, report.KeySrcline), Progress: progressBar(os.Stderr),
-		LeafOnly: !opts.Children && !opts.Chains.Graph && *format != "pprof" && *format != "folded"} // a flat report needs no callchains
-	p, binder, done, err := jit.load("report", *input, sopts)
+	src, err := driver.OpenRecording(*input, jit.force)
 	if err != nil {
 		return err
 	}
-	defer done()
-	if opts.Chains.Graph && !report.HasCallchains(p) {
-		if graph.set {
-			return fmt.Errorf("%s: -g: the recording has no callchains (record with -g)", *input)
-		}
-		opts.Chains.Graph = false // --children alone, as perf
+	o := driver.ReportOptions{
+		Options: driver.Options{
+			LoadOptions: driver.LoadOptions{Progress: progressBar(os.Stderr)},
+			JIT:         jit.options(), Filter: filter, Command: "report", Log: os.Stderr,
+		},
+		Report: opts, Format: f, FoldedPeriods: *foldedPeriods, GraphAsked: graph.set, View: view,
 	}
-	if err := filter.Apply(p); err != nil {
-		return fmt.Errorf("%s: --cpu: %w", *input, err)
-	}
-	var excluded report.Excluded
-	if binder == nil {
-		excluded = report.ExcludeAnon(p)
-	}
-	var leftOut string
-	if excluded.Samples > 0 {
-		leftOut = fmt.Sprintf("%d of %d samples (%.2f%% of the event) are in JIT code (anonymous executable memory) and left out, so percentages are of the rest: add --anon-samples to include and name them",
-			excluded.Samples, excluded.Samples+p.Events[0].Count, 100*float64(excluded.Period)/float64(max(excluded.TotalPeriod, 1)))
-		if *format == "text" || *format == "json" {
-			opts.Notes = append(opts.Notes, leftOut) // in the report's header
-		} else {
-			fmt.Fprintf(os.Stderr, "jitprof report: note: %s\n", leftOut)
-		}
-	}
-	w := os.Stdout
-	if *output != "" {
-		if w, err = os.Create(*output); err != nil {
-			return err
-		}
-		defer w.Close()
-	}
-	switch *format {
-	case "pprof":
-		pp, err := report.Pprof(p, 0)
-		if err != nil {
-			return err
-		}
-		err = pp.Write(w)
-		if err != nil {
-			return err
-		}
-		return w.Close()
-	case "folded":
-		value := report.FoldedSamples
-		if *foldedPeriods {
-			value = report.FoldedPeriods
-		}
-		err = report.WriteFolded(w, p, 0, value)
-	default:
-		err = report.Write(w, p, opts)
-		if err == nil && leftOut != "" && *format == "text" {
-			fmt.Fprintf(w, "# %s\n", leftOut) // and at the end, where the eye lands
-		}
-	}
-	if err != nil {
-		return err
-	}
-	return w.Close()
-}
-
-// sortList turns opreport's view flags into sort keys: --separate adds the
-// keys it separates by, --merge takes them away again. As in OProfile,
-// lib separates library samples by application ("app / lib" rows) and
-// kernel does the same for kernel samples, implying lib; all is
-// thread,cpu,lib,kernel.
-func sortList(sortKeys string, symbols bool, separate, merge string) []string {
-	var keys []string
-	if sortKeys != "" {
-		keys = strings.Split(sortKeys, ",")
-	} else {
-		app := ""
-		for _, s := range strings.Split(separate, ",") {
-			switch s {
-			case "thread":
-				keys = append(keys, report.KeyPID, report.KeyTID)
-			case "cpu":
-				keys = append(keys, report.KeyCPU)
-			case "lib":
-				if app == "" {
-					app = report.KeyUserApp
-				}
-			case "kernel":
-				app = report.KeyApp
-			case "all":
-				keys = append(keys, report.KeyPID, report.KeyTID, report.KeyCPU)
-				app = report.KeyApp
-			}
-		}
-		if app != "" {
-			keys = append(keys, app)
-		}
-		keys = append(keys, report.KeyDSO)
-		if symbols {
-			keys = append(keys, report.KeySym)
-		}
-	}
-	if merge == "" {
-		return keys
-	}
-	drop := map[string]bool{}
-	for _, m := range strings.Split(merge, ",") {
-		switch m {
-		case "tid":
-			drop[report.KeyTID] = true
-		case "tgid":
-			drop[report.KeyPID] = true
-		case "cpu":
-			drop[report.KeyCPU] = true
-		case "lib":
-			drop[report.KeyApp], drop[report.KeyUserApp] = true, true
-		case "all":
-			drop[report.KeyTID], drop[report.KeyPID], drop[report.KeyCPU] = true, true, true
-			drop[report.KeyApp], drop[report.KeyUserApp] = true, true
-		}
-	}
-	var out []string
-	for _, k := range keys {
-		if !drop[k] {
-			out = append(out, k)
-		}
-	}
-	return out
-}
-
-func contains(l []string, s string) bool {
-	for _, x := range l {
-		if x == s {
-			return true
-		}
-	}
-	return false
+	return driver.Report(context.Background(), src, o, outputTo(*output))
 }
 
 // progressBar returns a progress callback that draws on w when w is a
@@ -294,4 +161,15 @@ func reportFilter(comms, pids, tids, dsos, cpus string) (report.Filter, error) {
 		}
 	}
 	return f, nil
+}
+
+// outputTo opens the file of -o once there is something to write to
+// it, or standard output when path is "".
+func outputTo(path string) func() (io.WriteCloser, error) {
+	return func() (io.WriteCloser, error) {
+		if path == "" {
+			return os.Stdout, nil
+		}
+		return os.Create(path)
+	}
 }

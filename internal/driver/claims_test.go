@@ -1,4 +1,4 @@
-package main
+package driver
 
 import (
 	"errors"
@@ -37,13 +37,13 @@ func claimsOfASystem() []anonbind.Claim {
 	return claims
 }
 
-// TestReportClaimsQuiet: stderr says what went wrong once per handler and
+// TestTellClaims: stderr says what went wrong once per handler and
 // process, and sums up the processes that merely have no JIT data; -v
 // gives every detail.
-func TestReportClaimsQuiet(t *testing.T) {
+func TestTellClaims(t *testing.T) {
 	var quiet, verbose strings.Builder
-	reportClaims(&quiet, "report", claimsOfASystem(), false)
-	reportClaims(&verbose, "report", claimsOfASystem(), true)
+	TellClaims(&quiet, "report", claimsOfASystem(), false)
+	TellClaims(&verbose, "report", claimsOfASystem(), true)
 	want := `jitprof report: pid 10 (node): JIT code named by perfmap from perfmap /tmp/perf-10.map
 jitprof report: pid 10: the perfmap data is ambiguous for 0x1000-0x1100: a, b all ran there and it has no times to tell them apart (a jitdump or jitlog can)
 jitprof report: pid 10: the perfmap data is ambiguous for 0x2000-0x2100: c, d all ran there and it has no times to tell them apart (a jitdump or jitlog can)

@@ -1,0 +1,215 @@
+package driver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/jitprof/jitprof/internal/annotate"
+	"github.com/jitprof/jitprof/internal/report"
+)
+
+// Format is a report's output format.
+type Format string
+
+// The formats.
+const (
+	Text   Format = "text"
+	JSON   Format = "json"
+	CSV    Format = "csv"
+	Pprof  Format = "pprof"  // pprof's protocol buffer, gzipped
+	Folded Format = "folded" // flame-graph stacks, as stackcollapse-perf
+)
+
+// ParseFormat returns the format named s.
+func ParseFormat(s string) (Format, error) {
+	switch f := Format(s); f {
+	case Text, JSON, CSV, Pprof, Folded:
+		return f, nil
+	}
+	return "", fmt.Errorf("unknown format %q", s)
+}
+
+// ReportOptions say what report to write.
+type ReportOptions struct {
+	Options
+	// Report are the text, JSON and CSV report's options; its Sort is
+	// set from SortKeys, Symbols, Separate and Merge (View).
+	Report report.Options
+	Format Format
+	// FoldedPeriods writes each folded stack's period instead of its
+	// samples.
+	FoldedPeriods bool
+	// GraphAsked says -g was given: a recording without callchains is
+	// then an error, where --children alone falls back to no trees, as
+	// perf does.
+	GraphAsked bool
+	View       View
+}
+
+// View is opreport's and perf report's choice of rows: sort keys, or
+// the keys -l, --separate and --merge make.
+type View struct {
+	SortKeys []string // perf's --sort, already checked (report.SortKeys)
+	Symbols  bool     // -l: symbols too
+	Separate string   // opreport's --separate: thread, cpu, kernel, lib, all
+	Merge    string   // opreport's --merge: tid, tgid, cpu, lib, all
+}
+
+// Keys turns the view into sort keys: --separate adds the keys it
+// separates by, --merge takes them away again. As in OProfile, lib
+// separates library samples by application ("app / lib" rows) and
+// kernel does the same for kernel samples, implying lib; all is
+// thread,cpu,lib,kernel.
+func (v View) Keys() []string {
+	var keys []string
+	if len(v.SortKeys) > 0 {
+		keys = slices.Clone(v.SortKeys)
+	} else {
+		app := ""
+		for _, s := range strings.Split(v.Separate, ",") {
+			switch s {
+			case "thread":
+				keys = append(keys, report.KeyPID, report.KeyTID)
+			case "cpu":
+				keys = append(keys, report.KeyCPU)
+			case "lib":
+				if app == "" {
+					app = report.KeyUserApp
+				}
+			case "kernel":
+				app = report.KeyApp
+			case "all":
+				keys = append(keys, report.KeyPID, report.KeyTID, report.KeyCPU)
+				app = report.KeyApp
+			}
+		}
+		if app != "" {
+			keys = append(keys, app)
+		}
+		keys = append(keys, report.KeyDSO)
+		if v.Symbols {
+			keys = append(keys, report.KeySym)
+		}
+	}
+	if v.Merge == "" {
+		return keys
+	}
+	drop := map[string]bool{}
+	for _, m := range strings.Split(v.Merge, ",") {
+		switch m {
+		case "tid":
+			drop[report.KeyTID] = true
+		case "tgid":
+			drop[report.KeyPID] = true
+		case "cpu":
+			drop[report.KeyCPU] = true
+		case "lib":
+			drop[report.KeyApp], drop[report.KeyUserApp] = true, true
+		case "all":
+			drop[report.KeyTID], drop[report.KeyPID], drop[report.KeyCPU] = true, true, true
+			drop[report.KeyApp], drop[report.KeyUserApp] = true, true
+		}
+	}
+	var out []string
+	for _, k := range keys {
+		if !drop[k] {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// ErrTerminal is the error of a binary format written to a terminal.
+var ErrTerminal = errors.New("--format pprof writes gzip-compressed bytes, not for a terminal: give -o FILE (such as -o profile.pb.gz) or redirect standard output")
+
+// Report loads src's profile and writes the report o asks for to the
+// writer open returns; Report closes it. The note that JIT samples were
+// left out goes in a text or JSON report's header (and at the end of a
+// text report, where the eye lands), and for the other formats to
+// o.Log.
+func Report(ctx context.Context, src Source, o ReportOptions, open func() (io.WriteCloser, error)) error {
+	ro := o.Report
+	ro.Sort = o.View.Keys()
+	o.Lines = slices.Contains(ro.Sort, report.KeySrcline)
+	// A flat report needs no callchains.
+	o.LeafOnly = !ro.Children && !ro.Chains.Graph && o.Format != Pprof && o.Format != Folded
+	o.ExcludeJIT = true
+	o.RequireCallchains = ro.Chains.Graph && o.GraphAsked
+	l, err := Load(ctx, src, o.Options)
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	if ro.Chains.Graph && !l.Callchains {
+		ro.Chains.Graph = false // --children alone, as perf
+	}
+	switch o.Format {
+	case JSON:
+		ro.Format = report.JSON
+	case CSV:
+		ro.Format = report.CSV
+	}
+	if l.Note != "" {
+		if o.Format == Text || o.Format == JSON {
+			ro.Notes = append(ro.Notes, l.Notes...)
+		} else if o.Log != nil {
+			fmt.Fprintf(o.Log, "jitprof %s: note: %s\n", o.Command, l.Note)
+		}
+	}
+	w, err := open()
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	switch o.Format {
+	case Pprof:
+		pp, err := report.Pprof(l.Profile, 0)
+		if err != nil {
+			return err
+		}
+		if err := pp.Write(w); err != nil {
+			return err
+		}
+	case Folded:
+		value := report.FoldedSamples
+		if o.FoldedPeriods {
+			value = report.FoldedPeriods
+		}
+		if err := report.WriteFolded(w, l.Profile, 0, value); err != nil {
+			return err
+		}
+	default:
+		if err := report.Write(w, l.Profile, ro); err != nil {
+			return err
+		}
+		if l.Note != "" && o.Format == Text {
+			fmt.Fprintf(w, "# %s\n", l.Note)
+		}
+	}
+	return w.Close()
+}
+
+// Annotate loads src's profile with each frame's address and writes
+// the annotation ao asks for to the writer open returns, which it
+// closes.
+func Annotate(ctx context.Context, src Source, o Options, ao annotate.Options, open func() (io.WriteCloser, error)) error {
+	o.Addresses = true
+	l, err := Load(ctx, src, o)
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	w, err := open()
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	if err := annotate.Write(w, l.Profile, ao); err != nil {
+		return fmt.Errorf("%s: %w", l.Name, err)
+	}
+	return w.Close()
+}

@@ -1,0 +1,116 @@
+package driver
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jitprof/jitprof/internal/anon"
+	"github.com/jitprof/jitprof/internal/anonbind"
+	"github.com/jitprof/jitprof/internal/jitbundle"
+	"github.com/jitprof/jitprof/internal/profile"
+	"github.com/jitprof/jitprof/internal/replay"
+	"github.com/jitprof/jitprof/internal/resolve"
+	"github.com/jitprof/jitprof/internal/trust"
+	"github.com/jitprof/jitprof/perfdata"
+)
+
+// Source is where samples come from: a perf.data recording
+// (OpenRecording), a session of the sample database, a live collector.
+type Source interface {
+	// Name says what is read, such as a perf.data file's path.
+	Name() string
+	// Load resolves the source's samples into a profile. When bind is
+	// not nil the source calls it once with its processes, before it
+	// resolves the first sample, and names JIT code with the Binder it
+	// returns.
+	Load(ctx context.Context, opts LoadOptions, bind func(anonbind.Processes) *anonbind.Binder) (*profile.Profile, error)
+	// Warnings are what the source found wrong in its data but read
+	// past, for the user.
+	Warnings() []string
+	// Close releases the source; the profile may point into it.
+	Close() error
+}
+
+// LoadOptions say what a profile keeps of each sample.
+type LoadOptions struct {
+	// Lines resolves a source line for every frame (DWARF).
+	Lines bool
+	// Addresses keeps each frame's image-relative address (annotate).
+	Addresses bool
+	// LeafOnly keeps only the sampled address of each stack: a flat
+	// report needs no callchains.
+	LeafOnly bool
+	// Progress, when set, is called now and then with how much of the
+	// source is read.
+	Progress func(done, total int64)
+}
+
+// Recording is the Source of a perf.data file or pipe-mode stream,
+// replayed by internal/replay.
+type Recording struct {
+	path string
+	f    *perfdata.File
+}
+
+// OpenRecording opens the recording at path ("-": a stream on standard
+// input), refusing, as perf does, one owned by neither the user running
+// jitprof nor root unless force (trust.OpenRecording).
+func OpenRecording(path string, force bool) (*Recording, error) {
+	fd, err := trust.OpenRecording(path, force)
+	if err != nil {
+		return nil, err
+	}
+	var f *perfdata.File
+	if path == "-" {
+		f, err = perfdata.Open(path)
+	} else {
+		f, err = perfdata.OpenFile(fd, path)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &Recording{path: path, f: f}, nil
+}
+
+// File is the recording, for the commands that read its records
+// themselves (dump, pathtime, pypy).
+func (r *Recording) File() *perfdata.File { return r.f }
+
+// Name implements Source.
+func (r *Recording) Name() string { return r.path }
+
+// Warnings implements Source.
+func (r *Recording) Warnings() []string { return r.f.Warnings() }
+
+// Close implements Source.
+func (r *Recording) Close() error { return r.f.Close() }
+
+// Load implements Source. The processes are the recording's, with who
+// each was and the JIT data jitprof record copied for it; a file is
+// read once more first, to ask external handlers about every JIT
+// address ahead, in batches, where a stream's samples go by once and
+// are asked about one at a time.
+func (r *Recording) Load(ctx context.Context, opts LoadOptions, bind func(anonbind.Processes) *anonbind.Binder) (*profile.Profile, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	ropts := replay.Options{Lines: opts.Lines, Addresses: opts.Addresses, LeafOnly: opts.LeafOnly, Progress: opts.Progress}
+	if bind != nil {
+		ropts.Bind = func(tl *replay.Timeline) (resolve.AnonResolver, error) {
+			bundle, err := jitbundle.Load(r.f)
+			if err != nil {
+				return nil, fmt.Errorf("jitprof's JIT data: %w", err)
+			}
+			b := bind(anonbind.Recorded(tl.Tracker, bundle))
+			if b.Batches() {
+				qs := map[uint32][]anon.Query{}
+				replay.ScanAnon(r.f, tl, opts.LeafOnly, func(pid uint32, addr, time uint64) {
+					qs[pid] = append(qs[pid], anon.Query{Addr: addr, Time: time})
+				})
+				b.Prepare(qs)
+			}
+			return b, nil
+		}
+	}
+	return replay.Load(r.f, ropts)
+}
