@@ -103,3 +103,14 @@ func ProcessAlive(h *Header) bool {
 	start, state, err := linux.ProcStat(int(h.PID))
 	return err == nil && start == h.StartTime && state != 'Z'
 }
+
+// ProcessOwner returns the uid of running process pid, the owner its
+// database must have (ReadOptions.Owner), and false when no process pid
+// runs.
+func ProcessOwner(pid int) (int, bool) {
+	id, err := linux.ReadIdentity("/proc", pid)
+	if err != nil {
+		return 0, false
+	}
+	return id.UID, true
+}

@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 
-	"github.com/jitprof/jitprof/internal/linux"
 	"github.com/jitprof/jitprof/jitlog"
 )
 
@@ -104,39 +103,9 @@ func jitlogDump(stdout, stderr io.Writer, args []string) error {
 	}
 	fmt.Fprintf(stdout, "# %s\n", path)
 	return scanDatabase(fs, path, owner, *force, stderr, func(r jitlog.Record) error {
-		_, err := fmt.Fprintln(stdout, formatRecord(r))
+		_, err := fmt.Fprintln(stdout, jitlog.Line(r))
 		return err
 	})
-}
-
-// formatRecord is one record as "kind field=value ...", times in
-// CLOCK_MONOTONIC ns (TSC stamps already converted by the reader).
-func formatRecord(r jitlog.Record) string {
-	switch r := r.(type) {
-	case *jitlog.Header:
-		return fmt.Sprintf("header version=%d pid=%d start=%d created=%d clock=%d max=%d loggers=%d seq=%d",
-			r.Version, r.PID, r.StartTime, r.Created, r.ClockID, r.MaxSize, r.Loggers, r.Seq)
-	case *jitlog.OpenRecord:
-		return fmt.Sprintf("logger-open time=%d logger=%d name=%q", r.Time, r.Logger, r.Name)
-	case *jitlog.CloseRecord:
-		return fmt.Sprintf("logger-close time=%d logger=%d", r.Time, r.Logger)
-	case *jitlog.ClockRecord:
-		return fmt.Sprintf("clock time=%d tsc=%d logger=%d", r.Time, r.TSC, r.Logger)
-	case *jitlog.LoadRecord:
-		return fmt.Sprintf("code-load seq=%d time=%d addr=%#x size=%d logger=%d name=%q code=%d files=%d lines=%d bytecode=%d",
-			r.Seq, r.Time, r.Addr, r.Size, r.Logger, r.Name, len(r.Code), len(r.Files), len(r.Lines), len(r.Bytecode))
-	case *jitlog.MoveRecord:
-		return fmt.Sprintf("code-move seq=%d time=%d from=%#x to=%#x logger=%d", r.Seq, r.Time, r.OldAddr, r.NewAddr, r.Logger)
-	case *jitlog.UnloadRecord:
-		return fmt.Sprintf("code-unload seq=%d time=%d logger=%d", r.Seq, r.Time, r.Logger)
-	case *jitlog.EnterRecord:
-		return fmt.Sprintf("region-enter seq=%d time=%d tid=%d logger=%d", r.Seq, r.Time, r.TID, r.Logger)
-	case *jitlog.ExitRecord:
-		return fmt.Sprintf("region-exit time=%d tid=%d logger=%d", r.Time, r.TID, r.Logger)
-	case *jitlog.UnknownRecord:
-		return fmt.Sprintf("%v bytes=%d", r.Type, len(r.Data))
-	}
-	return fmt.Sprintf("%v", r.Kind())
 }
 
 // database returns the path of the jitlog database named by -p PID or a
@@ -148,8 +117,8 @@ func database(fs *flag.FlagSet, pid int, pos []string) (path string, owner int, 
 	switch {
 	case pid != 0 && len(pos) == 0:
 		path = jitlog.DatabasePath(jitlog.DefaultDir(), pid)
-		if id, err := linux.ReadIdentity("/proc", pid); err == nil {
-			owner = id.UID
+		if uid, ok := jitlog.ProcessOwner(pid); ok {
+			owner = uid
 		}
 	case pid == 0 && len(pos) == 1:
 		path = pos[0]

@@ -115,24 +115,13 @@ func pathtimeMain(stdout, stderr io.Writer, args []string) error {
 	if res.Unmatched > 0 {
 		fmt.Fprintf(stdout, "# %d exits outside any region (logging started inside one)\n", res.Unmatched)
 	}
-	if sampled == nil {
-		fmt.Fprintf(stdout, "%8s %14s %9s  %s\n", "Time%", "Time", "Entries", "Region")
-	} else {
-		fmt.Fprintf(stdout, "%8s %14s %14s %8s %8s %9s  %s\n", "Time%", "Time", "On-CPU", "Samples", "Self", "Entries", "Region")
-	}
-	for _, t := range res.Totals {
+	return pathtime.WriteTable(stdout, res, pathtime.Table{Sampled: sampled != nil, Name: func(region uint64) string {
 		// Generations as report names them: "name [gen N]".
-		name := "[gen " + strconv.FormatUint(t.Region, 10) + "]"
-		if r, ok := regions[t.Region]; ok {
-			name = fmt.Sprintf("%s [gen %d] %#x+%d", r.Name, r.Seq, r.Addr, r.Size)
+		if r, ok := regions[region]; ok {
+			return fmt.Sprintf("%s [gen %d] %#x+%d", r.Name, r.Seq, r.Addr, r.Size)
 		}
-		if sampled == nil {
-			fmt.Fprintf(stdout, "%7.2f%% %14v %9d  %s\n", t.Percent, time.Duration(t.Time), t.Entries, name)
-		} else {
-			fmt.Fprintf(stdout, "%7.2f%% %14v %14v %8d %8d %9d  %s\n", t.Percent, time.Duration(t.Time), time.Duration(t.OnCPU), t.Samples, t.Self, t.Entries, name)
-		}
-	}
-	return nil
+		return "[gen " + strconv.FormatUint(region, 10) + "]"
+	}})
 }
 
 // samplesOf are one process's samples of a recording.
@@ -245,24 +234,17 @@ func pathtimePyPy(stdout io.Writer, path string, inner pathtime.InnerBridges, in
 	fmt.Fprintf(stdout, "# Time is wall time from enter to exit, call_assembler's included in the caller's: it includes time the thread was preempted or blocked.")
 	if sampled == nil {
 		fmt.Fprintf(stdout, " In TSC ticks; -i perf.data (recorded by jitprof record) gives nanoseconds and on-CPU time.\n")
-		fmt.Fprintf(stdout, "%8s %16s %9s  %s\n", "Time%", "Ticks", "Entries", "Region")
 	} else {
 		fmt.Fprintf(stdout, "\n# On-CPU is from %d %s samples of pid %d in %s, %d of them in loops and bridges: %v.\n",
 			len(sampled.samples), sampled.event, sampled.pid, input, res.Samples, time.Duration(res.OnCPU))
-		fmt.Fprintf(stdout, "%8s %14s %14s %8s %8s %9s  %s\n", "Time%", "Time", "On-CPU", "Samples", "Self", "Entries", "Region")
 	}
-	for _, t := range res.Totals {
-		name := p.Name(t.Region)
-		if c, ok := p.Code(t.Region); ok {
+	return pathtime.WriteTable(stdout, res, pathtime.Table{Sampled: sampled != nil, Ticks: unit == "ticks", Name: func(region uint64) string {
+		name := p.Name(region)
+		if c, ok := p.Code(region); ok {
 			name = fmt.Sprintf("%s %#x+%d", name, c.Start, c.End-c.Start)
 		}
-		if sampled == nil {
-			fmt.Fprintf(stdout, "%7.2f%% %16d %9d  %s\n", t.Percent, t.Time, t.Entries, name)
-		} else {
-			fmt.Fprintf(stdout, "%7.2f%% %14v %14v %8d %8d %9d  %s\n", t.Percent, time.Duration(t.Time), time.Duration(t.OnCPU), t.Samples, t.Self, t.Entries, name)
-		}
-	}
-	return nil
+		return name
+	}})
 }
 
 // pypyRecording returns the TSC calibration a jitprof recording carries

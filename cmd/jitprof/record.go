@@ -25,23 +25,67 @@ func init() {
 }
 
 func runRecord(args []string) error {
+	cfg, out, quiet, err := recordFlags(args)
+	if err != nil {
+		return err
+	}
+	cfg.Env = os.Environ()
+	cfg.Stdin, cfg.Stdout, cfg.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cfg.Cmdline = os.Args
+	if exe, err := os.Executable(); err == nil {
+		cfg.Cmdline = append([]string{exe}, os.Args[1:]...)
+	}
+	cfg.Notice = func(msg string) {
+		if !quiet {
+			fmt.Fprintf(os.Stderr, "jitprof record: %s\n", msg)
+		}
+	}
+	var prog *progressLine
+	if !quiet && isTerminal(os.Stderr) {
+		prog = &progressLine{w: os.Stderr}
+		cfg.Progress = prog.update
+	}
+	f, name, err := recordOutput(out, &cfg)
+	if err != nil {
+		return err
+	}
+	// A profiled command gets the terminal's SIGINT itself; the recorder
+	// then ends cleanly, as on SIGTERM.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	res, err := record.Run(ctx, f, cfg)
+	prog.clear()
+	if cerr := f.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("%s: %w", out, cerr)
+	}
+	if err != nil {
+		if res == nil && !cfg.Pipe {
+			os.Remove(out)
+		}
+		return err
+	}
+	tellRecorded(res, name, quiet)
+	if res.ExitStatus > 0 {
+		return exitStatus(res.ExitStatus)
+	}
+	return nil
+}
+
+// recordFlags parses record's command line into what to record, the
+// output's path and -q.
+func recordFlags(args []string) (cfg record.Config, out string, quiet bool, err error) {
 	fs := flag.NewFlagSet("record", flag.ContinueOnError)
-	var cfg record.Config
 	fs.StringVar(&cfg.Event, "e", perfevent.DefaultEvent, "`event` to sample: cpu-clock, task-clock, a hardware event, rNNNN or subsys:tracepoint, with :u :k :p modifiers")
 	freq := func(s string) error {
 		if s == "max" {
-			// As perf: the most the kernel allows.
-			max, err := linux.MaxSampleRate()
-			if err != nil {
-				return fmt.Errorf("-F max: %w", err)
-			}
-			s = strconv.Itoa(max)
+			cfg.Freq, cfg.MaxFreq = 0, true
+			return nil
 		}
 		v, err := strconv.ParseUint(s, 10, 64)
 		if err != nil || v == 0 {
 			return fmt.Errorf("want a frequency in Hz or max, not %q", s)
 		}
-		cfg.Freq = v
+		cfg.Freq, cfg.MaxFreq = v, false
 		return nil
 	}
 	fs.Func("F", "sample at this `frequency` in Hz, or max (default 4000; a tracepoint: every hit unless -F or -c)", freq)
@@ -58,10 +102,10 @@ func runRecord(args []string) error {
 	pids := fs.String("p", "", "profile existing `pids` (comma-separated) and their new threads and children")
 	tids := fs.String("t", "", "profile existing `tids` (comma-separated)")
 	cpus := fs.String("C", "", "profile only these `cpus` (e.g. 0-3,5)")
-	out := fs.String("o", "perf.data", "output `file`; an existing one is renamed FILE.old; - writes perf's pipe mode to standard output")
+	fs.StringVar(&out, "o", "perf.data", "output `file`; an existing one is renamed FILE.old; - writes perf's pipe mode to standard output")
 	fs.IntVar(&cfg.Pages, "m", 0, "ring buffer `pages` per CPU, a power of two (default 128)")
 	fs.DurationVar(&cfg.Duration, "duration", 0, "stop after this `duration` (e.g. 5s)")
-	quiet := fs.Bool("q", false, "print nothing but errors")
+	fs.BoolVar(&quiet, "q", false, "print nothing but errors")
 	// perf record's long spellings.
 	fs.StringVar(&cfg.Event, "event", perfevent.DefaultEvent, "same as -e")
 	fs.Func("freq", "same as -F", freq)
@@ -70,22 +114,22 @@ func runRecord(args []string) error {
 	fs.StringVar(pids, "pid", "", "same as -p")
 	fs.StringVar(tids, "tid", "", "same as -t")
 	fs.StringVar(cpus, "cpu", "", "same as -C")
-	fs.StringVar(out, "output", "perf.data", "same as -o")
+	fs.StringVar(&out, "output", "perf.data", "same as -o")
 	fs.IntVar(&cfg.Pages, "mmap-pages", 0, "same as -m")
-	fs.BoolVar(quiet, "quiet", false, "same as -q")
+	fs.BoolVar(&quiet, "quiet", false, "same as -q")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: jitprof record [-e EVENT] [-F HZ | -c PERIOD] [-g] [-a | -p PID[,PID] | -t TID] [-C CPUS] [-o FILE] [-m PAGES] [--duration D] [-q] [-- CMD ARGS]")
 		printFlags(fs)
 	}
 	cmdArgs, err := parseCommand(fs, args)
 	if err != nil {
-		return err
+		return cfg, "", false, err
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if (set["c"] || set["count"]) && (set["F"] || set["freq"]) {
 		fmt.Fprintln(fs.Output(), "jitprof record: -F and -c cannot both be given")
-		return errUsage
+		return cfg, "", false, errUsage
 	}
 	// Without -F, cfg.Freq is 0: perf's 4000 Hz, or every hit of a tracepoint.
 	if cfg.PIDs, err = intList(*pids); err == nil {
@@ -96,7 +140,7 @@ func runRecord(args []string) error {
 	}
 	if err != nil {
 		fmt.Fprintf(fs.Output(), "jitprof record: %v\n", err)
-		return errUsage
+		return cfg, "", false, errUsage
 	}
 	targets := 0
 	for _, on := range []bool{cfg.SystemWide, len(cfg.PIDs) > 0, len(cfg.TIDs) > 0} {
@@ -109,70 +153,43 @@ func runRecord(args []string) error {
 	if targets > 1 || targets == 0 && len(cmdArgs) == 0 {
 		fmt.Fprintln(fs.Output(), "jitprof record: give a command, or one of -a, -p and -t (with a command, it runs while they are recorded)")
 		fs.Usage()
-		return errUsage
+		return cfg, "", false, errUsage
 	}
 	cfg.Command = cmdArgs
-	cfg.Env = os.Environ()
-	cfg.Stdin, cfg.Stdout, cfg.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cfg.Cmdline = os.Args
-	if exe, err := os.Executable(); err == nil {
-		cfg.Cmdline = append([]string{exe}, os.Args[1:]...)
-	}
-	notice := func(msg string) {
-		if !*quiet {
-			fmt.Fprintf(os.Stderr, "jitprof record: %s\n", msg)
-		}
-	}
-	cfg.Notice = notice
-	var prog *progressLine
-	if !*quiet && isTerminal(os.Stderr) {
-		prog = &progressLine{w: os.Stderr}
-		cfg.Progress = prog.update
-	}
+	return cfg, out, quiet, nil
+}
 
-	// -o - writes perf's pipe mode to standard output, as perf record
-	// does; the command's output then goes to standard error, so that
-	// it does not mix with the data.
-	f, name := os.Stdout, "to standard output"
-	if *out == "-" {
+// recordOutput opens the output: -o - writes perf's pipe mode to
+// standard output, as perf record does, and the command's output then
+// goes to standard error, so that it does not mix with the data. name
+// is the output as the summary names it.
+func recordOutput(out string, cfg *record.Config) (f *os.File, name string, err error) {
+	if out == "-" {
 		cfg.Pipe = true
 		cfg.Stdout = os.Stderr
-	} else {
-		if f, err = createOutput(*out); err != nil {
-			return err
-		}
-		name = *out
+		return os.Stdout, "to standard output", nil
 	}
-	// A profiled command gets the terminal's SIGINT itself; the recorder
-	// then ends cleanly, as on SIGTERM.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	res, err := record.Run(ctx, f, cfg)
-	prog.clear()
-	if cerr := f.Close(); err == nil && cerr != nil {
-		err = fmt.Errorf("%s: %w", *out, cerr)
+	if f, err = createOutput(out); err != nil {
+		return nil, "", err
 	}
-	if err != nil {
-		if res == nil && !cfg.Pipe {
-			os.Remove(*out)
-		}
-		return err
-	}
+	return f, out, nil
+}
+
+// tellRecorded sums the recording up on standard error, as perf
+// record does; lost samples are told even with -q.
+func tellRecorded(res *record.Result, name string, quiet bool) {
 	if res.Lost > 0 {
 		fmt.Fprintf(os.Stderr, "jitprof record: %d samples lost; try -F lower or -m more\n", res.Lost)
 	}
-	if !*quiet {
-		jit := ""
-		if res.JITFiles > 0 {
-			jit = fmt.Sprintf(", %d JIT data files embedded", res.JITFiles)
-		}
-		fmt.Fprintf(os.Stderr, "[ jitprof record: wrote %.3f MB %s (%d samples, %d build-ids%s) ]\n",
-			float64(res.Bytes)/1e6, name, res.Samples, res.BuildIDs, jit)
+	if quiet {
+		return
 	}
-	if res.ExitStatus > 0 {
-		return exitStatus(res.ExitStatus)
+	jit := ""
+	if res.JITFiles > 0 {
+		jit = fmt.Sprintf(", %d JIT data files embedded", res.JITFiles)
 	}
-	return nil
+	fmt.Fprintf(os.Stderr, "[ jitprof record: wrote %.3f MB %s (%d samples, %d build-ids%s) ]\n",
+		float64(res.Bytes)/1e6, name, res.Samples, res.BuildIDs, jit)
 }
 
 func intList(s string) ([]int, error) {

@@ -22,6 +22,7 @@ import (
 type Config struct {
 	Event     string // as perf record -e spells it; "" means cpu-clock
 	Freq      uint64 // samples per second (-F); used when Period is 0; both 0: 4000, or every hit of a tracepoint
+	MaxFreq   bool   // sample as often as the kernel allows (-F max), as perf does
 	Period    uint64 // events per sample (-c)
 	Callchain bool   // -g: frame-pointer callchains
 	Pages     int    // data pages per ring (-m), a power of two; 0 means perf's default
@@ -185,6 +186,13 @@ func startTarget(cfg Config, ev perfevent.Event) (*target, error) {
 		opts:   perfevent.Options{Event: ev, Freq: cfg.Freq, Period: cfg.Period, Callchain: cfg.Callchain, Pages: cfg.Pages},
 		target: perfevent.Target{CPUs: cfg.CPUs, PIDs: cfg.PIDs, TIDs: cfg.TIDs, SystemWide: cfg.SystemWide},
 		status: -1,
+	}
+	if cfg.MaxFreq {
+		rate, err := linux.MaxSampleRate()
+		if err != nil {
+			return nil, fmt.Errorf("the most frequent sampling the kernel allows: %w", err)
+		}
+		tg.opts.Freq = uint64(rate)
 	}
 	if len(cfg.Command) == 0 {
 		return tg, nil
