@@ -1,6 +1,3 @@
-// Command jitprof is a sampling profiler that names JIT-compiled code.
-// main only wires the subcommands; each lives in its own file and
-// registers itself.
 package main
 
 import (
