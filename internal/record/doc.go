@@ -26,12 +26,14 @@
 // open the events, open the sink, write what precedes the samples (the
 // kernel's mapping, the processes already running), let the command
 // run, drain the rings until the recording ends, stop, and finish the
-// file (file.go). The drain loop does not know perf.data: a Recorder
-// writes every record through a Sink (Raw for the kernel's records as
-// the rings hold them, Record for those it makes from /proc, EndRound at
-// the end of each round, with the process.Tracker the round's samples
-// resolve against), and Stream runs the same recording into the Sink a
-// caller opens, for a collector such as the daemon that keeps samples
-// elsewhere. The Recorder Stream returns holds the processes and
-// mappings (Tracker) and who each process was (Identity).
+// file (file.go).
+//
+// The drain loop does not know perf.data: a Recorder writes every
+// record through a Sink: Raw for the kernel's records as the rings hold
+// them, Record for those it makes from /proc, and EndRound at the end of
+// each round, with the Recorder, whose Tracker the round's samples
+// resolve against and whose Identity says who each process is. Stream
+// runs the same recording into the Sink a caller opens, for a collector
+// such as the daemon that keeps samples elsewhere; the Recorder it
+// returns holds the processes and mappings and who each process was.
 package record

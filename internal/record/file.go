@@ -6,7 +6,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/jitprof/jitprof/internal/linux"
-	"github.com/jitprof/jitprof/internal/process"
 	"github.com/jitprof/jitprof/perfdata"
 )
 
@@ -50,7 +49,7 @@ func (s *fileSink) Record(rec perfdata.Record) error { return s.w.WriteRecord(re
 // EndRound writes FINISHED_ROUND after a round of records, and flushes,
 // which also keeps the header's data size current: a killed jitprof
 // leaves a file perf reads to the last whole round.
-func (s *fileSink) EndRound(*process.Tracker) error {
+func (s *fileSink) EndRound(*Recorder) error {
 	if s.inRound {
 		s.inRound = false
 		if err := s.w.WriteRaw(finishedRound); err != nil {

@@ -356,7 +356,7 @@ func TestLost(t *testing.T) {
 type memSink struct {
 	raw, made [][]byte
 	rounds    int
-	procs     *process.Tracker
+	rec       *Recorder
 }
 
 func (m *memSink) Raw(rec []byte) error {
@@ -370,9 +370,9 @@ func (m *memSink) Record(rec perfdata.Record) error {
 	return err
 }
 
-func (m *memSink) EndRound(procs *process.Tracker) error {
+func (m *memSink) EndRound(r *Recorder) error {
 	m.rounds++
-	m.procs = procs
+	m.rec = r
 	return nil
 }
 
@@ -452,8 +452,8 @@ func TestHits(t *testing.T) {
 	if r.samples != 5 || r.first != 25 || r.last != 70 {
 		t.Errorf("%d samples from %d to %d, want 5 from 25 to 70", r.samples, r.first, r.last)
 	}
-	if len(sink.raw) != len(recs) || sink.rounds != 1 || sink.procs != r.Tracker() {
-		t.Errorf("sink got %d records in %d rounds, want %d in 1, and the Recorder's Tracker", len(sink.raw), sink.rounds, len(recs))
+	if len(sink.raw) != len(recs) || sink.rounds != 1 || sink.rec != r {
+		t.Errorf("sink got %d records in %d rounds, want %d in 1, and the Recorder", len(sink.raw), sink.rounds, len(recs))
 	}
 	if m := r.Tracker().Lookup(2, 0x5800, 60, false); m == nil || m.Path != "/late" {
 		t.Errorf("the Tracker says 2:0x5800 at 60 is %v, want /late", m)

@@ -24,11 +24,11 @@ type Sink interface {
 	Record(rec perfdata.Record) error
 	// EndRound says every record the kernel had written when a drain
 	// round began is in: records of different CPUs are in time order
-	// within the rounds they came in. procs holds the processes and
-	// mappings of every round so far, which the round's samples are
-	// resolved against; it is the Recorder's, to be read, not fed, and
-	// only during the call.
-	EndRound(procs *process.Tracker) error
+	// within the rounds they came in. r's Tracker then holds the
+	// processes and mappings of every round so far, which the round's
+	// samples are resolved against, and r's Identity who each process
+	// is; both are to be read, not changed, and only during the call.
+	EndRound(r *Recorder) error
 	// Written is the size of what the Sink has stored, for Progress.
 	Written() int64
 }
@@ -128,7 +128,7 @@ func (r *Recorder) endRound() {
 		r.hit(s)
 	}
 	r.pending = r.pending[:0]
-	if err := r.sink.EndRound(r.procs); err != nil {
+	if err := r.sink.EndRound(r); err != nil {
 		r.fail(err)
 	}
 }
