@@ -169,7 +169,7 @@ func (b *Binder) Resolve(pid uint32, addr, time uint64) (session.AnonFrame, bool
 		unload = 0
 	}
 	return session.AnonFrame{Func: st.name(&sym), Image: st.image, Start: sym.Start, File: sym.File, Line: sym.Line, Code: sym.Code,
-		Size: sym.Size, Load: sym.Load, Unload: unload}, true
+		Size: sym.Size, Gen: sym.Gen, Load: sym.Load, Unload: unload}, true
 }
 
 // prepared returns Prepare's answer for (addr, time), if it had one.

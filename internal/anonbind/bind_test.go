@@ -273,7 +273,7 @@ func TestLifetimeInProfile(t *testing.T) {
 		if p.Images[fn.Image].Kind != profile.ImageAnon {
 			continue
 		}
-		want := profile.Func{Name: "f [gen 3]", Image: fn.Image, Addr: fn.Addr, Size: 0x100, Load: 5}
+		want := profile.Func{Name: "f [gen 3]", Image: fn.Image, Addr: fn.Addr, Size: 0x100, Gen: 3, Load: 5}
 		if fn.Addr&0x100 != 0 {
 			want.Unload = 15
 		}
