@@ -3,6 +3,8 @@ package main
 import (
 	"bufio"
 	"context"
+	"io"
+	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -75,7 +77,7 @@ func checkWeb(t *testing.T, chromium, jitprof, data string, env []string, mark s
 	}
 	slices.Sort(want)
 	t.Logf("looking for %q", want)
-	addr := startWeb(t, jitprof, env, "-i", data, "--anon-samples")
+	addr, _ := startWeb(t, jitprof, env, "-i", data, "--anon-samples")
 	ctx := browser(t, chromium)
 	art := artifactDir(t)
 
@@ -179,14 +181,14 @@ func checkWeb(t *testing.T, chromium, jitprof, data string, env []string, mark s
 }
 
 // startWeb starts jitprof web with args on a free loopback port and
-// returns the address it prints; the test's end stops it with SIGINT,
-// and it must exit cleanly.
-func startWeb(t *testing.T, jitprof string, env []string, args ...string) string {
+// returns the address it prints and its standard error so far; the
+// test's end stops it with SIGINT, and it must exit cleanly.
+func startWeb(t *testing.T, jitprof string, env []string, args ...string) (string, func() string) {
 	t.Helper()
 	cmd := exec.Command(jitprof, append([]string{"web", "--http", "127.0.0.1:0"}, args...)...)
 	cmd.Env = env
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -205,7 +207,76 @@ func startWeb(t *testing.T, jitprof string, env []string, args ...string) string
 	if m == nil {
 		t.Fatalf("jitprof web printed %q (%v), no address\n%s", line, err, stderr.String())
 	}
-	return m[1]
+	return m[1], stderr.String
+}
+
+// syncBuffer is a standard error that the test reads while the process
+// writes it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestWebOpen: --open shows the address in $BROWSER, but not when CI is
+// set; without --anon-samples the recording's page says what was left
+// out.
+func TestWebOpen(t *testing.T) {
+	bin := jitprofBinary(t)
+	data := jitData(t)
+	dir := t.TempDir()
+	opened := filepath.Join(dir, "opened")
+	browser := filepath.Join(dir, "browser")
+	if err := os.WriteFile(browser, []byte("#!/bin/sh\necho \"$1\" >>"+opened+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	env := func(ci bool) []string {
+		e := slices.DeleteFunc(os.Environ(), func(v string) bool { return strings.HasPrefix(v, "CI=") || strings.HasPrefix(v, "BROWSER=") })
+		e = append(e, "BROWSER="+browser)
+		if ci {
+			e = append(e, "CI=true")
+		}
+		return e
+	}
+	eventually := func(what string, ok func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); !ok(); time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("waited 30 s for %s", what)
+			}
+		}
+	}
+	read := func() string { b, _ := os.ReadFile(opened); return string(b) }
+
+	addr, _ := startWeb(t, bin, env(false), "-i", data, "--open")
+	eventually("the browser to open "+addr, func() bool { return read() == addr+"\n" })
+	resp, err := http.Get(addr + "recording")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	const note = "7 of 10 samples (70.00% of the event) are in JIT code (anonymous executable memory) and left out"
+	if err != nil || !strings.Contains(string(page), note) {
+		t.Errorf("the recording's page lacks the note %q (%v):\n%s", note, err, page)
+	}
+
+	_, stderr := startWeb(t, bin, env(true), "-i", data, "--open")
+	eventually("jitprof web to say it opens no browser on CI", func() bool { return strings.Contains(stderr(), "CI is set: not opening a browser") })
+	if got := read(); got != addr+"\n" {
+		t.Errorf("on CI the browser was started: %q", got)
+	}
 }
 
 // browser starts headless Chromium for the test.
