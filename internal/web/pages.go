@@ -48,7 +48,7 @@ var (
 	tmpl     *template.Template
 )
 
-func (s *Server) templates() *template.Template {
+func templates() *template.Template {
 	tmplOnce.Do(func() {
 		tmpl = template.Must(template.New("").Funcs(template.FuncMap{
 			"pct":      func(v, total uint64) string { return fmt.Sprintf("%.1f%%", 100*float64(v)/float64(max(total, 1))) },
@@ -82,7 +82,7 @@ func (s *Server) pageData(st *state, pg page) page {
 
 func (s *Server) render(w http.ResponseWriter, st *state, name string, pg page) {
 	var buf bytes.Buffer
-	if err := s.templates().ExecuteTemplate(&buf, name, s.pageData(st, pg)); err != nil {
+	if err := templates().ExecuteTemplate(&buf, name, s.pageData(st, pg)); err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}

@@ -326,7 +326,7 @@ func (s *Server) servePprof(w http.ResponseWriter, r *http.Request) {
 	body := buf.body.Bytes()
 	if buf.status == http.StatusOK && strings.HasPrefix(buf.header.Get("Content-Type"), "text/html") {
 		var bar bytes.Buffer
-		if err := s.templates().ExecuteTemplate(&bar, "bar", s.pageData(st, page{Sel: sel, Kind: "ui", View: view, Query: r.URL.RawQuery})); err != nil {
+		if err := templates().ExecuteTemplate(&bar, "bar", s.pageData(st, page{Sel: sel, Kind: "ui", View: view, Query: r.URL.RawQuery})); err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
 		}
