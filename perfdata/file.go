@@ -92,6 +92,12 @@ func Open(path string) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
+	return OpenFile(fd, path)
+}
+
+// OpenFile opens the recording in fd, an open file or pipe, named path in
+// errors, as Open does; the File owns fd.
+func OpenFile(fd *os.File, path string) (*File, error) {
 	return openFD(fd, path, fd.Close)
 }
 

@@ -38,8 +38,13 @@ echo "fresh-check: ./demo.sh in a fresh clone with empty Go caches: ${demo_secs}
 if $run_tests; then
 	start=$(date +%s)
 	if ! (cd "$tmp/src" && CI=true ./test.sh) >"$tmp/test.out" 2>&1; then
-		tail -100 "$tmp/test.out"
-		echo "fresh-check: ./test.sh failed in a fresh clone" >&2
+		# The clone goes; its log stays, and the failures are shown first.
+		log=$(mktemp /tmp/jitprof-fresh-test.XXXXXX.log)
+		cp "$tmp/test.out" "$log"
+		tail -60 "$log"
+		echo "== failures"
+		grep -nE -A12 '^(--- FAIL|panic:|FAIL)' "$log" | head -150
+		echo "fresh-check: ./test.sh failed in a fresh clone; its whole output is in $log" >&2
 		exit 1
 	fi
 	echo "fresh-check: ./test.sh in a fresh clone: $(($(date +%s) - start))s"

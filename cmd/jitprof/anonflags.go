@@ -34,7 +34,7 @@ func (a *anonFlags) register(fs *flag.FlagSet) {
 	fs.Var(&a.handlers, "anon-handler", "JIT data `handler`s to try, in order (repeatable or comma-separated; built in: jitlog, jitdump, pypy, perfmap; NAME runs jitprof-anon-NAME); implies --anon-samples")
 	fs.StringVar(&a.pypylog, "pypylog", "", "PyPy's log `FILE` (as in PYPYLOG=jit-backend-addr,jit-log-opt:FILE; %d is the pid) naming the loops and bridges of PyPy processes; implies --anon-handler pypy")
 	fs.DurationVar(&a.budget, "anon-handler-budget", anon.DefaultBudget, fmt.Sprintf("the most `time` external anon handlers may take in all; one that does not answer a request within %v is killed and not asked again", anon.DefaultTimeout))
-	fs.BoolVar(&a.force, "force", false, "read JIT data files owned by another user than the process's, with several links, or over 1 GiB (never through a symlink; see docs/security.md)")
+	fs.BoolVar(&a.force, "force", false, "read a recording owned by neither you nor root (as perf -f), and JIT data files owned by another user than the process's, with several links, or over 1 GiB (never through a symlink; see docs/security.md)")
 	for _, name := range []string{"v", "verbose"} {
 		fs.BoolVar(&a.verbose, name, false, "say for every process without JIT data where each anon handler looked, and every ambiguous range; -v and --verbose are one")
 	}
@@ -81,7 +81,7 @@ func (a *anonFlags) bind(f *perfdata.File, sopts *session.Options, b **anonbind.
 // closed by then, is nil when the flags ask for no JIT names; done
 // releases the file.
 func (a *anonFlags) load(cmd, input string, sopts session.Options) (p *profile.Profile, binder *anonbind.Binder, done func(), err error) {
-	f, err := perfdata.Open(input)
+	f, err := openRecording(input, a.force)
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -6,7 +6,6 @@ import (
 	"os"
 
 	"github.com/jitprof/jitprof/internal/dump"
-	"github.com/jitprof/jitprof/perfdata"
 )
 
 func init() {
@@ -19,6 +18,7 @@ func runDump(args []string) error {
 	input := fs.String("i", "", "input `file` (default perf.data; - for a pipe-mode stream on stdin)")
 	fs.BoolVar(&opts.Stats, "stats", false, "print record counts per type and lost samples, like perf report --stats")
 	fs.BoolVar(&opts.HeaderOnly, "header-only", false, "print the header, attrs and features only")
+	force := fs.Bool("force", false, "read a recording owned by neither you nor root, as perf -f does")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: jitprof dump [-i] [FILE] [--stats | --header-only]")
 		printFlags(fs)
@@ -37,7 +37,7 @@ func runDump(args []string) error {
 	case path == "":
 		path = "perf.data"
 	}
-	f, err := perfdata.Open(path)
+	f, err := openRecording(path, *force)
 	if err != nil {
 		return err
 	}

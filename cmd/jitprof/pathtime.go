@@ -30,7 +30,7 @@ func pathtimeMain(stdout, stderr io.Writer, args []string) error {
 	pid := fs.Int("p", 0, "read the jitlog database of process `pid` (in $JITPROF_JITLOG_DIR or /tmp/jitprof-UID)")
 	input := fs.String("i", "", "add on-CPU time per region from the cpu-clock or task-clock samples of this `perf.data` (jitprof record, or perf record -k mono)")
 	nested := fs.Bool("nested", false, "an enter inside a region is a call charged to the caller, not a jump")
-	force := fs.Bool("force", false, "read a database owned by another user than the process's (or yours), with several links, or over the size limit")
+	force := fs.Bool("force", false, "read a database owned by another user than the process's (or yours), with several links, or over the size limit, and a recording owned by neither you nor root")
 	pypyLog := fs.String("pypylog", "", "account the jit-profile-enter/exit events of PyPy's log `FILE` (seed 002) instead of a jitlog database")
 	innerFlag := fs.String("inner-bridges", "ignore", "with --pypylog, the `policy` for bridges that jump back to their own loop: ignore (charged to the loop) or record (regions of their own)")
 	fs.Usage = func() {
@@ -49,7 +49,7 @@ func pathtimeMain(stdout, stderr io.Writer, args []string) error {
 		if err != nil {
 			return err
 		}
-		return pathtimePyPy(stdout, *pypyLog, inner, *input, *pid)
+		return pathtimePyPy(stdout, *pypyLog, inner, *input, *pid, *force)
 	}
 	path, owner, err := database(fs, *pid, pos)
 	if err != nil {
@@ -71,7 +71,7 @@ func pathtimeMain(stdout, stderr io.Writer, args []string) error {
 				if who == 0 {
 					who = h.PID
 				}
-				if sampled, err = readSamples(*input, who); err != nil {
+				if sampled, err = readSamples(*input, who, *force); err != nil {
 					return err
 				}
 				opts.Samples = sampled.samples
@@ -148,8 +148,8 @@ const clockMonotonic = 1
 // readSamples reads pid's cpu-clock or task-clock samples from the
 // recording at path: their periods are nanoseconds on a CPU. Their times
 // must be CLOCK_MONOTONIC, as the jitlog's are.
-func readSamples(path string, pid uint32) (*samplesOf, error) {
-	f, err := perfdata.Open(path)
+func readSamples(path string, pid uint32, force bool) (*samplesOf, error) {
+	f, err := openRecording(path, force)
 	if err != nil {
 		return nil, err
 	}
@@ -188,7 +188,7 @@ func readSamples(path string, pid uint32) (*samplesOf, error) {
 // pathtimePyPy accounts the jit-profile-enter/exit events of a PyPy log
 // (seed 002), in the log's TSC ticks; with a recording, in nanoseconds by
 // its TSC calibration, and with the samples of PyPy's threads.
-func pathtimePyPy(stdout io.Writer, path string, inner pathtime.InnerBridges, input string, pid int) error {
+func pathtimePyPy(stdout io.Writer, path string, inner pathtime.InnerBridges, input string, pid int, force bool) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
@@ -207,11 +207,11 @@ func pathtimePyPy(stdout io.Writer, path string, inner pathtime.InnerBridges, in
 	toTime := func(t uint64) uint64 { return t }
 	var sampled *samplesOf
 	if input != "" {
-		clock, who, err := pypyRecording(input, pid)
+		clock, who, err := pypyRecording(input, pid, force)
 		if err != nil {
 			return err
 		}
-		if sampled, err = readSamples(input, who); err != nil {
+		if sampled, err = readSamples(input, who, force); err != nil {
 			return err
 		}
 		unit, toTime = "ns", clock.Nanos
@@ -268,8 +268,8 @@ func pathtimePyPy(stdout io.Writer, path string, inner pathtime.InnerBridges, in
 // pypyRecording returns the TSC calibration a jitprof recording carries
 // for pid (0: the one process that has one), which puts PyPy's ticks on
 // the samples' clock.
-func pypyRecording(path string, pid int) (*pypylog.Clock, uint32, error) {
-	f, err := perfdata.Open(path)
+func pypyRecording(path string, pid int, force bool) (*pypylog.Clock, uint32, error) {
+	f, err := openRecording(path, force)
 	if err != nil {
 		return nil, 0, err
 	}

@@ -39,6 +39,7 @@ func pypyMain(stdout, stderr io.Writer, args []string) error {
 	pid := fs.Int("p", 0, "the PyPy process (`pid`), when the recording has several")
 	traces := fs.Bool("traces", false, "show each loop's and bridge's optimised trace, its operations with their share of the samples")
 	format := fs.String("format", "text", "output `format`: text or json (json always has the traces)")
+	force := fs.Bool("force", false, "read a recording owned by neither you nor root, as perf -f does")
 	limit := fs.Float64("percent-limit", 0.5, "hide loops and bridges under this `percent` of the process's samples")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: jitprof pypy loops [-i perf.data] [--pypylog FILE] [-p PID] [--traces] [--format text|json] [--percent-limit P]")
@@ -55,7 +56,7 @@ func pypyMain(stdout, stderr io.Writer, args []string) error {
 	if *format != "text" && *format != "json" {
 		return fmt.Errorf("--format %s: want text or json", *format)
 	}
-	rec, err := readPyPyRecording(*input, uint32(*pid))
+	rec, err := readPyPyRecording(*input, uint32(*pid), *force)
 	if err != nil {
 		return err
 	}
@@ -132,8 +133,8 @@ type pypyRec struct {
 // readPyPyRecording reads pid's samples from the recording at path; pid 0
 // is the one PyPy process there: the one with an embedded log, or else
 // the one whose command is pypy.
-func readPyPyRecording(path string, pid uint32) (*pypyRec, error) {
-	f, err := perfdata.Open(path)
+func readPyPyRecording(path string, pid uint32, force bool) (*pypyRec, error) {
+	f, err := openRecording(path, force)
 	if err != nil {
 		return nil, err
 	}

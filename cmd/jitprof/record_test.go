@@ -324,18 +324,27 @@ func TestRecordPerfSpellings(t *testing.T) {
 	}
 	maxRate, _ := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
 	dir := t.TempDir()
+	// -F max samples a sleeping process: in VMs where each timer
+	// interrupt costs tens of microseconds, even `true` takes seconds to
+	// run under 100,000 samples a second, for perf as for jitprof.
+	sleeper := exec.Command("sleep", "600")
+	if err := sleeper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { sleeper.Process.Kill(); sleeper.Wait() }()
+	idle := []string{"-p", strconv.Itoa(sleeper.Process.Pid), "--duration", "100ms"}
 	for _, c := range []struct {
 		args   []string
 		freq   uint64
 		period uint64
 		chain  bool
 	}{
-		{[]string{"--event", "task-clock", "--freq", "99", "--call-graph", "fp"}, 99, 0, true},
-		{[]string{"-F", "max"}, maxRate, 0, false},
-		{[]string{"--count", "100000", "--mmap-pages", "4", "--quiet"}, 0, 100000, false},
+		{[]string{"--event", "task-clock", "--freq", "99", "--call-graph", "fp", "--", "true"}, 99, 0, true},
+		{append([]string{"-F", "max"}, idle...), maxRate, 0, false},
+		{[]string{"--count", "100000", "--mmap-pages", "4", "--quiet", "--", "true"}, 0, 100000, false},
 	} {
 		out := filepath.Join(dir, "perf.data")
-		args := append(append([]string{"--output", out}, c.args...), "--", "true")
+		args := append([]string{"--output", out}, c.args...)
 		if err := runRecord(args); err != nil {
 			t.Fatalf("record %q: %v", args, err)
 		}

@@ -240,3 +240,90 @@ func TestSuRecordedOwner(t *testing.T) {
 		t.Errorf("the recording does not say %q:\n%s", want, dump)
 	}
 }
+
+// secretSource is a user's CPU-bound program whose debug info names a
+// root-only file as its source: #line makes its DWARF say that its code
+// comes from lines 2 to 8 of SECRET.
+const secretSource = `#include <stdlib.h>
+#line 2 "SECRET"
+static volatile double sink;
+__attribute__((noinline)) double spin(long n) { double s = 0; for (long i = 0; i < n; i++) s += i * 0.5; return s; }
+int main(int argc, char **argv) { long n = argc > 1 ? atol(argv[1]) : 1; for (long k = 0; k < n; k++) sink += spin(1000000); return 0; }
+`
+
+// TestUserSourceAttack is the attack of a user on root's annotate: their
+// program's DWARF names a root-only file, like /etc/shadow, as its source.
+// Root records the program as it runs as that user and annotates it: the
+// report names the file and line, as it would any source, and shows none
+// of its text. The same program of root's shows root's file, so the test
+// can tell.
+func TestUserSourceAttack(t *testing.T) {
+	needRoot(t, "the attack is on a profiler run as root, by another user")
+	perftest.Perf(t)
+	setpriv := perftest.Need(t, "setpriv")
+	gcc := perftest.Need(t, "gcc")
+	uid, gid := testUser(t)
+	dir := t.TempDir()
+	for _, d := range []string{filepath.Dir(dir), dir} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	secret := filepath.Join(dir, "shadow")
+	var text strings.Builder
+	for i := 1; i <= 12; i++ {
+		fmt.Fprintf(&text, "root:SECRET-LINE-%d:19000:0:99999:7:::\n", i)
+	}
+	if err := os.WriteFile(secret, []byte(text.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	src := filepath.Join(dir, "spin.c")
+	if err := os.WriteFile(src, []byte(strings.Replace(secretSource, "SECRET", secret, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	jitprof := buildJitprof(t, dir)
+	annotate := func(owner int, asUser bool) string {
+		t.Helper()
+		bin := filepath.Join(t.TempDir(), "spin")
+		perftest.Run(t, gcc, "-O1", "-g", "-o", bin, src)
+		for _, d := range []string{filepath.Dir(filepath.Dir(bin)), filepath.Dir(bin)} {
+			os.Chmod(d, 0o755)
+		}
+		if err := os.Chown(bin, owner, owner); err != nil {
+			t.Fatal(err)
+		}
+		data := filepath.Join(dir, "spin.data")
+		args := []string{"record", "-q", "-o", data, "--"}
+		if asUser {
+			args = append(args, setpriv, fmt.Sprintf("--reuid=%d", uid), fmt.Sprintf("--regid=%d", gid), "--clear-groups")
+		}
+		runBoth(t, jitprof, append(args, bin, "300")...)
+		out, errOut := runBoth(t, jitprof, "annotate", "-i", data, "spin")
+		return out + errOut
+	}
+	if out := annotate(uid, true); strings.Contains(out, "SECRET-LINE") || !strings.Contains(out, secret+":") {
+		t.Errorf("root's annotate of a user's program whose debug info names a root-only file: want the file named, none of its lines:\n%s", out)
+	}
+	if out := annotate(0, false); !strings.Contains(out, "SECRET-LINE") {
+		t.Errorf("root's annotate of root's own program: want the source lines:\n%s", out)
+	}
+}
+
+// TestRecordingOwner: as perf does, report refuses a recording owned by
+// neither the user running it nor root, unless --force.
+func TestRecordingOwner(t *testing.T) {
+	needRoot(t, "a file owned by another user")
+	uid, gid := testUser(t)
+	data := jitData(t)
+	if err := os.Chown(data, uid, gid); err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	if code := run([]string{"report", "-i", data}, &stderr); code == 0 || !strings.Contains(stderr.String(), fmt.Sprintf("owned by uid %d, neither by the user running jitprof (uid 0) nor by root", uid)) {
+		t.Errorf("report of another user's recording: exit %d, %s", code, stderr.String())
+	}
+	stderr.Reset()
+	if code := run([]string{"report", "--force", "-o", os.DevNull, "-i", data}, &stderr); code != 0 {
+		t.Errorf("report --force of another user's recording: exit %d, %s", code, stderr.String())
+	}
+}

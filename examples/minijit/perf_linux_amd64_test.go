@@ -100,7 +100,10 @@ func TestPerf(t *testing.T) {
 	r := f.Records()
 	for r.Next() {
 		s, ok := r.Record().(*perfdata.Sample)
-		if !ok || int(s.PID) != truth.PID {
+		// User space only: on a loaded machine the kernel's share of a
+		// process (interrupts, scheduling) grows with the load, not with
+		// anything minijit does.
+		if !ok || int(s.PID) != truth.PID || s.CPUMode() != perfdata.MiscUser {
 			continue
 		}
 		total++
@@ -116,10 +119,10 @@ func TestPerf(t *testing.T) {
 	if err := r.Err(); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("%d of %d samples in generated code, %d of them walk into Go", inJIT, total, walked)
+	t.Logf("%d of %d user-space samples in generated code, %d of them walk into Go", inJIT, total, walked)
 	// Go's runtime and the clock reads around each call cost well under 1%.
 	if inJIT < total*9/10 {
-		t.Fatalf("%d of minijit's %d samples in generated code, want 90%% or more", inJIT, total)
+		t.Fatalf("%d of minijit's %d user-space samples in generated code, want 90%% or more", inJIT, total)
 	}
 	if stray > 0 {
 		t.Errorf("%d samples in a slot when no generation was loaded there", stray)
@@ -180,21 +183,27 @@ func perfSplit(t *testing.T, perf, data string, truth *Truth) map[uint64]float64
 	}
 	prefix := fmt.Sprintf("jitted-%d-", truth.PID)
 	split := map[uint64]float64{}
-	sum := 0.0
+	sum, user := 0.0, 0.0
 	for line := range strings.Lines(out) {
 		f := strings.Split(line, "|")
 		if len(f) != 3 {
 			continue
 		}
 		dso, sym := strings.TrimSpace(f[1]), strings.TrimSpace(f[2])
+		pct, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(f[0]), "%"), 64)
+		if err != nil {
+			continue // a line of a call graph
+		}
+		if strings.HasPrefix(sym, "[.] ") {
+			user += pct
+		}
 		seqText, ok := strings.CutPrefix(strings.TrimSuffix(dso, ".so"), prefix)
 		if !ok {
 			continue
 		}
 		seq, err := strconv.ParseUint(seqText, 10, 64)
-		pct, err2 := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(f[0]), "%"), 64)
-		if err != nil || err2 != nil {
-			t.Fatalf("perf report line %q: %v %v", line, err, err2)
+		if err != nil {
+			t.Fatalf("perf report line %q: %v", line, err)
 		}
 		if sym != "[.] "+names[seq] {
 			t.Errorf("perf report names %s %q, want %q", dso, sym, names[seq])
@@ -202,8 +211,9 @@ func perfSplit(t *testing.T, perf, data string, truth *Truth) map[uint64]float64
 		split[seq] += pct
 		sum += pct
 	}
-	if sum < 90 {
-		t.Fatalf("perf report puts %.2f%% of samples in jitted code, want 90%% or more:\n%s", sum, out)
+	// Of user space, as above: the kernel's share grows with the load.
+	if sum < 0.9*user {
+		t.Fatalf("perf report puts %.2f%% of samples in jitted code, of %.2f%% in user space; want 90%% of it or more:\n%s", sum, user, out)
 	}
 	for seq := range split {
 		split[seq] *= 100 / sum

@@ -3,11 +3,9 @@ package annotate
 import (
 	"bufio"
 	"cmp"
-	"debug/elf"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -16,6 +14,7 @@ import (
 
 	"github.com/jitprof/jitprof/internal/profile"
 	"github.com/jitprof/jitprof/internal/symbolize"
+	"github.com/jitprof/jitprof/internal/trust"
 )
 
 // Syntax is an assembly syntax.
@@ -170,7 +169,7 @@ func annotate(w io.Writer, p *profile.Profile, t *target, opts Options, src sour
 	if !ok || sym.Start != f.Addr {
 		return fmt.Errorf("no symbol at %#x in %s", f.Addr, im.Path())
 	}
-	code, err := ReadCode(im.Path(), sym.Start, sym.Size)
+	code, err := ReadCode(im, sym.Start, sym.Size)
 	if err != nil {
 		return err
 	}
@@ -193,7 +192,7 @@ func annotate(w io.Writer, p *profile.Profile, t *target, opts Options, src sour
 				if fr.File != lastFile || fr.Line != lastLine {
 					lastFile, lastLine = fr.File, fr.Line
 					fmt.Fprintf(w, "         :\t%s:%d\n", fr.File, fr.Line)
-					if text, ok := src.line(fr.File, fr.Line); ok {
+					if text, ok := src.line(fr.File, fr.Line, im.SourceCred()); ok {
 						fmt.Fprintf(w, "         :\t%-6d %s\n", fr.Line, text)
 					}
 				}
@@ -255,31 +254,13 @@ func percent(v, total uint64) float64 {
 	return float64(v) * 100 / float64(total)
 }
 
-// ReadCode reads size bytes at the ELF virtual address start from the
-// executable section of the file at path that holds them.
-func ReadCode(path string, start, size uint64) (code []byte, err error) {
+// ReadCode reads size bytes of im's code at the ELF virtual address
+// start, from the file the image was loaded from (symbolize.Image.Code).
+func ReadCode(im *symbolize.Image, start, size uint64) ([]byte, error) {
 	if size > maxCode {
-		return nil, fmt.Errorf("%s: symbol at %#x claims %d bytes", path, start, size)
+		return nil, fmt.Errorf("%s: symbol at %#x claims %d bytes", im.Path(), start, size)
 	}
-	f, err := elf.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	if f.Machine != elf.EM_X86_64 {
-		return nil, fmt.Errorf("%s: %v code: only x86-64 is disassembled", path, f.Machine)
-	}
-	for _, s := range f.Sections {
-		if s.Flags&elf.SHF_EXECINSTR == 0 || s.Type == elf.SHT_NOBITS || start < s.Addr || start+size > s.Addr+s.Size {
-			continue
-		}
-		code = make([]byte, size)
-		if _, err := s.ReadAt(code, int64(start-s.Addr)); err != nil {
-			return nil, fmt.Errorf("%s: %s: %w", path, s.Name, err)
-		}
-		return code, nil
-	}
-	return nil, fmt.Errorf("%s: no executable section holds [%#x, %#x)", path, start, start+size)
+	return im.Code(start, size)
 }
 
 // ImageSymbols names addresses by the symbols of an image, for
@@ -345,18 +326,28 @@ func withPeriods(insts []Inst) []inst {
 	return out
 }
 
-// sourceCache holds the lines of the source files read so far; a file
-// that cannot be read is remembered as nil.
-type sourceCache map[string][]string
+// sourceCache holds the lines of the source files read so far, by file
+// and by whose rights they were read with; a file that cannot be read is
+// remembered as nil.
+type sourceCache map[sourceKey][]string
+
+type sourceKey struct {
+	file string
+	as   trust.Cred
+}
 
 // maxSource bounds the size of a source file read for its lines.
 const maxSource = 8 << 20
 
-func (c sourceCache) line(file string, n int) (string, bool) {
-	lines, ok := c[file]
+// line is line n of file, read with as's rights: the source files an
+// image's debug info names are its owner's word (symbolize.Image.SourceCred),
+// and a line shown is a file's bytes.
+func (c sourceCache) line(file string, n int, as trust.Cred) (string, bool) {
+	k := sourceKey{file, as}
+	lines, ok := c[k]
 	if !ok {
-		lines = readLines(file)
-		c[file] = lines
+		lines = readLines(file, as)
+		c[k] = lines
 	}
 	if n < 1 || n > len(lines) {
 		return "", false
@@ -364,8 +355,8 @@ func (c sourceCache) line(file string, n int) (string, bool) {
 	return lines[n-1], true
 }
 
-func readLines(file string) []string {
-	fh, err := os.Open(file)
+func readLines(file string, as trust.Cred) []string {
+	fh, err := trust.OpenNamed(file, as, 0)
 	if err != nil {
 		return nil
 	}

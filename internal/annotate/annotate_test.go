@@ -32,13 +32,24 @@ func need(t *testing.T, tool string) string {
 // its loop: 3 on add, 5 on dec, 2 on jne, and one event without any.
 func loop(t *testing.T) *profile.Profile {
 	t.Helper()
-	dir := t.TempDir()
+	return loopProfile(t, loopBinary(t, t.TempDir(), "testdata/loop.s"))
+}
+
+// loopBinary assembles and links src into dir/loop.
+func loopBinary(t *testing.T, dir, src string) string {
+	t.Helper()
 	obj, bin := filepath.Join(dir, "loop.o"), filepath.Join(dir, "loop")
-	for _, c := range [][]string{{need(t, "as"), "--gdwarf-5", "-o", obj, "testdata/loop.s"}, {need(t, "ld"), "-o", bin, obj}} {
+	for _, c := range [][]string{{need(t, "as"), "--gdwarf-5", "-o", obj, src}, {need(t, "ld"), "-o", bin, obj}} {
 		if out, err := exec.Command(c[0], c[1:]...).CombinedOutput(); err != nil {
 			t.Fatalf("%s: %v\n%s", c, err, out)
 		}
 	}
+	return bin
+}
+
+// loopProfile is loop's profile of the binary bin.
+func loopProfile(t *testing.T, bin string) *profile.Profile {
+	t.Helper()
 	b := profile.NewBuilder()
 	ev := b.Event(profile.Event{Name: "cpu-clock", Freq: 4000})
 	im := b.Image(profile.Image{Name: bin})
@@ -146,5 +157,54 @@ func TestMatch(t *testing.T) {
 		if err != nil || !strings.HasPrefix(buf.String(), "# "+c.want+" in ") || strings.Count(buf.String(), "\n# ") > 0 {
 			t.Errorf("%q: %v\n%s\nwant %s alone", c.q, err, buf.String(), c.want)
 		}
+	}
+}
+
+// TestSourceAsOwner: the source files an image's debug info names are
+// read with the rights of the image's owner. A user's binary whose DWARF
+// names a root-only file (here by .file; in C, #line 1 "/etc/shadow")
+// gets the file named in root's annotate, never its lines; the same
+// binary of root's gets them, so the test can tell.
+func TestSourceAsOwner(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("reading as the image's owner is what root's jitprof does; a user reads with their own rights")
+	}
+	dir := t.TempDir()
+	for _, d := range []string{filepath.Dir(dir), dir} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	secret := filepath.Join(dir, "secret")
+	lines := "l1\nl2\nl3\nroot:SECRET-4:19000:0:99999:7:::\nl5\nl6\nroot:SECRET-7\nroot:SECRET-8\n"
+	if err := os.WriteFile(secret, []byte(lines), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.ReadFile("testdata/loop.s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	asm := filepath.Join(dir, "loop.s")
+	if err := os.WriteFile(asm, bytes.Replace(src, []byte(`"testdata/loop.c"`), []byte(`"`+secret+`"`), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bin := loopBinary(t, dir, asm)
+	annotateAs := func(uid int) string {
+		t.Helper()
+		if err := os.Chown(bin, uid, uid); err != nil {
+			t.Fatal(err)
+		}
+		var buf bytes.Buffer
+		opts := Options{Symbol: "_start", Source: true, Symbolizer: symbolize.New(symbolize.Options{DebugDirs: []string{}, BuildIDCaches: []string{}})}
+		if err := Write(&buf, loopProfile(t, bin), opts); err != nil {
+			t.Fatal(err)
+		}
+		return buf.String()
+	}
+	if out := annotateAs(54321); strings.Contains(out, "SECRET") || !strings.Contains(out, secret+":4") {
+		t.Errorf("a user's binary naming a root-only source file: want the file named and none of its lines:\n%s", out)
+	}
+	if out := annotateAs(0); !strings.Contains(out, "SECRET-4") {
+		t.Errorf("root's binary naming root's source file: want its lines:\n%s", out)
 	}
 }

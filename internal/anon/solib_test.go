@@ -171,7 +171,9 @@ func TestLibraryFailures(t *testing.T) {
 			} else if ok || err == nil || !strings.Contains(err.Error(), tt.closeErr) {
 				t.Errorf("Resolve = %+v, %v; Close = %v, want %q", s, ok, err, tt.closeErr)
 			}
-			if d := time.Since(start); d > 5*time.Second {
+			// The library sleeps 60 s: well under that, the timeout
+			// stopped it, however loaded the machine.
+			if d := time.Since(start); d > 30*time.Second {
 				t.Errorf("took %v: the timeout did not stop it", d)
 			}
 		})

@@ -59,7 +59,7 @@ func TestGolden(t *testing.T) {
 // perf report --stats, including lost samples forced by a tiny ring.
 func TestStatsAgreeWithPerf(t *testing.T) {
 	busy := perftest.Busy(t)
-	path := perftest.Record(t, "lost.data", "-e", "cpu-clock", "-c", "10000", "-m", "1", "-g", "--", busy, "100", "1")
+	path := perftest.Record(t, "lost.data", "-e", "cpu-clock", "-c", "20000", "-m", "1", "-g", "--", busy, "10", "1")
 	f, err := perfdata.Open(path)
 	if err != nil {
 		t.Fatal(err)

@@ -3,6 +3,7 @@ package perftest
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"fmt"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jitprof/jitprof/perfdata"
 )
@@ -34,14 +36,25 @@ func Need(t testing.TB, tool string) string {
 // Perf returns the path of Linux perf (see Need).
 func Perf(t testing.TB) string { return Need(t, "perf") }
 
+// runLimit bounds a command Run runs: far above what any test's command
+// takes on a loaded machine, so that one that hangs fails its test with
+// its output instead of stalling the whole suite until go test's timeout.
+const runLimit = 5 * time.Minute
+
 // Run runs a command and returns its stdout, failing the test with its
-// stderr when it fails.
+// stderr when it fails or runs for longer than runLimit.
 func Run(t testing.TB, name string, args ...string) string {
 	t.Helper()
-	cmd := exec.Command(name, args...)
+	ctx, cancel := context.WithTimeout(context.Background(), runLimit)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.WaitDelay = 10 * time.Second
 	if err := cmd.Run(); err != nil {
+		if ctx.Err() != nil {
+			err = fmt.Errorf("killed after %v: %w", runLimit, err)
+		}
 		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, stderr.String())
 	}
 	return stdout.String()

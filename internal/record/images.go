@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/jitprof/jitprof/internal/perfevent"
+	"github.com/jitprof/jitprof/internal/trust"
 	"github.com/jitprof/jitprof/perfdata"
 )
 
@@ -20,6 +21,10 @@ import (
 type image struct {
 	name string
 	hit  bool // a sample's IP fell in it
+	// as is whose rights its build-id is read with: the user of the
+	// first process seen to hit it, when known (trust.OpenNamed).
+	as    trust.Cred
+	asSet bool
 }
 
 type mapping struct {
@@ -113,30 +118,37 @@ const maxForkDepth = 8
 
 // hit marks the image of a user-space sample.
 func (im *images) hit(pid uint32, ip uint64) {
-	p := im.procs[pid]
+	sampled := im.procs[pid]
+	p := sampled
 	for depth := 0; p != nil && depth < maxForkDepth; depth++ {
-		if p.find(ip) {
+		if img := p.find(ip); img != nil {
+			if !img.hit || !img.asSet && sampled.idKnown {
+				img.hit = true
+				img.as, img.asSet = trust.Unknown, sampled.idKnown
+				if sampled.idKnown {
+					img.as = trust.Cred{UID: sampled.id.UID, GID: sampled.id.GID}
+				}
+			}
 			return
 		}
 		p = p.parent
 	}
 }
 
-func (p *procMaps) find(ip uint64) bool {
+// find returns the image mapped at ip, or nil.
+func (p *procMaps) find(ip uint64) *image {
 	if len(p.maps) == 0 {
-		return false
+		return nil
 	}
 	if m := &p.maps[min(p.last, len(p.maps)-1)]; ip >= m.start && ip < m.end {
-		m.img.hit = true
-		return true
+		return m.img
 	}
 	i := sort.Search(len(p.maps), func(i int) bool { return p.maps[i].end > ip })
 	if i < len(p.maps) && ip >= p.maps[i].start {
-		p.maps[i].img.hit = true
 		p.last = i
-		return true
+		return p.maps[i].img
 	}
-	return false
+	return nil
 }
 
 // buildIDs reads the build-ids of the images samples hit: files that have
@@ -157,7 +169,10 @@ func (im *images) buildIDs() []perfdata.BuildID {
 	}
 	slices.Sort(names)
 	for _, name := range names {
-		id, err := elfBuildID(name)
+		// With the rights of the process that ran it: a process can name
+		// any path by mapping its own file there in a mount namespace of
+		// its own, and must not make root read a file it could not.
+		id, err := elfBuildID(name, im.byName[name].as)
 		if err != nil || id == nil {
 			continue
 		}
@@ -168,14 +183,19 @@ func (im *images) buildIDs() []perfdata.BuildID {
 
 const ntGNUBuildID = 3
 
-// elfBuildID returns the GNU build-id note of an ELF file, or nil if it
-// has none.
-func elfBuildID(path string) ([]byte, error) {
-	f, err := elf.Open(path)
+// elfBuildID returns the GNU build-id note of an ELF file, read with c's
+// rights (trust.OpenNamed: never blocking on a FIFO or opening a device),
+// or nil if it has none.
+func elfBuildID(path string, c trust.Cred) ([]byte, error) {
+	tf, err := trust.OpenNamed(path, c, 0)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	defer tf.Close()
+	f, err := elf.NewFile(tf)
+	if err != nil {
+		return nil, fmt.Errorf("%s: not a valid ELF file", path)
+	}
 	for _, p := range f.Progs {
 		if p.Type != elf.PT_NOTE {
 			continue

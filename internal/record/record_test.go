@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jitprof/jitprof/internal/perfevent"
 	"github.com/jitprof/jitprof/internal/perftest"
 	"github.com/jitprof/jitprof/perfdata"
 )
@@ -458,5 +459,42 @@ func TestTracepoint(t *testing.T) {
 	out := perftest.Run(t, perftest.Perf(t), "script", "-i", path)
 	if n := strings.Count(out, "sched:sched_switch: prev_comm="); uint64(n) != s.samples {
 		t.Errorf("perf script printed %d sched_switch samples with fields, the file holds %d:\n%s", n, s.samples, out)
+	}
+}
+
+// TestBuildIDAsProcessUser: an image's build-id is read with the rights
+// of the process seen to run it. A process in a mount namespace of its
+// own can map its own file at the path of a root-only file on the host;
+// root's recorder must then not read the host's file.
+func TestBuildIDAsProcessUser(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("reading with a process's user's rights is what root's recorder does")
+	}
+	dir := t.TempDir()
+	for _, d := range []string{filepath.Dir(dir), dir} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := os.ReadFile(perftest.Busy(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret := filepath.Join(dir, "root-only")
+	if err := os.WriteFile(secret, b, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	im := newImages()
+	im.mmap(1, 0x1000, 0x2000, secret, false)
+	im.procs[1].id, im.procs[1].idKnown = perfevent.Identity{UID: 54321, GID: 54321}, true
+	im.hit(1, 0x1800)
+	if ids := im.buildIDs(); len(ids) != 0 {
+		t.Errorf("build-ids of a root-only image a uid 54321 process ran: %v, want none", ids)
+	}
+	im.procs[1].id.UID, im.procs[1].id.GID = 0, 0
+	im.byName[secret].asSet = false
+	im.hit(1, 0x1800)
+	if ids := im.buildIDs(); len(ids) != 1 {
+		t.Errorf("build-ids of the image root's process ran: %v, want one", ids)
 	}
 }

@@ -9,9 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"sync"
 
+	"github.com/jitprof/jitprof/internal/trust"
 	"github.com/ulikunitz/xz"
 )
 
@@ -40,10 +40,14 @@ type Image struct {
 	buildID   string
 	loads     []segment
 	syms      *table
+	// srcCred is whose rights the source files its debug info names are
+	// read with.
+	srcCred trust.Cred
 	// stripped says, when the image's only symbols are its dynamic ones,
 	// what would name the rest.
 	stripped string
 
+	reopen    func() (*elfFile, error)            // the file the image was loaded from, again
 	openDWARF func() (*dwarf.Data, uint64, error) // nil when no file has DWARF; also returns .debug_info's size
 	dwOnce    sync.Once
 	dw        *dwarfIndex
@@ -61,6 +65,14 @@ func (im *Image) Path() string { return im.path }
 // where the symbols of its other functions would be: a report shows
 // their samples as bare addresses and says this. "" for other images.
 func (im *Image) Stripped() string { return im.stripped }
+
+// SourceCred is whose rights the source files named by the image's
+// debug info are to be read with (trust.OpenNamed): the owner of the file
+// that holds the debug info, whose word the file names are, so a user's
+// binary whose DWARF names /etc/shadow makes root's jitprof read nothing
+// that user could not; for a copy from a build-id cache, whose origin is
+// not known, Nobody.
+func (im *Image) SourceCred() trust.Cred { return im.srcCred }
 
 // DebugPath is the separate debug file merged into the image, or "".
 func (im *Image) DebugPath() string { return im.debugPath }
@@ -108,11 +120,41 @@ func (im *Image) FileOffsetToAddr(off uint64) (uint64, bool) {
 	return 0, false
 }
 
+// Code reads size bytes of code at the ELF virtual address addr, from the
+// executable section that holds them, in the file the image was loaded
+// from (opened again as it was first opened).
+func (im *Image) Code(addr, size uint64) (code []byte, err error) {
+	f, err := im.reopen()
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	defer catch(f.name, &err)
+	if f.Machine != elf.EM_X86_64 {
+		return nil, fmt.Errorf("%s: %v code: only x86-64 is disassembled", f.name, f.Machine)
+	}
+	for _, s := range f.Sections {
+		if s.Flags&elf.SHF_EXECINSTR == 0 || s.Type == elf.SHT_NOBITS || addr < s.Addr || addr+size > s.Addr+s.Size || addr+size < addr {
+			continue
+		}
+		code = make([]byte, size)
+		if _, err := s.ReadAt(code, int64(addr-s.Addr)); err != nil {
+			return nil, fmt.Errorf("%s: %s: %w", f.name, s.Name, err)
+		}
+		return code, nil
+	}
+	return nil, fmt.Errorf("%s: no executable section holds [%#x, %#x)", f.name, addr, addr+size)
+}
+
 // elfFile is an open ELF file and what closes it.
 type elfFile struct {
 	*elf.File
 	name   string
 	closer io.Closer
+	// as is whose rights the file was opened with (trust.OpenNamed),
+	// for reopening it; srcCred whose rights the source files its debug
+	// info names are read with (Image.SourceCred).
+	as, srcCred trust.Cred
 }
 
 func (f *elfFile) Close() error {
@@ -130,29 +172,29 @@ func catch(name string, err *error) {
 	}
 }
 
-func openELF(path string) (f *elfFile, err error) {
-	file, err := os.Open(path)
+// openELF opens the ELF file at path with c's rights (trust.OpenNamed):
+// only a regular file, never blocking, and, as root, only one that c
+// could read.
+func openELF(path string, c trust.Cred) (f *elfFile, err error) {
+	tf, err := trust.OpenNamed(path, c, 0)
 	if err != nil {
 		return nil, err
 	}
+	file := tf.File
 	defer func() {
 		if err != nil {
 			file.Close()
 		}
 	}()
 	defer catch(path, &err)
-	fi, err := file.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if err := checkTables(file, fi.Size()); err != nil {
+	if err := checkTables(file, tf.Size); err != nil {
 		return nil, fmt.Errorf("%s: %w: %w", path, ErrMalformed, err)
 	}
 	ef, err := elf.NewFile(file)
 	if err != nil {
 		return nil, notELF(path, err)
 	}
-	return &elfFile{File: ef, name: path, closer: file}, nil
+	return &elfFile{File: ef, name: path, closer: file, as: c, srcCred: tf.Owner}, nil
 }
 
 func newELF(name string, r io.ReaderAt) (f *elfFile, err error) {
@@ -236,13 +278,16 @@ func LoadReader(name string, r io.ReaderAt, opts LoadOptions) (*Image, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Nothing says whose the bytes are: the sources they name are read
+	// only as far as every user may.
+	f.srcCred = trust.Nobody
 	return buildImage(f, nil, opts.RawNames, func() (*elfFile, error) { return newELF(name, r) })
 }
 
 // Load loads the image at path, merging a separate debug file found next to
 // it through .gnu_debuglink. Use a [Symbolizer] to find files by build-id.
 func Load(path string, opts LoadOptions) (*Image, error) {
-	return New(Options{RawNames: opts.RawNames, DebugDirs: []string{}, BuildIDCaches: []string{}}).load(path, path, "")
+	return New(Options{RawNames: opts.RawNames, DebugDirs: []string{}, BuildIDCaches: []string{}}).load(path, path, "", trust.Unknown)
 }
 
 // buildImage reads symbols and segments from main and the optional debug
@@ -258,7 +303,7 @@ func buildImage(main, debug *elfFile, raw bool, reopen func() (*elfFile, error))
 		}
 	}()
 	defer catch(main.name, &err)
-	im = &Image{path: main.name, buildID: buildID(main.File)}
+	im = &Image{path: main.name, buildID: buildID(main.File), srcCred: main.srcCred, reopen: reopen}
 	for _, p := range main.Progs {
 		if p.Type == elf.PT_LOAD {
 			im.loads = append(im.loads, segment{off: p.Off, filesz: p.Filesz, vaddr: p.Vaddr})
@@ -297,8 +342,9 @@ func buildImage(main, debug *elfFile, raw bool, reopen func() (*elfFile, error))
 	}
 	switch {
 	case debug != nil && hasDWARF(debug.File):
-		name := debug.name
-		im.openDWARF = func() (*dwarf.Data, uint64, error) { return dwarfOf(reopener(name)) }
+		im.srcCred = debug.srcCred
+		name, as := debug.name, debug.as
+		im.openDWARF = func() (*dwarf.Data, uint64, error) { return dwarfOf(reopener(name, as)) }
 	case hasDWARF(main.File):
 		im.openDWARF = func() (*dwarf.Data, uint64, error) { return dwarfOf(reopen) }
 	}

@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/jitprof/jitprof/internal/trust"
 )
 
 func TestSymbolsAgreeWithNM(t *testing.T) {
@@ -111,7 +113,7 @@ func TestNotELFQuotesNothing(t *testing.T) {
 	if err := os.WriteFile(path, []byte("root:$6$secret:19000:0:99999:7:::\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, err := openELF(path)
+	_, err := openELF(path, trust.Unknown)
 	if !errors.Is(err, ErrMalformed) || err.Error() != path+": malformed ELF: not a valid ELF file" {
 		t.Errorf("err = %v", err)
 	}

@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+
+	"github.com/jitprof/jitprof/internal/trust"
 )
 
 // Options configure a [Symbolizer].
@@ -41,7 +43,10 @@ type Symbolizer struct {
 	kernel *imageSlot
 }
 
-type imageKey struct{ path, buildID string }
+type imageKey struct {
+	path, buildID string
+	as            trust.Cred
+}
 
 // imageSlot lets concurrent callers wait for one load instead of repeating
 // it; failures are cached too, so a missing file costs one stat per run.
@@ -70,9 +75,21 @@ func New(opts Options) *Symbolizer {
 }
 
 // Open returns the image mapped from path with the given build-id (hex; ""
-// when the recording has none). "[vdso]" is this boot's vDSO.
+// when the recording has none), read with the rights of the user running
+// jitprof. "[vdso]" is this boot's vDSO.
 func (s *Symbolizer) Open(path, buildID string) (*Image, error) {
-	key := imageKey{path, buildID}
+	return s.OpenAs(path, buildID, trust.Unknown)
+}
+
+// OpenAs is Open for an image that a process of c's mapped: the recorded
+// path, and a debug file its .gnu_debuglink names beside it, are opened
+// with c's rights (trust.OpenNamed), so that a process which mapped its
+// own file at a path that names a root-only file on the host, in a mount
+// namespace of its own, does not make jitprof read that file. Files found
+// by build-id (debug directories, build-id caches) are opened with
+// jitprof's rights: the recorded build-id, not a path, chose them.
+func (s *Symbolizer) OpenAs(path, buildID string, c trust.Cred) (*Image, error) {
+	key := imageKey{path, buildID, c}
 	s.mu.Lock()
 	slot := s.images[key]
 	if slot == nil {
@@ -85,7 +102,7 @@ func (s *Symbolizer) Open(path, buildID string) (*Image, error) {
 			slot.img, slot.err = LoadVDSO(LoadOptions{RawNames: s.opts.RawNames})
 			return
 		}
-		slot.img, slot.err = s.load(path, filepath.Join(s.opts.Root, path), buildID)
+		slot.img, slot.err = s.load(path, filepath.Join(s.opts.Root, path), buildID, c)
 	})
 	return slot.img, slot.err
 }
@@ -111,8 +128,8 @@ func (s *Symbolizer) Kernel() (*Kernel, error) {
 // load opens host (path as seen from here) and its debug file. A file whose
 // build-id differs from want is replaced by a build-id-addressed copy, or
 // rejected with ErrBuildIDMismatch.
-func (s *Symbolizer) load(path, host, want string) (*Image, error) {
-	main, err := openELF(host)
+func (s *Symbolizer) load(path, host, want string, c trust.Cred) (*Image, error) {
+	main, err := openELF(host, c)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}
@@ -138,16 +155,16 @@ func (s *Symbolizer) load(path, host, want string) (*Image, error) {
 		if debug == nil {
 			// A debug-only file: its program headers still describe the
 			// segments, so it serves for translation and symbols alike.
-			return buildImage(main, nil, s.opts.RawNames, reopener(main.name))
+			return buildImage(main, nil, s.opts.RawNames, reopener(main.name, main.as))
 		}
 	} else if needsDebug(main.File) {
 		debug = s.debugFile(main, host)
 	}
-	return buildImage(main, debug, s.opts.RawNames, reopener(main.name))
+	return buildImage(main, debug, s.opts.RawNames, reopener(main.name, main.as))
 }
 
-func reopener(name string) func() (*elfFile, error) {
-	return func() (*elfFile, error) { return openELF(name) }
+func reopener(name string, as trust.Cred) func() (*elfFile, error) {
+	return func() (*elfFile, error) { return openELF(name, as) }
 }
 
 // needsDebug says whether a separate debug file could add anything.
@@ -169,6 +186,9 @@ func (s *Symbolizer) byBuildID(path, want string) (main, debug *elfFile) {
 	}
 	for _, p := range full {
 		if f := openWithID(p, want); f != nil {
+			// A cache copy is owned by whoever ran perf, whatever
+			// wrote the binary it copies.
+			f.srcCred = trust.Nobody
 			return f, s.debugByID(want)
 		}
 	}
@@ -184,11 +204,15 @@ func (s *Symbolizer) debugByID(id string) *elfFile {
 	for _, d := range s.opts.DebugDirs {
 		paths = append(paths, filepath.Join(s.opts.Root, d, ".build-id", id[:2], id[2:]+".debug"))
 	}
+	cached := len(paths)
 	for _, c := range s.opts.BuildIDCaches {
 		paths = append(paths, filepath.Join(c, ".build-id", id[:2], id[2:], "debug"))
 	}
-	for _, p := range paths {
+	for i, p := range paths {
 		if f := openWithID(p, id); f != nil {
+			if i >= cached {
+				f.srcCred = trust.Nobody
+			}
 			return f
 		}
 	}
@@ -197,7 +221,7 @@ func (s *Symbolizer) debugByID(id string) *elfFile {
 
 // openWithID opens path if it is an ELF file with build-id id.
 func openWithID(path, id string) *elfFile {
-	f, err := openELF(path)
+	f, err := openELF(path, trust.Unknown)
 	if err != nil {
 		return nil
 	}
@@ -231,11 +255,18 @@ func (s *Symbolizer) debugFile(main *elfFile, host string) *elfFile {
 			paths = append(paths, filepath.Join(s.opts.Root, d, relDir, name))
 		}
 	}
-	for _, p := range paths {
-		if got, ok := fileCRC(p); p == host || !ok || got != crc {
+	for i, p := range paths {
+		// Beside the binary, a debug file is found by a name the binary
+		// gives; in the debug directories, by a name and a path only
+		// root can write.
+		as := main.as
+		if i >= 2 {
+			as = trust.Unknown
+		}
+		if got, ok := fileCRC(p, as); p == host || !ok || got != crc {
 			continue
 		}
-		f, err := openELF(p)
+		f, err := openELF(p, as)
 		if err != nil {
 			continue
 		}
@@ -276,9 +307,10 @@ func debugLink(f *elf.File) (string, uint32, bool) {
 	return name, f.ByteOrder.Uint32(data[off:]), true
 }
 
-// fileCRC returns the CRC32 (IEEE) of a file's contents.
-func fileCRC(path string) (uint32, bool) {
-	f, err := os.Open(path)
+// fileCRC returns the CRC32 (IEEE) of a file's contents, read with c's
+// rights.
+func fileCRC(path string, c trust.Cred) (uint32, bool) {
+	f, err := trust.OpenNamed(path, c, 0)
 	if err != nil {
 		return 0, false
 	}

@@ -25,5 +25,14 @@
 // links, or over the size limit. It never makes jitprof follow a symlink,
 // open anything but a regular file, or quote a file's bytes in a message.
 //
+// Files that data names rather than the user (images a recording names,
+// debug files, source files an image's DWARF names) are opened by
+// OpenNamed: regular files only, never blocking, and, as root, with the
+// rights of the user whose word the path is (their filesystem uid and gid
+// on a thread of its own), so no user can make root's jitprof read a
+// file that user could not. OpenRecording opens the recording given on
+// the command line, refusing, as perf does, one owned by neither the
+// user running jitprof nor root.
+//
 // Refusals wrap ErrUntrusted; a missing file wraps fs.ErrNotExist.
 package trust

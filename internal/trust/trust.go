@@ -58,6 +58,8 @@ type File struct {
 	*os.File
 	// Size is the size the checks saw.
 	Size int64
+	// Owner is the file's owner and group.
+	Owner Cred
 }
 
 // Open opens path, a path in jitprof's own mount namespace, for reading
@@ -163,7 +165,7 @@ func openChecked(dirfd int, path, shown string, inRoot bool, ok func(*unix.Stat_
 		unix.Close(fd)
 		return nil, refuse(shown, "changed while it was opened", false)
 	}
-	return &File{File: os.NewFile(uintptr(fd), shown), Size: st2.Size}, nil
+	return &File{File: os.NewFile(uintptr(fd), shown), Size: st2.Size, Owner: CredOf(&st2)}, nil
 }
 
 // OpenCode opens path, code jitprof is to run in a process of its own (an

@@ -165,7 +165,7 @@ func (t *objTool) Disasm(file string, start, end uint64, intel bool) ([]driver.I
 			a++
 			continue
 		}
-		if code, err := annotate.ReadCode(elf.Path(), sym.Start, sym.Size); err == nil {
+		if code, err := annotate.ReadCode(elf, sym.Start, sym.Size); err == nil {
 			insts = append(insts, annotate.Disassemble(code, sym.Start, syntax, annotate.ImageSymbols(elf))...)
 		}
 		a = sym.Start + sym.Size
