@@ -3,6 +3,7 @@ package web
 import (
 	"fmt"
 	"regexp"
+	"sync"
 
 	"github.com/google/pprof/driver"
 	pprof "github.com/google/pprof/profile"
@@ -10,6 +11,7 @@ import (
 	"github.com/jitprof/jitprof/internal/annotate"
 	"github.com/jitprof/jitprof/internal/profile"
 	"github.com/jitprof/jitprof/internal/symbolize"
+	"github.com/jitprof/jitprof/internal/trust"
 )
 
 // pprof knows code by its address in one address space, where mappings
@@ -107,11 +109,15 @@ type objTool struct {
 	images map[string]bool   // every image's name
 	funcs  map[int32][]int32 // ELF image -> its functions, indices in p.Funcs
 	syntax map[bool]annotate.Syntax
+	src    *sources
+
+	credMu sync.Mutex
+	creds  map[int32]trust.Cred // image -> whose rights the sources it names are read with
 }
 
-func newObjTool(p *profile.Profile, files map[string]*code, sym *symbolize.Symbolizer) *objTool {
+func newObjTool(p *profile.Profile, files map[string]*code, sym *symbolize.Symbolizer, src *sources) *objTool {
 	t := &objTool{p: p, sym: sym, files: files, images: map[string]bool{}, funcs: map[int32][]int32{},
-		syntax: map[bool]annotate.Syntax{false: annotate.ATT, true: annotate.Intel}}
+		syntax: map[bool]annotate.Syntax{false: annotate.ATT, true: annotate.Intel}, src: src, creds: map[int32]trust.Cred{}}
 	for _, im := range p.Images {
 		t.images[im.Name] = true
 	}
@@ -141,6 +147,30 @@ func (t *objTool) elf(image int32) (*symbolize.Image, error) {
 	return t.sym.Open(im.Name, im.BuildID)
 }
 
+// source returns the name pprof is to know file by, a source file that
+// image's data names: its copy in the snapshot, read with the rights of
+// the image's owner (symbolize.Image.SourceCred). The source files JIT
+// data names, and those of an image that cannot be opened, are read with
+// nobody's rights: the view does not know the process's user.
+func (t *objTool) source(file string, image int32) string {
+	if file == "" {
+		return ""
+	}
+	t.credMu.Lock()
+	as, ok := t.creds[image]
+	if !ok {
+		as = trust.Nobody
+		if t.p.Images[image].Kind == profile.ImageFile {
+			if elf, err := t.elf(image); err == nil {
+				as = elf.SourceCred()
+			}
+		}
+		t.creds[image] = as
+	}
+	t.credMu.Unlock()
+	return t.src.path(file, as)
+}
+
 // Disasm disassembles [start, end] (end is the last byte, as in pprof's
 // Sym) of a relocated object, in its object addresses.
 func (t *objTool) Disasm(file string, start, end uint64, intel bool) ([]driver.Inst, error) {
@@ -150,7 +180,7 @@ func (t *objTool) Disasm(file string, start, end uint64, intel bool) ([]driver.I
 	}
 	syntax := t.syntax[intel]
 	if c.jit != nil {
-		return instsIn(annotate.Disassemble(c.jit.Code, c.jit.Addr, syntax, annotate.JITSymbols(c.jit)), start, end, nil), nil
+		return t.instsIn(annotate.Disassemble(c.jit.Code, c.jit.Addr, syntax, annotate.JITSymbols(c.jit)), start, end, c.image, nil), nil
 	}
 	elf, err := t.elf(c.image)
 	if err != nil {
@@ -170,12 +200,12 @@ func (t *objTool) Disasm(file string, start, end uint64, intel bool) ([]driver.I
 		}
 		a = sym.Start + sym.Size
 	}
-	return instsIn(insts, start, end, elf), nil
+	return t.instsIn(insts, start, end, c.image, elf), nil
 }
 
 // instsIn converts the instructions in [start, end] for pprof, with
-// their source lines when elf has them.
-func instsIn(insts []annotate.Inst, start, end uint64, elf *symbolize.Image) []driver.Inst {
+// their source lines when elf, the image's, has them.
+func (t *objTool) instsIn(insts []annotate.Inst, start, end uint64, image int32, elf *symbolize.Image) []driver.Inst {
 	var out []driver.Inst
 	for _, in := range insts {
 		if in.PC < start || in.PC > end {
@@ -184,7 +214,7 @@ func instsIn(insts []annotate.Inst, start, end uint64, elf *symbolize.Image) []d
 		di := driver.Inst{Addr: in.PC, Text: in.Text}
 		if elf != nil {
 			if frames, err := elf.Frames(in.PC); err == nil && len(frames) > 0 {
-				di.Function, di.File, di.Line = frames[0].Func, frames[0].File, frames[0].Line
+				di.Function, di.File, di.Line = frames[0].Func, t.source(frames[0].File, image), frames[0].Line
 			}
 		}
 		out = append(out, di)
@@ -236,7 +266,7 @@ func (o *objFile) SourceLine(addr uint64) ([]driver.Frame, error) {
 	}
 	out := make([]driver.Frame, len(frames))
 	for i, f := range frames {
-		out[i] = driver.Frame{Func: f.Func, File: f.File, Line: f.Line}
+		out[i] = driver.Frame{Func: f.Func, File: o.t.source(f.File, o.c.image), Line: f.Line}
 	}
 	return out, nil
 }

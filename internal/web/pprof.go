@@ -24,24 +24,30 @@ var pprofMu sync.Mutex
 // newPprofView starts pprof's web UI on p's samples of event, with
 // jitprof's object tool, and returns its handlers (path -> handler, to
 // mount under a prefix: its links are relative). One driver serves one
-// profile, so each selection has its own.
-func newPprofView(p *profile.Profile, event int, sym *symbolize.Symbolizer, log io.Writer) (map[string]http.Handler, error) {
+// profile, so each selection has its own. The source files pprof reads
+// are src's copies (sources.go), never the files the profile names.
+func newPprofView(p *profile.Profile, event int, sym *symbolize.Symbolizer, src *sources, log io.Writer) (map[string]http.Handler, error) {
 	pp, err := p.Pprof(event)
 	if err != nil {
 		return nil, err
 	}
-	files := relocate(p, pp)
+	obj := newObjTool(p, relocate(p, pp), sym, src)
+	for _, fn := range pp.Function {
+		// The export numbers functions from 1 in p.Funcs' order.
+		fn.Filename = obj.source(fn.Filename, p.Funcs[fn.ID-1].Image)
+	}
 	var handlers map[string]http.Handler
 	pprofMu.Lock()
 	defer pprofMu.Unlock()
 	err = driver.PProf(&driver.Options{
 		Writer: noFiles{},
 		// A port pprof does not open: the server is jitprof's.
-		Flagset: &flagSet{http: "localhost:1", source: "jitprof"},
-		Fetch:   fetcher{pp},
-		Sym:     symbolized{},
-		Obj:     newObjTool(p, files, sym),
-		UI:      &ui{log: log},
+		Flagset: &flagSet{http: "localhost:1", source: "jitprof", strings: map[string]string{
+			"source_path": src.dir, "trim_path": sourceTrimPath}},
+		Fetch: fetcher{pp},
+		Sym:   symbolized{},
+		Obj:   obj,
+		UI:    &ui{log: log},
 		HTTPServer: func(args *driver.HTTPServerArgs) error {
 			handlers = args.Handlers
 			return nil
@@ -80,9 +86,11 @@ func (noFiles) Open(name string) (io.WriteCloser, error) {
 }
 
 // flagSet answers pprof's flags with their defaults but -http, which
-// starts its web UI, and gives the one source, the fetcher's profile.
+// starts its web UI, and those in strings; it gives the one source, the
+// fetcher's profile.
 type flagSet struct {
 	http, source string
+	strings      map[string]string
 }
 
 func (f *flagSet) Bool(_ string, def bool, _ string) *bool          { return &def }
@@ -96,6 +104,9 @@ func (f *flagSet) Parse(func()) []string                            { return []s
 func (f *flagSet) String(name, def, _ string) *string {
 	if name == "http" {
 		return &f.http
+	}
+	if v, ok := f.strings[name]; ok {
+		return &v
 	}
 	return &def
 }

@@ -64,9 +64,10 @@ const maxViews = 8
 
 // Server serves the views of one recording.
 type Server struct {
-	opts Options
-	dot  bool // Graphviz's dot is installed: pprof's graph view works
-	mux  *http.ServeMux
+	opts  Options
+	dot   bool // Graphviz's dot is installed: pprof's graph view works
+	mux   *http.ServeMux
+	token string // what a request must carry (guard)
 
 	reloading sync.Mutex // one load at a time
 	mu        sync.Mutex // guards cur
@@ -78,6 +79,7 @@ type state struct {
 	rec   *Recording
 	users sync.WaitGroup // requests still using it
 	marks []byte         // JSON: JIT function name -> what it is, for pprof's pages
+	src   *sources       // the source files pprof's views read
 
 	mu    sync.Mutex
 	views map[Selection]*viewSlot
@@ -99,8 +101,12 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	if opts.Symbolizer == nil {
 		opts.Symbolizer = symbolize.New(symbolize.Options{})
 	}
-	s := &Server{opts: opts, mux: http.NewServeMux()}
-	_, err := exec.LookPath("dot")
+	token, err := newToken()
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{opts: opts, mux: http.NewServeMux(), token: token}
+	_, err = exec.LookPath("dot")
 	s.dot = err == nil
 	st, err := s.load(ctx)
 	if err != nil {
@@ -142,10 +148,16 @@ func (s *Server) load(ctx context.Context) (*state, error) {
 		}
 	}
 	b, err := json.Marshal(marks)
-	if err != nil {
-		return nil, err
+	if err == nil {
+		var src *sources
+		if src, err = newSources(); err == nil {
+			return &state{rec: rec, marks: b, src: src, views: map[Selection]*viewSlot{}, procs: map[int][]process{}}, nil
+		}
 	}
-	return &state{rec: rec, marks: b, views: map[Selection]*viewSlot{}, procs: map[int][]process{}}, nil
+	if rec.Close != nil {
+		rec.Close()
+	}
+	return nil, err
 }
 
 // jitMark says what JIT function f is: its JIT data's handler and
@@ -172,12 +184,14 @@ func (s *Server) acquire() *state {
 
 func (st *state) release() { st.users.Done() }
 
-// retire waits for st's last request, then releases its recording.
+// retire waits for st's last request, then releases its recording and
+// removes its source files' snapshot.
 func (st *state) retire() {
 	st.users.Wait()
 	if st.rec.Close != nil {
 		st.rec.Close()
 	}
+	st.src.close()
 }
 
 // Close releases the recording once the requests using it are done;
@@ -224,7 +238,7 @@ func (st *state) view(sel Selection, opts *Options) (map[string]http.Handler, er
 	st.lru = append(st.lru, sel)
 	st.mu.Unlock()
 	slot.once.Do(func() {
-		slot.handlers, slot.err = newPprofView(sel.apply(st.rec.Profile), sel.Event, opts.Symbolizer, opts.Log)
+		slot.handlers, slot.err = newPprofView(sel.apply(st.rec.Profile), sel.Event, opts.Symbolizer, st.src, opts.Log)
 	})
 	return slot.handlers, slot.err
 }
@@ -241,20 +255,32 @@ func (st *state) processes(event int) []process {
 	return l
 }
 
-// Handler returns the server's HTTP handler. Served on a loopback
-// address (Serve's listener), it answers only requests that name a
-// loopback host, so that a web page cannot reach it under a name of
-// its own (DNS rebinding).
-func (s *Server) Handler() http.Handler { return s.mux }
+// URL is the address to open the view at, served on addr: it carries
+// the server's token.
+func (s *Server) URL(addr net.Addr) string {
+	return "http://" + addr.String() + "/?" + tokenParam + "=" + s.token
+}
+
+// Handler returns the server's HTTP handler, served on addr. It answers
+// only requests that carry the server's token (guard), and on a loopback
+// address only those for a loopback host name.
+func (s *Server) Handler(addr net.Addr) http.Handler {
+	g := &guard{next: s.mux, token: s.token, cookie: "jitprof-web"}
+	if ta, ok := addr.(*net.TCPAddr); ok {
+		// Cookies are kept per host, not per port: each server's has a
+		// name of its own.
+		g.cookie += "-" + strconv.Itoa(ta.Port)
+		if ta.IP.IsLoopback() {
+			g.hostIP = ta.IP
+		}
+	}
+	return g
+}
 
 // Serve serves on ln until ctx is done, then stops, lets requests under
 // way finish and closes the recording.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	h := s.Handler()
-	if isLoopback(ln.Addr()) {
-		h = loopbackOnly(h)
-	}
-	srv := &http.Server{Handler: h}
+	srv := &http.Server{Handler: s.Handler(ln.Addr())}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -266,27 +292,6 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	err := srv.Shutdown(context.Background())
 	s.Close()
 	return err
-}
-
-func isLoopback(a net.Addr) bool {
-	ta, ok := a.(*net.TCPAddr)
-	return ok && ta.IP.IsLoopback()
-}
-
-// loopbackOnly refuses requests whose Host is not a loopback name.
-func loopbackOnly(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		host, _, err := net.SplitHostPort(r.Host)
-		if err != nil {
-			host = r.Host
-		}
-		ip := net.ParseIP(strings.Trim(host, "[]"))
-		if host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-			http.Error(w, "jitprof web answers on its loopback address only", http.StatusForbidden)
-			return
-		}
-		h.ServeHTTP(w, r)
-	})
 }
 
 // view names are pprof's: a word, never a path.
@@ -330,7 +335,7 @@ func (s *Server) servePprof(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
 		}
-		body = decorate(body, bar.Bytes(), st.marks, !s.dot)
+		body = st.src.unname(decorate(body, bar.Bytes(), st.marks, !s.dot))
 		buf.header.Del("Content-Length")
 	}
 	for k, v := range buf.header {

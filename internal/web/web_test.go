@@ -7,10 +7,13 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/cookiejar"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -66,25 +69,50 @@ func jitRecording() *Recording {
 		Claims: []anonbind.Claim{{PID: 7, Comm: "minijit", Handler: "jitlog", Source: "jitlog /tmp/anon.7", Asked: 6, Named: 6}}}
 }
 
-// server serves rec over HTTP for the test; loads counts Load's calls.
-func server(t *testing.T, rec func() *Recording) (url string, srv *Server, loads *atomic.Int32) {
+// testServer is a Server served over HTTP for a test.
+type testServer struct {
+	URL    string // its root, without the token
+	srv    *Server
+	loads  *atomic.Int32 // Load's calls
+	client *http.Client  // has the token's cookie
+}
+
+// server serves rec over HTTP for the test, with a client that opened
+// the address with the token.
+func server(t *testing.T, rec func() *Recording) *testServer {
 	t.Helper()
-	loads = &atomic.Int32{}
+	ts := &testServer{loads: &atomic.Int32{}}
 	srv, err := New(context.Background(), Options{Load: func(context.Context) (*Recording, error) {
-		loads.Add(1)
+		ts.loads.Add(1)
 		return rec(), nil
 	}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := httptest.NewServer(srv.Handler())
-	t.Cleanup(func() { ts.Close(); srv.Close() })
-	return ts.URL, srv, loads
+	hs := httptest.NewUnstartedServer(nil)
+	hs.Config.Handler = srv.Handler(hs.Listener.Addr())
+	hs.Start()
+	t.Cleanup(func() { hs.Close(); srv.Close() })
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts.URL, ts.srv, ts.client = hs.URL, srv, &http.Client{Jar: jar}
+	resp, err := ts.client.Get(srv.URL(hs.Listener.Addr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.Request.URL.RawQuery != "" {
+		t.Fatalf("the address with the token: %s at %s", resp.Status, resp.Request.URL)
+	}
+	return ts
 }
 
-func get(t *testing.T, url string) string {
+// get returns the page at path, which must be there.
+func (ts *testServer) get(t *testing.T, path string) string {
 	t.Helper()
-	resp, err := http.Get(url)
+	resp, err := ts.client.Get(ts.URL + path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +122,7 @@ func get(t *testing.T, url string) string {
 		t.Fatal(err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET %s: %s\n%s", url, resp.Status, body)
+		t.Fatalf("GET %s: %s\n%s", path, resp.Status, body)
 	}
 	return string(body)
 }
@@ -137,8 +165,8 @@ func sampled(lines []string) []string {
 // addresses; pprof's flame graph and top table are there with the JIT
 // functions' marks.
 func TestJITDisassembly(t *testing.T) {
-	url, _, _ := server(t, jitRecording)
-	page := get(t, url+"/ui/all/disasm?f=fib")
+	ts := server(t, jitRecording)
+	page := ts.get(t, "/ui/all/disasm?f=fib")
 	r := routines(page)
 	for name, want := range map[string]string{"fib [gen 3]": "dec %rcx", "fib [gen 5]": "jne 0x7f0000001003 &lt;fib [gen 5]&#43;0x3&gt;"} {
 		got := sampled(r[name])
@@ -149,13 +177,13 @@ func TestJITDisassembly(t *testing.T) {
 			t.Errorf("%s: not disassembled at its real address:\n%s", name, strings.Join(r[name], "\n"))
 		}
 	}
-	flame := get(t, url+"/ui/all/flamegraph")
+	flame := ts.get(t, "/ui/all/flamegraph")
 	for _, want := range []string{`id="jitprof-bar"`, "jitprofStackViewer(", `"fib [gen 3]":"JIT code: [JIT jitlog] minijit, generation 3"`, `/static/jitprof.js`} {
 		if !strings.Contains(flame, want) {
 			t.Errorf("the flame graph page lacks %s", want)
 		}
 	}
-	if js := get(t, url+"/static/jitprof.js"); !strings.Contains(js, "function jitprofStackViewer") {
+	if js := ts.get(t, "/static/jitprof.js"); !strings.Contains(js, "function jitprofStackViewer") {
 		t.Error("jitprof.js is not served")
 	}
 }
@@ -202,8 +230,8 @@ func TestELFDisassembly(t *testing.T) {
 		}
 		return &Recording{Profile: b.Profile(), Name: "busy.data"}
 	}
-	url, _, _ := server(t, rec)
-	page := get(t, url+"/ui/all/disasm?f=work_a")
+	ts := server(t, rec)
+	page := ts.get(t, "/ui/all/disasm?f=work_a")
 	var totals []string
 	for _, m := range regexp.MustCompile(`(?m)^ +(\d+ms) +\d+ms \(flat, cum\)`).FindAllStringSubmatch(page, -1) {
 		totals = append(totals, m[1])
@@ -214,7 +242,7 @@ func TestELFDisassembly(t *testing.T) {
 	if !strings.Contains(page, "busy.c:") {
 		t.Errorf("the disassembly has no source lines:\n%s", page)
 	}
-	if src := get(t, url+"/ui/all/source?f=work_a"); !strings.Contains(src, "double work_a(long n)") {
+	if src := ts.get(t, "/ui/all/source?f=work_a"); !strings.Contains(src, "double work_a(long n)") {
 		t.Errorf("the source view lacks work_a's source:\n%s", src)
 	}
 }
@@ -222,7 +250,7 @@ func TestELFDisassembly(t *testing.T) {
 // TestSelections: the selector's choices each get their own view, of
 // their samples only.
 func TestSelections(t *testing.T) {
-	url, _, _ := server(t, jitRecording)
+	ts := server(t, jitRecording)
 	for _, tc := range []struct {
 		sel        string
 		want, lack []string
@@ -234,7 +262,7 @@ func TestSelections(t *testing.T) {
 		{"p9", []string{"run"}, []string{"fib [gen", "do_syscall_64"}},
 	} {
 		// The top table's rows are its script's data: "Name":"...".
-		top := get(t, url+"/ui/"+tc.sel+"/top")
+		top := ts.get(t, "/ui/"+tc.sel+"/top")
 		for _, w := range tc.want {
 			if !strings.Contains(top, `"Name":"`+w) {
 				t.Errorf("%s: top lacks %s", tc.sel, w)
@@ -247,7 +275,7 @@ func TestSelections(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"p7-jit-jit", "px", "all-e1", "p7.tx"} {
-		resp, err := http.Get(url + "/ui/" + bad + "/top")
+		resp, err := ts.client.Get(ts.URL + "/ui/" + bad + "/top")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -257,8 +285,8 @@ func TestSelections(t *testing.T) {
 		}
 	}
 	// The bar's form: a choice keeps the view and its parameters.
-	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := client.Get(url + "/select?who=p7&code=jit&page=ui&view=flamegraph&q=si%3Dsamples")
+	client := &http.Client{Jar: ts.client.Jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := client.Get(ts.URL + "/select?who=p7&code=jit&page=ui&view=flamegraph&q=si%3Dsamples")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,15 +308,15 @@ func TestSelectionString(t *testing.T) {
 // TestPages: the recording's header, the handlers' claims and the
 // processes; the generations of fib side by side.
 func TestPages(t *testing.T) {
-	url, _, _ := server(t, jitRecording)
-	rec := get(t, url+"/recording")
+	ts := server(t, jitRecording)
+	rec := ts.get(t, "/recording")
 	for _, want := range []string{"cpu-clock (period 1000000): 10 samples", "<th>lost samples</th><td>2</td>", "1s (5.000000 to 6.000000)",
 		"jitprof record -- minijit", "jitlog /tmp/anon.7", "6 of 6", `href="/ui/p7-jit/">its JIT code</a>`} {
 		if !strings.Contains(rec, want) {
 			t.Errorf("the recording page lacks %q", want)
 		}
 	}
-	gens := get(t, url+"/generations?fn=fib")
+	gens := ts.get(t, "/generations?fn=fib")
 	for _, want := range []string{
 		`<td class="jit">fib [gen 3]</td><td class="jp-num">3</td>
           <td>0.100 s</td><td>0.600 s</td>`,
@@ -313,11 +341,11 @@ func TestPages(t *testing.T) {
 // menu hides it.
 func TestGraphWithoutDot(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
-	url, _, _ := server(t, jitRecording)
-	if page := get(t, url+"/ui/all/graph"); !strings.Contains(page, "apt-get install graphviz") {
+	ts := server(t, jitRecording)
+	if page := ts.get(t, "/ui/all/graph"); !strings.Contains(page, "apt-get install graphviz") {
 		t.Errorf("the graph view without dot:\n%s", page)
 	}
-	if page := get(t, url+"/ui/all/flamegraph"); !strings.Contains(page, "#graphbtn{display:none}") {
+	if page := ts.get(t, "/ui/all/flamegraph"); !strings.Contains(page, "#graphbtn{display:none}") {
 		t.Error("the menu offers the graph view without dot")
 	}
 }
@@ -326,20 +354,20 @@ func TestGraphWithoutDot(t *testing.T) {
 // once its requests are done.
 func TestReload(t *testing.T) {
 	var closed atomic.Int32
-	url, srv, loads := server(t, func() *Recording {
+	ts := server(t, func() *Recording {
 		r := jitRecording()
 		r.Close = func() { closed.Add(1) }
 		return r
 	})
-	get(t, url+"/ui/all/top")
-	st := srv.acquire() // a request still under way
-	resp, err := http.PostForm(url+"/reload", map[string][]string{"back": {"/recording"}})
+	ts.get(t, "/ui/all/top")
+	st := ts.srv.acquire() // a request still under way
+	resp, err := ts.client.PostForm(ts.URL+"/reload", map[string][]string{"back": {"/recording"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if loads.Load() != 2 || resp.Request.URL.Path != "/recording" {
-		t.Errorf("after reload: %d loads, at %s", loads.Load(), resp.Request.URL)
+	if ts.loads.Load() != 2 || resp.Request.URL.Path != "/recording" {
+		t.Errorf("after reload: %d loads, at %s", ts.loads.Load(), resp.Request.URL)
 	}
 	if closed.Load() != 0 {
 		t.Error("the old recording was closed under a request")
@@ -353,9 +381,12 @@ func TestReload(t *testing.T) {
 	}
 }
 
-// TestLoopbackOnly: on a loopback address, requests for another host
-// name (a DNS rebinding page) are refused.
-func TestLoopbackOnly(t *testing.T) {
+// TestToken: served on a loopback address, the view answers only
+// requests with its token, and for its address or localhost only. The
+// token in the query becomes an HttpOnly, SameSite=Strict cookie and
+// leaves the address; without it, with a wrong one, or for another host
+// name (a DNS rebinding page), requests are refused.
+func TestToken(t *testing.T) {
 	srv, err := New(context.Background(), Options{Load: func(context.Context) (*Recording, error) { return jitRecording(), nil }})
 	if err != nil {
 		t.Fatal(err)
@@ -367,20 +398,194 @@ func TestLoopbackOnly(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- srv.Serve(ctx, ln) }()
-	for host, want := range map[string]int{"evil.example": http.StatusForbidden, "localhost": http.StatusOK, ln.Addr().String(): http.StatusOK} {
-		req, _ := http.NewRequest("GET", "http://"+ln.Addr().String()+"/recording", nil)
+	addr := ln.Addr().String()
+	tokenURL := srv.URL(ln.Addr())
+	if !regexp.MustCompile(`^http://` + regexp.QuoteMeta(addr) + `/\?t=[0-9a-f]{32}$`).MatchString(tokenURL) {
+		t.Fatalf("the address to open is %s", tokenURL)
+	}
+	token := strings.TrimPrefix(tokenURL, "http://"+addr+"/?t=")
+	noRedirect := func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	do := func(host, path string, cookie *http.Cookie) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequest("GET", "http://"+addr+path, nil)
 		req.Host = host
-		resp, err := http.DefaultClient.Do(req)
+		if cookie != nil {
+			req.AddCookie(cookie)
+		}
+		resp, err := (&http.Client{CheckRedirect: noRedirect}).Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
 		resp.Body.Close()
-		if resp.StatusCode != want {
-			t.Errorf("Host %s: %s, want %d", host, resp.Status, want)
+		return resp
+	}
+
+	// The token in the query: a cookie, and the address without it.
+	resp := do(addr, "/recording?sel=all&t="+token, nil)
+	if loc := resp.Header.Get("Location"); resp.StatusCode != http.StatusSeeOther || loc != "/recording?sel=all" {
+		t.Errorf("with the token: %s to %q, want 303 to /recording?sel=all", resp.Status, loc)
+	}
+	var cookie *http.Cookie
+	for _, c := range resp.Cookies() {
+		if c.Value == token {
+			cookie = c
+		}
+	}
+	if cookie == nil || !cookie.HttpOnly || cookie.SameSite != http.SameSiteStrictMode || cookie.Path != "/" {
+		t.Fatalf("with the token: cookie %+v, want the token, HttpOnly, SameSite=Strict, for /", cookie)
+	}
+	wrong := &http.Cookie{Name: cookie.Name, Value: strings.Repeat("0", len(token))}
+	other := &http.Cookie{Name: "jitprof-web-1", Value: token} // another port's name
+	for _, tc := range []struct {
+		what, host, path string
+		cookie           *http.Cookie
+		want             int
+	}{
+		{"the cookie", addr, "/recording", cookie, http.StatusOK},
+		{"the cookie, for localhost", "localhost:" + strconv.Itoa(ln.Addr().(*net.TCPAddr).Port), "/recording", cookie, http.StatusOK},
+		{"nothing", addr, "/recording", nil, http.StatusForbidden},
+		{"nothing, for a pprof page", addr, "/ui/all/source?f=fib", nil, http.StatusForbidden},
+		{"nothing, for the reload", addr, "/reload", nil, http.StatusForbidden},
+		{"nothing, for a static file", addr, "/static/jitprof.js", nil, http.StatusForbidden},
+		{"a wrong cookie", addr, "/recording", wrong, http.StatusForbidden},
+		{"a wrong token", addr, "/recording?t=" + strings.Repeat("0", len(token)), nil, http.StatusForbidden},
+		{"an empty token", addr, "/recording?t=", nil, http.StatusForbidden},
+		{"another server's cookie", addr, "/recording", other, http.StatusForbidden},
+		{"the cookie, for another host", "evil.example", "/recording", cookie, http.StatusForbidden},
+		{"the token, for another host", "evil.example:" + strconv.Itoa(ln.Addr().(*net.TCPAddr).Port), "/?t=" + token, nil, http.StatusForbidden},
+		{"the cookie, for another loopback address", "127.0.0.2", "/recording", cookie, http.StatusForbidden},
+	} {
+		if resp := do(tc.host, tc.path, tc.cookie); resp.StatusCode != tc.want {
+			t.Errorf("%s (Host %s, %s): %s, want %d", tc.what, tc.host, tc.path, resp.Status, tc.want)
 		}
 	}
 	cancel()
 	if err := <-done; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		t.Errorf("Serve: %v", err)
+	}
+}
+
+// sourceProgram is a program whose debug info names three source files
+// by #line: SECRET (secret_fn), LINK (link_fn) and LEGIT (legit_fn,
+// main).
+const sourceProgram = `#line 1 "SECRET"
+long secret_fn(long n) { long s = 0; for (long i = 0; i < n; i++) s += i; return s; }
+#line 1 "LINK"
+long link_fn(long n) { long s = 1; for (long i = 0; i < n; i++) s ^= i; return s; }
+#line 1 "LEGIT"
+long legit_fn(long n) { long s = 2; for (long i = 0; i < n; i++) s += 3 * i; return s; }
+int main(int argc, char **argv) { (void)argv; return (int)(secret_fn(argc) + link_fn(argc) + legit_fn(argc)); }
+`
+
+// TestSourceAsOwner: pprof's source views show the source files a
+// user's program names as that user may read them. Its debug info names
+// a root-only file (0600) and a symlink to it, whose lines root's view
+// must not show, and a file of the user's, whose lines it shows; the
+// same program of root's shows the root-only file's lines, so the test
+// can tell.
+func TestSourceAsOwner(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("reading as the image's owner is what root's jitprof does; a user's reads with their own rights")
+	}
+	const user = 54321
+	cc := perftest.Need(t, "gcc")
+	dir := t.TempDir()
+	for _, d := range []string{filepath.Dir(dir), dir} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	secret, link, legit := filepath.Join(dir, "secret.c"), filepath.Join(dir, "link.c"), filepath.Join(dir, "legit.c")
+	if err := os.WriteFile(secret, []byte("root:SECRET-1:19000:0:99999:7:::\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(secret, link); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(legit, []byte("/* LEGIT-1 */\n/* LEGIT-2 */\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Lchown(link, user, user); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(legit, user, user); err != nil {
+		t.Fatal(err)
+	}
+	src := strings.NewReplacer(`"SECRET"`, `"`+secret+`"`, `"LINK"`, `"`+link+`"`, `"LEGIT"`, `"`+legit+`"`).Replace(sourceProgram)
+	if err := os.WriteFile(filepath.Join(dir, "prog.c"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "prog")
+	if out, err := exec.Command(cc, "-g", "-O0", "-fno-inline", "-o", bin, filepath.Join(dir, "prog.c")).CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	ef, err := elf.Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	syms, err := ef.Symbols()
+	ef.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	addrs := map[string]uint64{}
+	for _, s := range syms {
+		addrs[s.Name] = s.Value
+	}
+	rec := func() *Recording {
+		b := profile.NewBuilder()
+		ev := b.Event(profile.Event{Name: "cpu-clock", Period: 1_000_000})
+		th := b.Thread(profile.Thread{PID: 1, TID: 1, Comm: b.String("prog")})
+		im := b.Image(profile.Image{Name: bin, Start: 0x555500000000, Limit: 0x555500002000})
+		for fn, file := range map[string]string{"secret_fn": secret, "link_fn": link, "legit_fn": legit} {
+			if addrs[fn] == 0 {
+				t.Fatalf("no %s in the program", fn)
+			}
+			f := b.Func(profile.Func{Name: fn, Image: im, Addr: addrs[fn], File: file})
+			fr := b.Frame(profile.Frame{Func: f, File: b.String(file), Line: 1, Addr: addrs[fn] + 4})
+			b.Add(profile.Key{Stack: b.Push(-1, fr), Thread: th, Event: ev}, 5, 5_000_000)
+		}
+		return &Recording{Profile: b.Profile(), Name: "prog.data"}
+	}
+	// The snapshots pprof reads are private and go with their server.
+	var snapshots []string
+	t.Cleanup(func() {
+		for _, d := range snapshots {
+			if _, err := os.Lstat(d); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("the snapshot %s is left after the server closed (%v)", d, err)
+			}
+		}
+	})
+	pages := func(owner int) string {
+		t.Helper()
+		if err := os.Chown(bin, owner, owner); err != nil {
+			t.Fatal(err)
+		}
+		ts := server(t, rec)
+		st := ts.srv.acquire()
+		snapshots = append(snapshots, st.src.dir)
+		st.release()
+		if fi, err := os.Stat(snapshots[len(snapshots)-1]); err != nil {
+			t.Error(err)
+		} else if fi.Mode() != os.ModeDir|0o700 {
+			t.Errorf("the snapshot directory's mode is %v, want 0700", fi.Mode())
+		}
+		return ts.get(t, "/ui/all/source?f=_fn")
+	}
+	page := pages(user)
+	if strings.Contains(page, "SECRET-1") {
+		t.Errorf("the source views of a user's program show a root-only file:\n%s", page)
+	}
+	if !strings.Contains(page, "LEGIT-1") {
+		t.Errorf("the source views of a user's program lack its own source:\n%s", page)
+	}
+	// The page names the files as the program does, not by their copies.
+	for _, file := range []string{secret, link, legit} {
+		if !strings.Contains(page, `<p class="filename">`+file+`</p>`) {
+			t.Errorf("the source view does not name %s:\n%s", file, page)
+		}
+	}
+	if page := pages(0); !strings.Contains(page, "SECRET-1") {
+		t.Errorf("the source views of root's program lack root's source:\n%s", page)
 	}
 }
