@@ -75,7 +75,8 @@ func runWeb(args []string) error {
 		srv.Close()
 		return err
 	}
-	url := "http://" + ln.Addr().String() + "/"
+	// The address carries the server's token: only who has it may look.
+	url := srv.URL(ln.Addr())
 	fmt.Printf("jitprof web: serving %s on %s (Ctrl-C stops)\n", *input, url)
 	if ta, ok := ln.Addr().(*net.TCPAddr); !ok || !ta.IP.IsLoopback() {
 		fmt.Fprintf(os.Stderr, "jitprof web: warning: listening on %s, not a loopback address: whoever reaches it can read the profile (command lines, paths, JIT code)\n", ln.Addr())

@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/http/cookiejar"
 	"net/url"
 	"os"
 	"os/exec"
@@ -77,18 +78,24 @@ func checkWeb(t *testing.T, chromium, jitprof, data string, env []string, mark s
 	}
 	slices.Sort(want)
 	t.Logf("looking for %q", want)
-	addr, _ := startWeb(t, jitprof, env, "-i", data, "--anon-samples")
+	printed, _ := startWeb(t, jitprof, env, "-i", data, "--anon-samples")
+	addr, _, _ := strings.Cut(printed, "?")
 	ctx := browser(t, chromium)
 	art := artifactDir(t)
 
-	// pprof's flame graph, from the root's redirect. Hovering a box has
-	// pprof write its name in its title, and jitprof's script what it is.
+	// pprof's flame graph, from the printed address: its token becomes
+	// the browser's cookie, and the root redirects to the flame graph.
+	// Hovering a box has pprof write its name in its title, and
+	// jitprof's script what it is.
 	type box struct {
 		Title, Text string
 		JIT         bool
 	}
-	if err := chromedp.Do(ctx, chromedp.Navigate(addr), chromedp.WaitVisible(chromedp.CSS(`#stack-chart .boxbg`))); err != nil {
-		t.Fatalf("flame graph at %s: %v", addr, err)
+	if err := chromedp.Do(ctx, chromedp.Navigate(printed), chromedp.WaitVisible(chromedp.CSS(`#stack-chart .boxbg`))); err != nil {
+		t.Fatalf("flame graph at %s: %v", printed, err)
+	}
+	if loc, err := chromedp.Run(ctx, chromedp.Location()); err != nil || strings.Contains(loc, "t=") {
+		t.Errorf("the browser is at %q (%v), want the address without the token", loc, err)
 	}
 	boxes, err := chromedp.Run(ctx, chromedp.Evaluate[[]box](`(async () => {
 		const out = [];
@@ -181,7 +188,8 @@ func checkWeb(t *testing.T, chromium, jitprof, data string, env []string, mark s
 }
 
 // startWeb starts jitprof web with args on a free loopback port and
-// returns the address it prints and its standard error so far; the
+// returns the address it prints (with its token) and its standard error
+// so far; the
 // test's end stops it with SIGINT, and it must exit cleanly.
 func startWeb(t *testing.T, jitprof string, env []string, args ...string) (string, func() string) {
 	t.Helper()
@@ -203,7 +211,7 @@ func startWeb(t *testing.T, jitprof string, env []string, args ...string) (strin
 		}
 	})
 	line, err := bufio.NewReader(out).ReadString('\n')
-	m := regexp.MustCompile(`on (http://127\.0\.0\.1:\d+/) `).FindStringSubmatch(line)
+	m := regexp.MustCompile(`on (http://127\.0\.0\.1:\d+/\?t=[0-9a-f]{32}) `).FindStringSubmatch(line)
 	if m == nil {
 		t.Fatalf("jitprof web printed %q (%v), no address\n%s", line, err, stderr.String())
 	}
@@ -229,8 +237,9 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// TestWebOpen: --open shows the address in $BROWSER, but not when CI is
-// set; without --anon-samples the recording's page says what was left
+// TestWebOpen: --open shows the address, with its token, in $BROWSER,
+// but not when CI is set; the address without the token shows nothing;
+// without --anon-samples the recording's page says what was left
 // out.
 func TestWebOpen(t *testing.T) {
 	bin := jitprofBinary(t)
@@ -261,8 +270,26 @@ func TestWebOpen(t *testing.T) {
 
 	addr, _ := startWeb(t, bin, env(false), "-i", data, "--open")
 	eventually("the browser to open "+addr, func() bool { return read() == addr+"\n" })
-	resp, err := http.Get(addr + "recording")
+	// The address opened is the one with the token; without, no page.
+	base, _, _ := strings.Cut(addr, "?")
+	resp, err := http.Get(base + "recording")
 	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Errorf("without the token: %s, want 403", resp.Status)
+	}
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := &http.Client{Jar: jar}
+	if resp, err = client.Get(addr); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp, err = client.Get(base + "recording"); err != nil {
 		t.Fatal(err)
 	}
 	page, err := io.ReadAll(resp.Body)
