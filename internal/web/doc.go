@@ -20,6 +20,9 @@
 // /generations, the generations of one JIT function side by side: when
 // each was there, where, its size, its samples and its code.
 //
-// The server listens where its caller says; on a loopback address it
-// answers only requests for a loopback host name.
+// The server listens where its caller says and answers only requests
+// that carry its random token (URL, guard.go), on a loopback address only
+// for that address or localhost. pprof's source view reads copies of the
+// source files, made with the rights of the user whose data named them
+// (sources.go), never the files themselves.
 package web
