@@ -188,6 +188,25 @@ func TestJITDisassembly(t *testing.T) {
 	}
 }
 
+// symbols returns the addresses of an ELF file's symbols by name.
+func symbols(t *testing.T, path string) map[string]uint64 {
+	t.Helper()
+	f, err := elf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	syms, err := f.Symbols()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]uint64{}
+	for _, s := range syms {
+		out[s.Name] = s.Value
+	}
+	return out
+}
+
 // TestELFDisassembly: two ELF images whose functions have the same
 // virtual addresses (a program and its copy) keep their samples apart in
 // the disassembly, with source lines from DWARF in the source view.
@@ -201,21 +220,7 @@ func TestELFDisassembly(t *testing.T) {
 	if err := os.WriteFile(cp, data, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	f, err := elf.Open(busy)
-	if err != nil {
-		t.Fatal(err)
-	}
-	syms, err := f.Symbols()
-	f.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var workA uint64
-	for _, s := range syms {
-		if s.Name == "work_a" {
-			workA = s.Value
-		}
-	}
+	workA := symbols(t, busy)["work_a"]
 	if workA == 0 {
 		t.Fatal("no work_a in the busy workload")
 	}
@@ -519,19 +524,7 @@ func TestSourceAsOwner(t *testing.T) {
 	if out, err := exec.Command(cc, "-g", "-O0", "-fno-inline", "-o", bin, filepath.Join(dir, "prog.c")).CombinedOutput(); err != nil {
 		t.Fatalf("gcc: %v\n%s", err, out)
 	}
-	ef, err := elf.Open(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	syms, err := ef.Symbols()
-	ef.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	addrs := map[string]uint64{}
-	for _, s := range syms {
-		addrs[s.Name] = s.Value
-	}
+	addrs := symbols(t, bin)
 	rec := func() *Recording {
 		b := profile.NewBuilder()
 		ev := b.Event(profile.Event{Name: "cpu-clock", Period: 1_000_000})
