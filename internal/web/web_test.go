@@ -487,7 +487,9 @@ int main(int argc, char **argv) { (void)argv; return (int)(secret_fn(argc) + lin
 // a root-only file (0600) and a symlink to it, whose lines root's view
 // must not show, and a file of the user's, whose lines it shows; the
 // same program of root's shows the root-only file's lines, so the test
-// can tell.
+// can tell. Files planted where pprof would search a relative name (the
+// parent of the snapshot) are not shown either. The snapshot is 0700 and
+// goes with its server.
 func TestSourceAsOwner(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("reading as the image's owner is what root's jitprof does; a user's reads with their own rights")
@@ -541,6 +543,11 @@ func TestSourceAsOwner(t *testing.T) {
 		return &Recording{Profile: b.Profile(), Name: "prog.data"}
 	}
 	// The snapshots pprof reads are private and go with their server.
+	tmp := filepath.Join(dir, "tmp")
+	if err := os.Mkdir(tmp, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("TMPDIR", tmp)
 	var snapshots []string
 	t.Cleanup(func() {
 		for _, d := range snapshots {
@@ -563,11 +570,25 @@ func TestSourceAsOwner(t *testing.T) {
 		} else if fi.Mode() != os.ModeDir|0o700 {
 			t.Errorf("the snapshot directory's mode is %v, want 0700", fi.Mode())
 		}
+		// Where pprof would look for a missing copy if it took the
+		// snapshot's paths for relative ones: beside the snapshot, in
+		// the temporary directory any user may write.
+		for i := 1; i <= 3; i++ {
+			for _, file := range []string{secret, link} {
+				decoy := filepath.Join(tmp, strconv.Itoa(i), file)
+				if err := os.MkdirAll(filepath.Dir(decoy), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(decoy, []byte("DECOY\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
 		return ts.get(t, "/ui/all/source?f=_fn")
 	}
 	page := pages(user)
-	if strings.Contains(page, "SECRET-1") {
-		t.Errorf("the source views of a user's program show a root-only file:\n%s", page)
+	if strings.Contains(page, "SECRET-1") || strings.Contains(page, "DECOY") {
+		t.Errorf("the source views of a user's program show a root-only file, or another in its place:\n%s", page)
 	}
 	if !strings.Contains(page, "LEGIT-1") {
 		t.Errorf("the source views of a user's program lack its own source:\n%s", page)
