@@ -32,7 +32,22 @@ func newPprofView(p *profile.Profile, event int, sym *symbolize.Symbolizer, src 
 		return nil, err
 	}
 	obj := newObjTool(p, relocate(p, pp), sym, src)
+	// Only the functions of the selection's samples are copied (and their
+	// images opened for their owner); pprof shows no other, and reads
+	// nothing of them once their file names are gone.
+	sampled := map[*pprof.Function]bool{}
+	for _, sm := range pp.Sample {
+		for _, loc := range sm.Location {
+			for _, ln := range loc.Line {
+				sampled[ln.Function] = true
+			}
+		}
+	}
 	for _, fn := range pp.Function {
+		if !sampled[fn] {
+			fn.Filename = ""
+			continue
+		}
 		// The export numbers functions from 1 in p.Funcs' order.
 		fn.Filename = obj.source(fn.Filename, p.Funcs[fn.ID-1].Image)
 	}
