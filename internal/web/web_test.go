@@ -386,12 +386,12 @@ func TestReload(t *testing.T) {
 	}
 }
 
-// TestToken: served on a loopback address, the view answers only
+// TestWebToken: served on a loopback address, the view answers only
 // requests with its token, and for its address or localhost only. The
 // token in the query becomes an HttpOnly, SameSite=Strict cookie and
 // leaves the address; without it, with a wrong one, or for another host
 // name (a DNS rebinding page), requests are refused.
-func TestToken(t *testing.T) {
+func TestWebToken(t *testing.T) {
 	srv, err := New(context.Background(), Options{Load: func(context.Context) (*Recording, error) { return jitRecording(), nil }})
 	if err != nil {
 		t.Fatal(err)
@@ -482,7 +482,7 @@ long legit_fn(long n) { long s = 2; for (long i = 0; i < n; i++) s += 3 * i; ret
 int main(int argc, char **argv) { (void)argv; return (int)(secret_fn(argc) + link_fn(argc) + legit_fn(argc)); }
 `
 
-// TestSourceAsOwner: pprof's source views show the source files a
+// TestWebSourceAsOwner: pprof's source views show the source files a
 // user's program names as that user may read them. Its debug info names
 // a root-only file (0600) and a symlink to it, whose lines root's view
 // must not show, and a file of the user's, whose lines it shows; the
@@ -490,7 +490,7 @@ int main(int argc, char **argv) { (void)argv; return (int)(secret_fn(argc) + lin
 // can tell. Files planted where pprof would search a relative name (the
 // parent of the snapshot) are not shown either. The snapshot is 0700 and
 // goes with its server.
-func TestSourceAsOwner(t *testing.T) {
+func TestWebSourceAsOwner(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("reading as the image's owner is what root's jitprof does; a user's reads with their own rights")
 	}
