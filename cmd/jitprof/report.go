@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/jitprof/jitprof/internal/anonbind"
+	"github.com/jitprof/jitprof/internal/flamegraph"
 	"github.com/jitprof/jitprof/internal/perfevent"
 	"github.com/jitprof/jitprof/internal/profile"
 	"github.com/jitprof/jitprof/internal/report"
@@ -50,13 +51,13 @@ func runReport(args []string) error {
 	for _, name := range []string{"cpu", "C"} {
 		fs.StringVar(&cpus, name, "", "only the samples of these `cpus` (e.g. 0-3,5), percentages of theirs as perf's; --cpu and -C are one")
 	}
-	format := fs.String("format", "text", "output `format`: text, json, csv, pprof (.pb.gz) or folded (flame-graph stacks)")
+	format := fs.String("format", "text", "output `format`: text, json, csv, pprof (.pb.gz), folded (flame-graph stacks) or html (a self-contained flame graph)")
 	output := fs.String("o", "", "write to `file` instead of standard output")
 	foldedPeriods := fs.Bool("folded-periods", false, "folded: write each stack's period (event count) instead of its samples")
 	var jit anonFlags
 	jit.register(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: jitprof report [-i FILE] [-l] [-g [caller|callee]] [-s|--sort KEYS] [--format text|json|csv|pprof|folded] [-o FILE]")
+		fmt.Fprintln(fs.Output(), "usage: jitprof report [-i FILE] [-l] [-g [caller|callee]] [-s|--sort KEYS] [--format text|json|csv|pprof|folded|html] [-o FILE]")
 		printFlags(fs)
 	}
 	pos, err := parseArgs(fs, joinCallGraphSpec(args))
@@ -77,7 +78,7 @@ func runReport(args []string) error {
 		return errUsage
 	}
 	switch *format {
-	case "text", "pprof", "folded":
+	case "text", "pprof", "folded", "html":
 	case "json":
 		opts.Format = report.JSON
 	case "csv":
@@ -101,7 +102,7 @@ func runReport(args []string) error {
 	}
 
 	sopts := session.Options{Lines: contains(opts.Sort, report.KeySrcline), Progress: progressBar(os.Stderr),
-		LeafOnly: !opts.Children && !opts.Chains.Graph && *format != "pprof" && *format != "folded"} // a flat report needs no callchains
+		LeafOnly: !opts.Children && !opts.Chains.Graph && *format != "pprof" && *format != "folded" && *format != "html"} // a flat report needs no callchains
 	p, binder, done, err := jit.load("report", *input, sopts)
 	if err != nil {
 		return err
@@ -120,10 +121,8 @@ func runReport(args []string) error {
 	if binder == nil {
 		excluded = anonbind.ExcludeAnon(p)
 	}
-	var leftOut string
-	if excluded.Samples > 0 {
-		leftOut = fmt.Sprintf("%d of %d samples (%.2f%% of the event) are in JIT code (anonymous executable memory) and left out, so percentages are of the rest: add --anon-samples to include and name them",
-			excluded.Samples, excluded.Samples+p.Events[0].Count, 100*float64(excluded.Period)/float64(max(excluded.TotalPeriod, 1)))
+	leftOut := excluded.Note(p.Events[0].Count)
+	if leftOut != "" {
 		if *format == "text" || *format == "json" {
 			opts.Notes = append(opts.Notes, leftOut) // in the report's header
 		} else {
@@ -148,6 +147,12 @@ func runReport(args []string) error {
 			return err
 		}
 		return w.Close()
+	case "html":
+		var notes []string
+		if leftOut != "" {
+			notes = append(notes, leftOut)
+		}
+		err = flamegraph.Write(w, p, flamegraph.Options{Title: *input, Notes: notes})
 	case "folded":
 		value := profile.FoldedSamples
 		if *foldedPeriods {

@@ -66,6 +66,10 @@ type Symbol struct {
 	File        string // source file, when the JIT data has lines
 	Line        int
 	Code        []byte // the machine code, when the JIT logged it (for annotate)
+	// Load and Unload are when the code was there, in the recording's
+	// clock, from sources that have times; Unload is codemap.Forever
+	// while it still is. Both are 0 when the source has no times.
+	Load, Unload uint64
 	// Ambiguous lists the names a timeless source (a perf map) gives the
 	// range when code was re-generated there; Name is then empty, and
 	// the report says the data cannot tell them apart.

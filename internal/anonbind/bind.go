@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 
 	"github.com/jitprof/jitprof/internal/anon"
+	"github.com/jitprof/jitprof/internal/codemap"
 	"github.com/jitprof/jitprof/internal/jitbundle"
 	"github.com/jitprof/jitprof/internal/session"
 	"github.com/jitprof/jitprof/internal/trust"
@@ -163,7 +164,12 @@ func (b *Binder) Resolve(pid uint32, addr, time uint64) (session.AnonFrame, bool
 		return session.AnonFrame{}, false
 	}
 	st.named.Add(1)
-	return session.AnonFrame{Func: st.name(&sym), Image: st.image, Start: sym.Start, File: sym.File, Line: sym.Line, Code: sym.Code}, true
+	unload := sym.Unload
+	if unload == codemap.Forever {
+		unload = 0
+	}
+	return session.AnonFrame{Func: st.name(&sym), Image: st.image, Start: sym.Start, File: sym.File, Line: sym.Line, Code: sym.Code,
+		Size: sym.Size, Gen: sym.Gen, Load: sym.Load, Unload: unload}, true
 }
 
 // prepared returns Prepare's answer for (addr, time), if it had one.

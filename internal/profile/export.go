@@ -13,7 +13,8 @@ import (
 
 // Pprof converts the samples of one event into a pprof profile, with a
 // mapping per image (build-id included), a function per Func and, when
-// the profile has them, source lines.
+// the profile has them, source lines. Its locations are p's frames and
+// its functions p's functions: their IDs are their indices plus one.
 func (p *Profile) Pprof(event int) (*profile.Profile, error) {
 	if event < 0 || event >= len(p.Events) {
 		return nil, fmt.Errorf("profile: no event %d", event)

@@ -28,6 +28,12 @@ type AnonFrame struct {
 	File  string
 	Line  int
 	Code  []byte // its machine code, when the JIT logged it
+	Size  uint64 // the code's length in bytes
+	Gen   uint64 // its generation, when the JIT data tells them apart
+	// Load and Unload are when the code was there (the recording's
+	// clock): 0 when the JIT data has no times, Unload also while the
+	// code still is.
+	Load, Unload uint64
 }
 
 // Options control Load.
@@ -528,7 +534,7 @@ func (l *loader) frame(pid uint32, addr, tm uint64, mode uint16, ret bool) int32
 			l.timed = true // JIT code changes at any time, not with mappings
 			if af, ok := l.opts.Anon.Resolve(pid, addr, tm); ok {
 				im := l.b.Image(profile.Image{Name: af.Image, Kind: profile.ImageAnon})
-				fn := l.b.Func(profile.Func{Name: af.Func, Image: im, Addr: af.Start, File: af.File, Code: af.Code})
+				fn := l.b.Func(profile.Func{Name: af.Func, Image: im, Addr: af.Start, File: af.File, Code: af.Code, Size: af.Size, Gen: af.Gen, Load: af.Load, Unload: af.Unload})
 				fr := profile.Frame{Func: fn}
 				if l.opts.Lines {
 					fr.File, fr.Line = l.b.String(af.File), int32(af.Line)
