@@ -393,3 +393,21 @@ func TestConversationV2Disk(t *testing.T) {
 		t.Errorf("requests %q, want details with %q", sp.reqs, d)
 	}
 }
+
+// TestConversationNewer: a handler that speaks a later version than
+// jitprof is told the session is of jitprof's, and answers in it.
+func TestConversationNewer(t *testing.T) {
+	h, peers := talkTo("protocol 7\n\x00yes\n\x00src 1000 100 0 /a.js 3 f\n\x00")
+	r, err := h.Claim(&Process{PID: 7})
+	if err != nil || r == nil {
+		t.Fatalf("Claim = %v, %v", r, err)
+	}
+	if s, _ := r.Resolve(0x1000, 1); s.Name != "f" || s.File != "/a.js" || s.Line != 3 {
+		t.Errorf("Resolve = %+v", s)
+	}
+	r.Close()
+	<-(*peers)[0].done
+	if reqs := (*peers)[0].reqs; len(reqs) < 2 || !strings.HasPrefix(reqs[1], "protocol 2\n") {
+		t.Errorf("requests %q, want the session's version, 2", reqs)
+	}
+}
