@@ -1,6 +1,7 @@
 package anon
 
 import (
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"maps"
@@ -217,23 +218,15 @@ func unescape(s string) (string, error) {
 			b.WriteByte(s[i])
 			continue
 		}
-		if i+2 >= len(s) || unhex(s[i+1]) < 0 || unhex(s[i+2]) < 0 {
+		if i+2 >= len(s) {
 			return "", errEscape
 		}
-		b.WriteByte(byte(unhex(s[i+1])<<4 | unhex(s[i+2])))
+		c, err := hex.DecodeString(s[i+1 : i+3])
+		if err != nil {
+			return "", errEscape
+		}
+		b.Write(c)
 		i += 2
 	}
 	return b.String(), nil
-}
-
-func unhex(c byte) int {
-	switch {
-	case '0' <= c && c <= '9':
-		return int(c - '0')
-	case 'a' <= c && c <= 'f':
-		return int(c-'a') + 10
-	case 'A' <= c && c <= 'F':
-		return int(c-'A') + 10
-	}
-	return -1
 }
