@@ -106,14 +106,14 @@ type dataFile struct {
 }
 
 // dataFiles opens p's JIT data on disk: for each built-in handler that
-// reads files, in DefaultOrder, the first of its paths that exists. The
-// caller closes the files.
+// reads files, in the order they are tried, the first of its paths that
+// exists. The caller closes the files.
 func dataFiles(p *Process) []dataFile {
 	var out []dataFile
-	mu.Lock()
-	defer mu.Unlock()
-	for _, name := range DefaultOrder {
-		c, ok := builtins[name].(collector)
+	builtins, _ := Select(nil)
+	for _, h := range builtins {
+		name := h.Name()
+		c, ok := h.(collector)
 		if !ok {
 			continue
 		}
