@@ -112,7 +112,9 @@ static int read_details(char *line, struct jitprof_anon_process *p) {
 		} else if (strncmp(line, "range ", 6) == 0) {
 			if (sscanf(line + 6, "%" SCNu64 " %" SCNu64, &p->time_from, &p->time_to) != 2)
 				p->time_from = p->time_to = 0;
-		} else if (strncmp(line, "data ", 5) == 0 && p->ndata < MAX_DATA) {
+		} else if (strncmp(line, "data ", 5) == 0 && p->ndata < MAX_DATA && strlen(line) < MAX_LINE / 4) {
+			/* A line longer than a field holds names a path past
+			 * PATH_MAX: skipped rather than cut. */
 			char (*s)[MAX_LINE / 4] = data_strs[p->ndata];
 			char from[16];
 			struct jitprof_anon_data *d = &data[p->ndata];
