@@ -48,7 +48,19 @@ type Process struct {
 	PyPyLog string
 	// Force overrides the trust checks (the report's --force).
 	Force bool
+	// Exe is the file the process executed, as the recording names it;
+	// "" for the file of its first executable mapping (Executable).
+	// External handlers of protocol version 2 get it.
+	Exe string
+	// Span is the recording's time range; zero when unknown. External
+	// handlers of protocol version 2 get it.
+	Span TimeRange
 }
+
+// TimeRange is a span of time in the recording's clock (that of
+// Resolver.Resolve's t), in nanoseconds: From its first record to To,
+// its last.
+type TimeRange struct{ From, To uint64 }
 
 // Mapping is one mapping of a process, from an MMAP/MMAP2 record.
 type Mapping struct {
