@@ -13,6 +13,9 @@
  * One host process serves one recorded process: jitprof_anon_claim once,
  * then jitprof_anon_resolve any number of times if it claimed, then
  * jitprof_anon_close. Calls come from one thread.
+ *
+ * Version 2 gives the claim the process's executable, the recording's time
+ * range and its JIT data files, and lets resolve give source positions.
  */
 #ifndef JITPROF_ANON_H
 #define JITPROF_ANON_H
@@ -26,8 +29,29 @@ extern "C" {
 
 /* The version of this interface. A library exports
  *     const uint32_t jitprof_anon_version = JITPROF_ANON_VERSION;
- * and the host refuses a library of another version. */
-#define JITPROF_ANON_VERSION 1
+ * the version of the header it was built with. The host runs libraries
+ * of versions 1 to its own, each with the structures of its version (a
+ * library of version 1 gets no field marked "version 2", and its queries
+ * are laid out as version 1's were: struct jitprof_anon_query_v1), and
+ * refuses a newer library, saying both versions; a library reads the
+ * host's version in jitprof_anon_process.version. */
+#define JITPROF_ANON_VERSION 2
+
+/* One file of the process's JIT data (version 2), as jitprof gives it:
+ * the copy embedded in the recording by jitprof record or, when the
+ * recording has none, the file on disk that jitprof opened after its
+ * trust checks. The library reads it at path, "/proc/self/fd/N", a
+ * descriptor the host inherited (open() it, or read descriptor N from
+ * offset 0), not at origin: what it reads is what jitprof checked. */
+struct jitprof_anon_data {
+	const char *kind;   /* the format, as jitprof's built-in handler names
+	                       it: "jitlog", "jitdump", "perfmap", "pypy",
+	                       "tsc" (the recording's TSC calibration); "" other */
+	const char *path;   /* where to read it: /proc/self/fd/N */
+	const char *origin; /* where the JIT wrote it (in its root) */
+	int embedded;       /* 1: the copy in the recording; 0: the file on disk now */
+	uint64_t size;      /* its size in bytes */
+};
 
 /* The process a claim asks about. Strings are NUL-terminated and valid
  * for the call only. */
@@ -37,6 +61,14 @@ struct jitprof_anon_process {
 	int32_t uid;      /* the user the process ran as; -1 unknown */
 	const char *root; /* where its files are seen (/proc/PID/root); "" the host's / */
 	const char *comm; /* its command name */
+	/* Version 2. */
+	uint32_t version; /* the host's interface version, 2 or more */
+	const char *exe;  /* the file the process executed; "" unknown */
+	uint64_t time_from, time_to; /* the recording's time range, in the clock
+	                                of jitprof_anon_query.time; 0, 0 unknown */
+	const struct jitprof_anon_data *data; /* the JIT data jitprof has for the
+	                                         process (at most 16 files) */
+	size_t ndata;
 };
 
 /* What jitprof_anon_claim returns. */
@@ -58,6 +90,20 @@ struct jitprof_anon_query {
 	uint64_t start, size, gen;
 	char *name;      /* out buffer, provided by the host */
 	size_t name_len; /* its size (4096) */
+	/* Version 2, out, optional: the source position of addr, file copied
+	 * into file[] as name into name[]; "" and 0 when unknown. The report
+	 * shows them where it shows source lines (--sort srcline). */
+	char *file;      /* out buffer, provided by the host, "" on entry */
+	size_t file_len; /* its size (4096) */
+	uint32_t line;   /* 1-based; 0 unknown */
+};
+
+/* A query as libraries of version 1 get it. */
+struct jitprof_anon_query_v1 {
+	uint64_t addr, time;
+	uint64_t start, size, gen;
+	char *name;
+	size_t name_len;
 };
 
 /* jitprof_anon_claim decides whether the handler understands the JIT data
@@ -65,7 +111,8 @@ struct jitprof_anon_query {
  * on ERROR, msg (msg_len bytes) says why. */
 typedef int jitprof_anon_claim_fn(const struct jitprof_anon_process *p, void **state, char *msg, size_t msg_len);
 
-/* jitprof_anon_resolve answers n queries (n <= 4096) in place. It returns
+/* jitprof_anon_resolve answers n queries (n <= 4096) in place (a library
+ * of version 1 gets struct jitprof_anon_query_v1 instead). It returns
  * 0, or -1 with msg set when the handler can no longer answer (the session
  * ends; jitprof reports msg). */
 typedef int jitprof_anon_resolve_fn(void *state, struct jitprof_anon_query *q, size_t n, char *msg, size_t msg_len);

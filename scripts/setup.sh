@@ -6,7 +6,9 @@
 #   scripts/setup.sh test   what ./test.sh runs: Linux perf (the reference
 #                           every real-tool test compares against) and the
 #                           tools the tests drive (pypy3: a real JIT whose
-#                           log the pypy handler reads)
+#                           log the pypy handler reads; chromium: the
+#                           browser jitprof web's pages are tested in;
+#                           graphviz: dot, which draws its graph view)
 #
 # Go tools (staticcheck) are not installed here: they are pinned in go.mod
 # with tool directives and run as `go tool NAME`, checked by go.sum.
@@ -44,6 +46,8 @@ done
 [ -x /usr/sbin/useradd ] || command -v useradd >/dev/null 2>&1 || need_apt+=(passwd)
 [ -x /usr/bin/time ] || need_apt+=(time)
 command -v pypy3 >/dev/null 2>&1 && pypy3 --version >/dev/null 2>&1 || need_apt+=(pypy3)
+[ -x /usr/bin/chromium ] || need_apt+=(chromium)
+command -v dot >/dev/null 2>&1 || need_apt+=(graphviz)
 if [ ${#need_apt[@]} -gt 0 ]; then
 	if [ "$(id -u)" -ne 0 ]; then
 		echo "setup: need root to install: ${need_apt[*]} (apt-get install -y ${need_apt[*]})" >&2

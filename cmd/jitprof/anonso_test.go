@@ -63,10 +63,10 @@ void jitprof_anon_close(void *s) { (void)s; }
 		t.Fatalf("the JIT did not say where its code is: %q", out)
 	}
 	syms := t.TempDir()
-	os.WriteFile(filepath.Join(syms, fmt.Sprintf("jitsyms-%d.txt", pid)), fmt.Appendf(nil, "jit_spin %x 9\n", addr), 0o644)
+	os.WriteFile(filepath.Join(syms, fmt.Sprintf("jitsyms-%d.txt", pid)), fmt.Appendf(nil, "jit_spin %x 9 /src/spin.toy 42\n", addr), 0o644)
 
-	report := func(handler string) (string, string) {
-		cmd := exec.Command(jitprof, "report", "-i", data, "--anon-samples", "-l", "--anon-handler", handler)
+	report := func(handler string, args ...string) (string, string) {
+		cmd := exec.Command(jitprof, append([]string{"report", "-i", data, "--anon-samples", "-l", "--anon-handler", handler}, args...)...)
 		cmd.Env = append(os.Environ(), "JITPROF_ANON_PATH="+libs, "ANONHANDLER_DIR="+syms)
 		var stderr strings.Builder
 		cmd.Stderr = &stderr
@@ -79,6 +79,15 @@ void jitprof_anon_close(void *s) { (void)s; }
 	out2, stderr := report("toy")
 	if !strings.Contains(out2, "jit_spin") || !strings.Contains(stderr, "named by toy from "+filepath.Join(libs, "libjitprof-anon-toy.so")) {
 		t.Errorf("the library's names are not in the report:\n%s\n%s", out2, stderr)
+	}
+	// The library gives source positions (interface version 2), shown
+	// where the report shows lines.
+	if out, _ := report("toy", "--sort", "sym,srcline"); !strings.Contains(out, "/src/spin.toy:42") {
+		t.Errorf("the library's source line is not in the report:\n%s", out)
+	}
+	// After a built-in with no data for the JIT, the library claims it.
+	if out, stderr := report("perfmap,jitdump,toy"); !strings.Contains(out, "jit_spin") {
+		t.Errorf("built-ins, then the library:\n%s\n%s", out, stderr)
 	}
 	out3, stderr := report("crashy,toy")
 	if strings.Contains(out3, "jit_spin") || !strings.Contains(stderr, "libcrashy.so: resolve: exited before answering (signal: aborted)") {

@@ -5,9 +5,10 @@
  * --anon-samples --anon-handler=example`.
  *
  * It claims a process when $ANONHANDLER_DIR (default /tmp) holds
- * jitsyms-PID.txt, lines "NAME START SIZE" (START and SIZE in hexadecimal)
- * that a toy JIT wrote, and names addresses by those ranges, without
- * times.
+ * jitsyms-PID.txt, lines "NAME START SIZE [FILE LINE]" (START and SIZE in
+ * hexadecimal; FILE and LINE the source of the code, optional) that a toy
+ * JIT wrote, and names addresses by those ranges, without times, with
+ * their source positions (interface version 2).
  *
  *   gcc -shared -fPIC -I../../agent -o libjitprof-anon-example.so example.c
  */
@@ -23,7 +24,8 @@ const uint32_t jitprof_anon_version = JITPROF_ANON_VERSION;
 
 struct sym {
 	uint64_t start, size;
-	char *name;
+	char *name, *file; /* file NULL without a source position */
+	uint32_t line;
 };
 
 struct map {
@@ -40,9 +42,13 @@ int jitprof_anon_claim(const struct jitprof_anon_process *p, void **state, char 
 		return JITPROF_ANON_NOT_MINE;
 	struct map *m = calloc(1, sizeof *m);
 	size_t cap = 0;
-	char name[1024];
+	char buf[4096], name[1024], file[1024];
 	uint64_t start, size;
-	while (m && fscanf(f, "%1023s %" SCNx64 " %" SCNx64, name, &start, &size) == 3) {
+	uint32_t line;
+	while (m && fgets(buf, sizeof buf, f)) {
+		int k = sscanf(buf, "%1023s %" SCNx64 " %" SCNx64 " %1023s %" SCNu32, name, &start, &size, file, &line);
+		if (k < 3)
+			continue;
 		if (m->n == cap) {
 			cap = cap ? 2 * cap : 64;
 			struct sym *s = realloc(m->syms, cap * sizeof *s);
@@ -53,7 +59,7 @@ int jitprof_anon_claim(const struct jitprof_anon_process *p, void **state, char 
 			}
 			m->syms = s;
 		}
-		m->syms[m->n++] = (struct sym){start, size, strdup(name)};
+		m->syms[m->n++] = (struct sym){start, size, strdup(name), k == 5 ? strdup(file) : NULL, k == 5 ? line : 0};
 	}
 	fclose(f);
 	if (!m) {
@@ -77,6 +83,10 @@ int jitprof_anon_resolve(void *state, struct jitprof_anon_query *q, size_t n, ch
 				q[i].start = s->start;
 				q[i].size = s->size;
 				snprintf(q[i].name, q[i].name_len, "%s", s->name);
+				if (s->file) {
+					snprintf(q[i].file, q[i].file_len, "%s", s->file);
+					q[i].line = s->line;
+				}
 				break;
 			}
 		}
@@ -86,8 +96,10 @@ int jitprof_anon_resolve(void *state, struct jitprof_anon_query *q, size_t n, ch
 
 void jitprof_anon_close(void *state) {
 	struct map *m = state;
-	for (size_t i = 0; i < m->n; i++)
+	for (size_t i = 0; i < m->n; i++) {
 		free(m->syms[i].name);
+		free(m->syms[i].file);
+	}
 	free(m->syms);
 	free(m);
 }

@@ -146,10 +146,15 @@ func dsoMatches(name, dso string) bool {
 	return dso == "" || name == dso || filepath.Base(name) == dso
 }
 
-// inst is one decoded instruction.
+// Inst is one decoded instruction.
+type Inst struct {
+	PC   uint64
+	Text string
+}
+
+// inst is an instruction and the period of its samples.
 type inst struct {
-	pc     uint64
-	text   string
+	Inst
 	period uint64
 }
 
@@ -164,19 +169,11 @@ func annotate(w io.Writer, p *profile.Profile, t *target, opts Options, src sour
 	if !ok || sym.Start != f.Addr {
 		return fmt.Errorf("no symbol at %#x in %s", f.Addr, im.Path())
 	}
-	if sym.Size > maxCode {
-		return fmt.Errorf("%s: symbol at %#x claims %d bytes", im.Path(), sym.Start, sym.Size)
-	}
-	code, err := im.Code(sym.Start, sym.Size)
+	code, err := ReadCode(im, sym.Start, sym.Size)
 	if err != nil {
 		return err
 	}
-	insts := disassemble(code, sym.Start, opts.Syntax, func(addr uint64) (string, uint64) {
-		if s, ok := im.LookupAddr(addr); ok {
-			return s.Name, s.Start
-		}
-		return "", 0
-	})
+	insts := withPeriods(Disassemble(code, sym.Start, opts.Syntax, ImageSymbols(im)))
 	if err := spread(insts, t, sym.Start, sym.Size, sym.Name); err != nil {
 		return err
 	}
@@ -190,7 +187,7 @@ func annotate(w io.Writer, p *profile.Profile, t *target, opts Options, src sour
 	lastLine := -1
 	for _, in := range insts {
 		if opts.Source {
-			if frames, err := im.Frames(in.pc); err == nil && len(frames) > 0 && frames[0].Line > 0 {
+			if frames, err := im.Frames(in.PC); err == nil && len(frames) > 0 && frames[0].Line > 0 {
 				fr := frames[0]
 				if fr.File != lastFile || fr.Line != lastLine {
 					lastFile, lastLine = fr.File, fr.Line
@@ -201,7 +198,7 @@ func annotate(w io.Writer, p *profile.Profile, t *target, opts Options, src sour
 				}
 			}
 		}
-		fmt.Fprintf(w, "%8.2f :\t%8x:\t%s\n", percent(in.period, t.period), in.pc, in.text)
+		fmt.Fprintf(w, "%8.2f :\t%8x:\t%s\n", percent(in.period, t.period), in.PC, in.Text)
 	}
 	fmt.Fprintln(w)
 	return nil
@@ -217,12 +214,7 @@ func annotateJIT(w io.Writer, p *profile.Profile, t *target, opts Options) error
 		return fmt.Errorf("JIT code at %#x of %d bytes runs past the end of the address space", f.Addr, len(f.Code))
 	}
 	// A JIT function's only known symbol is itself.
-	insts := disassemble(f.Code, f.Addr, opts.Syntax, func(addr uint64) (string, uint64) {
-		if addr >= f.Addr && addr < f.Addr+uint64(len(f.Code)) {
-			return f.Name, f.Addr
-		}
-		return "", 0
-	})
+	insts := withPeriods(Disassemble(f.Code, f.Addr, opts.Syntax, JITSymbols(f)))
 	if err := spread(insts, t, f.Addr, uint64(len(f.Code)), f.Name); err != nil {
 		return err
 	}
@@ -232,7 +224,7 @@ func annotateJIT(w io.Writer, p *profile.Profile, t *target, opts Options) error
 	fmt.Fprintln(w, strings.Repeat("-", len(title)+8))
 	fmt.Fprintf(w, "         :\t%016x <%s>:\n", f.Addr, f.Name)
 	for _, in := range insts {
-		fmt.Fprintf(w, "%8.2f :\t%8x:\t%s\n", percent(in.period, t.period), in.pc, in.text)
+		fmt.Fprintf(w, "%8.2f :\t%8x:\t%s\n", percent(in.period, t.period), in.PC, in.Text)
 	}
 	fmt.Fprintln(w)
 	return nil
@@ -243,7 +235,7 @@ func annotateJIT(w io.Writer, p *profile.Profile, t *target, opts Options) error
 // to the instruction before it.
 func spread(insts []inst, t *target, start, size uint64, name string) error {
 	for addr, period := range t.byAddr {
-		i, found := slices.BinarySearchFunc(insts, addr, func(in inst, a uint64) int { return cmp.Compare(in.pc, a) })
+		i, found := slices.BinarySearchFunc(insts, addr, func(in inst, a uint64) int { return cmp.Compare(in.PC, a) })
 		if !found {
 			i--
 		}
@@ -262,15 +254,50 @@ func percent(v, total uint64) float64 {
 	return float64(v) * 100 / float64(total)
 }
 
-// disassemble decodes code at start; symname names branch targets.
-func disassemble(code []byte, start uint64, syntax Syntax, symname func(uint64) (string, uint64)) []inst {
-	var out []inst
+// ReadCode reads size bytes of im's code at the ELF virtual address
+// start, from the file the image was loaded from (symbolize.Image.Code).
+func ReadCode(im *symbolize.Image, start, size uint64) ([]byte, error) {
+	if size > maxCode {
+		return nil, fmt.Errorf("%s: symbol at %#x claims %d bytes", im.Path(), start, size)
+	}
+	return im.Code(start, size)
+}
+
+// ImageSymbols names addresses by the symbols of an image, for
+// Disassemble.
+func ImageSymbols(im *symbolize.Image) func(uint64) (string, uint64) {
+	return func(addr uint64) (string, uint64) {
+		if s, ok := im.LookupAddr(addr); ok {
+			return s.Name, s.Start
+		}
+		return "", 0
+	}
+}
+
+// JITSymbols names addresses in JIT code f, whose only known symbol is
+// itself, for Disassemble.
+func JITSymbols(f *profile.Func) func(uint64) (string, uint64) {
+	return func(addr uint64) (string, uint64) {
+		if addr >= f.Addr && addr-f.Addr < uint64(len(f.Code)) {
+			return f.Name, f.Addr
+		}
+		return "", 0
+	}
+}
+
+// Disassemble decodes x86-64 code at start; symname names branch
+// targets (nil names none).
+func Disassemble(code []byte, start uint64, syntax Syntax, symname func(uint64) (string, uint64)) []Inst {
+	if symname == nil {
+		symname = func(uint64) (string, uint64) { return "", 0 }
+	}
+	var out []Inst
 	for off := 0; off < len(code); {
 		pc := start + uint64(off)
 		in, err := x86asm.Decode(code[off:], 64)
 		if err != nil {
 			// objdump's spelling; decoding resumes at the next byte.
-			out = append(out, inst{pc: pc, text: "(bad)"})
+			out = append(out, Inst{PC: pc, Text: "(bad)"})
 			off++
 			continue
 		}
@@ -285,8 +312,16 @@ func disassemble(code []byte, start uint64, syntax Syntax, symname func(uint64) 
 				text += fmt.Sprintf(" <%s+%#x>", name, to-base)
 			}
 		}
-		out = append(out, inst{pc: pc, text: text})
+		out = append(out, Inst{PC: pc, Text: text})
 		off += in.Len
+	}
+	return out
+}
+
+func withPeriods(insts []Inst) []inst {
+	out := make([]inst, len(insts))
+	for i, in := range insts {
+		out[i].Inst = in
 	}
 	return out
 }

@@ -48,7 +48,19 @@ type Process struct {
 	PyPyLog string
 	// Force overrides the trust checks (the report's --force).
 	Force bool
+	// Exe is the file the process executed, as the recording names it;
+	// "" for the file of its first executable mapping (Executable).
+	// External handlers of protocol version 2 get it.
+	Exe string
+	// Span is the recording's time range; zero when unknown. External
+	// handlers of protocol version 2 get it.
+	Span TimeRange
 }
+
+// TimeRange is a span of time in the recording's clock (that of
+// Resolver.Resolve's t), in nanoseconds: From its first record to To,
+// its last.
+type TimeRange struct{ From, To uint64 }
 
 // Mapping is one mapping of a process, from an MMAP/MMAP2 record.
 type Mapping struct {
@@ -66,6 +78,10 @@ type Symbol struct {
 	File        string // source file, when the JIT data has lines
 	Line        int
 	Code        []byte // the machine code, when the JIT logged it (for annotate)
+	// Load and Unload are when the code was there, in the recording's
+	// clock, from sources that have times; Unload is codemap.Forever
+	// while it still is. Both are 0 when the source has no times.
+	Load, Unload uint64
 	// Ambiguous lists the names a timeless source (a perf map) gives the
 	// range when code was re-generated there; Name is then empty, and
 	// the report says the data cannot tell them apart.

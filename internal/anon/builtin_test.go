@@ -98,10 +98,12 @@ func TestReuse(t *testing.T) {
 		t.Errorf("Source() = %q, want the embedded copy", pm.Source())
 	}
 	// The dump carries each load's code bytes, which annotate shows.
-	foo := Symbol{Name: "JS:*foo /app/foo.js:3", Start: reuseAddr, Size: 0x100, Gen: 1, File: "/app/foo.js", Line: 5, Code: make([]byte, 0x100)}
-	bar := Symbol{Name: "JS:*bar /app/bar.js:9", Start: reuseAddr, Size: 0x80, Gen: 2, Code: make([]byte, 0x80)}
+	// Each lives from its load until code replaced it (foo), moved it
+	// (bar) or the end (bar moved).
+	foo := Symbol{Name: "JS:*foo /app/foo.js:3", Start: reuseAddr, Size: 0x100, Gen: 1, File: "/app/foo.js", Line: 5, Code: make([]byte, 0x100), Load: tFoo, Unload: tBar}
+	bar := Symbol{Name: "JS:*bar /app/bar.js:9", Start: reuseAddr, Size: 0x80, Gen: 2, Code: make([]byte, 0x80), Load: tBar, Unload: tBar + 1000}
 	barMoved := bar
-	barMoved.Start = 0x7f0000009000
+	barMoved.Start, barMoved.Load, barMoved.Unload = 0x7f0000009000, tBar+1000, codemap.Forever
 	both := Symbol{Start: reuseAddr, Size: 0x80, Ambiguous: []string{foo.Name, bar.Name}}
 	tests := []struct {
 		name    string

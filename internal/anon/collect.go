@@ -10,6 +10,7 @@ import (
 
 	"github.com/jitprof/jitprof/internal/jitbundle"
 	"github.com/jitprof/jitprof/internal/pypylog"
+	"github.com/jitprof/jitprof/internal/trust"
 	"github.com/jitprof/jitprof/jitlog"
 )
 
@@ -75,37 +76,60 @@ func Collect(p *Process, limit int64) ([]jitbundle.Entry, []error) {
 	var entries []jitbundle.Entry
 	var errs []error
 	var total int64
-	for _, h := range Builtins() {
+	for _, d := range dataFiles(p) {
+		if d.err != nil {
+			errs = append(errs, fmt.Errorf("pid %d: %s data not embedded: %w", p.PID, d.kind, d.err))
+			continue
+		}
+		e, err := collectFile(p, d.path, d.f, limit-total)
+		d.f.Close()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("pid %d: %s data not embedded: %w", p.PID, d.kind, err))
+			continue
+		}
+		e.Kind = d.kind
+		e.Data = d.c.used(e.Data)
+		total += int64(len(e.Data))
+		entries = append(entries, e)
+	}
+	return entries, errs
+}
+
+// dataFile is the JIT data of one built-in handler for one process: the
+// first of its paths that exists, opened after the trust checks, or why
+// that file was refused.
+type dataFile struct {
+	kind, path string
+	c          collector
+	f          *trust.File // nil with err
+	err        error
+}
+
+// dataFiles opens p's JIT data on disk: for each built-in handler that
+// reads files, in the order they are tried, the first of its paths that
+// exists. The caller closes the files.
+func dataFiles(p *Process) []dataFile {
+	var out []dataFile
+	builtins, _ := Select(nil)
+	for _, h := range builtins {
 		name := h.Name()
 		c, ok := h.(collector)
 		if !ok {
 			continue
 		}
 		for _, path := range c.paths(p) {
-			e, err := collectFile(p, path, limit-total)
+			f, err := openTrusted(p, path)
 			if errors.Is(err, fs.ErrNotExist) {
 				continue
 			}
-			if err != nil {
-				errs = append(errs, fmt.Errorf("pid %d: %s data not embedded: %w", p.PID, name, err))
-				break
-			}
-			e.Kind = name
-			e.Data = c.used(e.Data)
-			total += int64(len(e.Data))
-			entries = append(entries, e)
+			out = append(out, dataFile{kind: name, path: path, c: c, f: f, err: err})
 			break
 		}
 	}
-	return entries, errs
+	return out
 }
 
-func collectFile(p *Process, path string, room int64) (jitbundle.Entry, error) {
-	f, err := openTrusted(p, path)
-	if err != nil {
-		return jitbundle.Entry{}, err
-	}
-	defer f.Close()
+func collectFile(p *Process, path string, f *trust.File, room int64) (jitbundle.Entry, error) {
 	size := f.Size
 	if size > room {
 		return jitbundle.Entry{}, fmt.Errorf("%s: %d bytes exceed the %d left for embedded JIT data", path, size, max(room, 0))

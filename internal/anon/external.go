@@ -119,9 +119,14 @@ type external struct {
 	// shown names the handler in errors: the executable, or the library.
 	shown  string
 	budget *budget
-	// run starts the handler; nil is startProcess. Tests talk to a
-	// handler in the test process instead.
-	run func(h *external, stderr io.Writer) (peer, io.WriteCloser, io.Reader, error)
+	// run starts the handler with data, descriptors after files; nil is
+	// startProcess. Tests talk to a handler in the test process instead.
+	run func(h *external, data []*os.File, stderr io.Writer) (peer, io.WriteCloser, io.Reader, error)
+
+	// version is the protocol version the handler's claims were answered
+	// in: 0 until one was, then 1 or 2. A handler of version 1 is not
+	// given data it never reads.
+	version atomic.Int32
 
 	mu      sync.Mutex
 	stopped error // why it is not asked again
@@ -192,12 +197,33 @@ func (h *external) Claim(p *Process) (Resolver, error) {
 	if err := h.notAsked(); err != nil {
 		return nil, err
 	}
-	c, err := h.start(p.PID)
+	var data *handlerData
+	if h.version.Load() != 1 {
+		data = gatherData(p, 3+len(h.files), MaxData)
+	}
+	c, err := h.start(p.PID, data.passedFiles())
+	// The handler has its own descriptors, or failed to start.
+	data.closeFiles()
 	if err != nil {
 		return nil, err
 	}
+	// Version 1's claim, which a handler of version 2 answers with the
+	// highest version it speaks: then the session is of the lower of
+	// that and jitprof's, and the claim goes on with the details.
 	req := fmt.Sprintf("claim %d %d %d %s %s\n", p.PID, p.NSPID, p.UID, escape(p.Root), escape(p.Comm))
 	resp, err := c.exchange(req, 1)
+	if err == nil {
+		switch resp[0].kind {
+		case "protocol":
+			c.version = min(resp[0].version, ProtocolVersion)
+			h.version.Store(int32(c.version))
+			if resp, err = c.exchange(data.details(p, c.version), 1); err == nil && resp[0].kind == "protocol" {
+				err = fmt.Errorf("%w: a second \"protocol\" answer", ErrProtocol)
+			}
+		case "yes", "no":
+			h.version.CompareAndSwap(0, 1)
+		}
+	}
 	if err != nil {
 		err = fmt.Errorf("%s: claim: %w", h.shown, err)
 	}
@@ -212,7 +238,13 @@ func (h *external) Claim(p *Process) (Resolver, error) {
 		return nil, err
 	}
 	if resp[0].kind == "no" {
-		return nil, c.close()
+		if err := c.close(); err != nil {
+			return nil, err
+		}
+		if c.version >= 2 {
+			return nil, data.declined()
+		}
+		return nil, nil
 	}
 	src := resp[0].msg
 	if src == "" {
@@ -224,14 +256,15 @@ func (h *external) Claim(p *Process) (Resolver, error) {
 // conn is the conversation with one running handler, asked about one
 // process.
 type conn struct {
-	h      *external
-	pid    int
-	p      peer
-	w      io.WriteCloser
-	r      *bufio.Reader
-	stderr *tailBuffer
-	killed atomic.Bool
-	done   bool
+	h       *external
+	pid     int
+	version int // the session's protocol version
+	p       peer
+	w       io.WriteCloser
+	r       *bufio.Reader
+	stderr  *tailBuffer
+	killed  atomic.Bool
+	done    bool
 }
 
 // peer is the other end of a conversation: a handler process.
@@ -250,10 +283,10 @@ func (p process) wait() error { return p.cmd.Wait() }
 
 // startProcess runs the handler at path with pipes to talk to it; stderr
 // gets what it writes there.
-func startProcess(h *external, stderr io.Writer) (peer, io.WriteCloser, io.Reader, error) {
+func startProcess(h *external, data []*os.File, stderr io.Writer) (peer, io.WriteCloser, io.Reader, error) {
 	path := h.path
 	cmd := exec.Command(path, h.args...)
-	cmd.ExtraFiles = h.files
+	cmd.ExtraFiles = append(slices.Clip(h.files), data...)
 	// Its own process group, so that killing it also kills what it
 	// started and nothing keeps its stdout open.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -273,13 +306,15 @@ func startProcess(h *external, stderr io.Writer) (peer, io.WriteCloser, io.Reade
 	return process{cmd}, w, r, nil
 }
 
-func (h *external) start(pid int) (*conn, error) {
-	c := &conn{h: h, pid: pid, stderr: &tailBuffer{max: 4096}}
+// start runs the handler to ask about pid, with data as descriptors
+// after h.files.
+func (h *external) start(pid int, data []*os.File) (*conn, error) {
+	c := &conn{h: h, pid: pid, version: 1, stderr: &tailBuffer{max: 4096}}
 	run := h.run
 	if run == nil {
 		run = startProcess
 	}
-	p, w, r, err := run(h, c.stderr)
+	p, w, r, err := run(h, data, c.stderr)
 	if err != nil {
 		return nil, err
 	}
@@ -355,7 +390,7 @@ func (c *conn) exchange(req string, n int) (_ []response, err error) {
 		if err != nil {
 			return fail(err)
 		}
-		resp, err := parseResponse(string(line[:len(line)-1]))
+		resp, err := parseResponse(string(line[:len(line)-1]), c.version)
 		if err != nil {
 			return fail(fmt.Errorf("response line %d: %w", len(out)+1, err))
 		}
@@ -480,66 +515,93 @@ func (r *extResolver) Close() error {
 
 // response is one parsed response line.
 type response struct {
-	kind string // yes, no, ok, none, error
-	msg  string // yes: the source; error: the message
-	sym  Symbol // ok, ambiguous
+	kind    string // yes, no, protocol, ok (also for ambiguous and src), none, error
+	msg     string // yes: the source; error: the message
+	sym     Symbol // ok
+	version int    // protocol
 }
 
-// parseResponse parses one response line, without its newline.
-func parseResponse(line string) (response, error) {
+// parseResponse parses one response line, without its newline, of a
+// session of the given protocol version: src answers exist from version 2.
+func parseResponse(line string, version int) (response, error) {
 	verb, rest, _ := strings.Cut(line, " ")
+	bad := func(format string, a ...any) (response, error) {
+		return response{}, fmt.Errorf("%w: "+format, append([]any{ErrProtocol}, a...)...)
+	}
 	switch verb {
 	case "no", "none":
 		if rest != "" || strings.Contains(line, " ") {
-			return response{}, fmt.Errorf("%w: %q takes no arguments", ErrProtocol, verb)
+			return bad("%q takes no arguments", verb)
 		}
 		return response{kind: verb}, nil
 	case "yes", "error":
 		return response{kind: verb, msg: printable(rest)}, nil
-	case "ok", "ambiguous":
-		f := strings.SplitN(rest, " ", 4)
-		if verb == "ambiguous" {
-			f = strings.SplitN(rest, " ", 3)
+	case "protocol":
+		v, err := strconv.ParseUint(rest, 10, 31)
+		if err != nil || v < 2 {
+			return bad("%q is no protocol version, which is 2 or more", truncate(rest, 80))
 		}
-		if len(f) < 3 || verb == "ok" && len(f) < 4 {
-			return response{}, fmt.Errorf("%w: %q needs more fields: %q", ErrProtocol, verb, truncate(line, 80))
+		return response{kind: verb, version: int(v)}, nil
+	case "ok", "ambiguous", "src":
+		if verb == "src" && version < 2 {
+			return bad("%q answers only in a session of protocol version 2", verb)
+		}
+		// The fields before the name (which may hold spaces), the
+		// name's included.
+		n := map[string]int{"ok": 4, "ambiguous": 3, "src": 6}[verb]
+		f := strings.SplitN(rest, " ", n)
+		if len(f) < n {
+			return bad("%q needs more fields: %q", verb, truncate(line, 80))
 		}
 		start, err1 := strconv.ParseUint(f[0], 16, 64)
 		size, err2 := strconv.ParseUint(f[1], 16, 64)
 		if err := errors.Join(err1, err2); err != nil {
-			return response{}, fmt.Errorf("%w: bad range in %q: %v", ErrProtocol, truncate(line, 80), err)
+			return bad("bad range in %q: %v", truncate(line, 80), err)
 		}
 		if size == 0 || start+size < start {
-			return response{}, fmt.Errorf("%w: empty or wrapping range in %q", ErrProtocol, truncate(line, 80))
+			return bad("empty or wrapping range in %q", truncate(line, 80))
 		}
 		if size > codemap.MaxCodeSize {
-			return response{}, fmt.Errorf("%w: range of %#x bytes, larger than any code can be (%d GiB), in %q", ErrProtocol, size, codemap.MaxCodeSize>>30, truncate(line, 80))
+			return bad("range of %#x bytes, larger than any code can be (%d GiB), in %q", size, codemap.MaxCodeSize>>30, truncate(line, 80))
 		}
 		s := Symbol{Start: start, Size: size}
-		if verb == "ok" {
-			gen, err := strconv.ParseUint(f[2], 10, 64)
-			if err != nil {
-				return response{}, fmt.Errorf("%w: bad generation in %q: %v", ErrProtocol, truncate(line, 80), err)
+		if verb == "ambiguous" {
+			s.Ambiguous = strings.Split(f[2], "\t")
+			if len(s.Ambiguous) < 2 || len(s.Ambiguous) > MaxAmbiguous {
+				return bad("ambiguous needs 2 to %d names, got %d", MaxAmbiguous, len(s.Ambiguous))
 			}
-			if f[3] == "" {
-				return response{}, fmt.Errorf("%w: empty name in %q", ErrProtocol, truncate(line, 80))
+			if slices.Contains(s.Ambiguous, "") {
+				return bad("empty name in %q", truncate(line, 80))
 			}
-			s.Gen, s.Name = gen, jitname.CapString(f[3])
+			for i, n := range s.Ambiguous {
+				s.Ambiguous[i] = jitname.CapString(n)
+			}
 			return response{kind: "ok", sym: s}, nil
 		}
-		s.Ambiguous = strings.Split(f[2], "\t")
-		if len(s.Ambiguous) < 2 || len(s.Ambiguous) > MaxAmbiguous {
-			return response{}, fmt.Errorf("%w: ambiguous needs 2 to %d names, got %d", ErrProtocol, MaxAmbiguous, len(s.Ambiguous))
+		gen, err := strconv.ParseUint(f[2], 10, 64)
+		if err != nil {
+			return bad("bad generation in %q: %v", truncate(line, 80), err)
 		}
-		if slices.Contains(s.Ambiguous, "") {
-			return response{}, fmt.Errorf("%w: empty name in %q", ErrProtocol, truncate(line, 80))
+		if verb == "src" {
+			file, err := unescape(f[3])
+			if err != nil || file == "" {
+				return bad("bad source file %q in %q", truncate(f[3], 80), truncate(line, 80))
+			}
+			l, err := strconv.ParseUint(f[4], 10, 31)
+			if err != nil {
+				return bad("bad source line in %q: %v", truncate(line, 80), err)
+			}
+			// Shown in reports: no terminal escapes.
+			s.File, s.Line = printable(file), int(l)
 		}
-		for i, n := range s.Ambiguous {
-			s.Ambiguous[i] = jitname.CapString(n)
+		name := f[n-1]
+		if name == "" {
+			return bad("empty name in %q", truncate(line, 80))
 		}
+		s.Gen, s.Name = gen, jitname.CapString(name)
 		return response{kind: "ok", sym: s}, nil
 	}
-	return response{}, fmt.Errorf("%w: unknown response %q", ErrProtocol, truncate(line, 80))
+	return bad("unknown response %q", truncate(line, 80))
 }
 
 // printable is a handler's free text as jitprof shows it: control bytes

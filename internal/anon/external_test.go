@@ -226,12 +226,21 @@ func TestExternalBudget(t *testing.T) {
 	}
 }
 
+// FuzzParseResponse: whatever a handler writes, in a session of either
+// protocol version, a line is a protocol error or an answer jitprof can
+// use as it is.
 func FuzzParseResponse(f *testing.F) {
-	for _, s := range []string{"yes", "yes perf map /tmp/x", "no", "none", "ok 1000 10 3 JS:*fib /a.js:1", "ambiguous 10 10 a\tb", "error x", "ok ffffffffffffffff 2 0 x", "ok 1 1 -1 x", "no "} {
-		f.Add(s)
+	for _, s := range []string{"yes", "yes perf map /tmp/x", "no", "none", "ok 1000 10 3 JS:*fib /a.js:1", "ambiguous 10 10 a\tb", "error x", "ok ffffffffffffffff 2 0 x", "ok 1 1 -1 x", "no ",
+		"protocol 2", "protocol 3", "protocol 1", "protocol 02", "src 1000 10 0 /a.js 3 JS:*fib", "src 1000 10 0 /my%20app/a%25.js 0 f g", "src 1000 10 0 - 3 f", "src 1000 10 0 %1 3 f", "src 1000 10 0 a%1b%0a 3 f", "src 1 1 0 a -1 f"} {
+		f.Add(s, uint8(1))
+		f.Add(s, uint8(2))
 	}
-	f.Fuzz(func(t *testing.T, line string) {
-		r, err := parseResponse(line)
+	f.Fuzz(func(t *testing.T, line string, version uint8) {
+		// Any line is a source file a handler can name, escaped.
+		if r, err := parseResponse("src 1000 10 0 "+escape(line)+" 7 f", 2); line != "" && (err != nil || r.sym.File != printable(line)) {
+			t.Errorf("the file %q escaped: %+v, %v", line, r.sym, err)
+		}
+		r, err := parseResponse(line, int(version))
 		if err != nil {
 			if !errors.Is(err, ErrProtocol) {
 				t.Errorf("error %v does not wrap ErrProtocol", err)
@@ -252,6 +261,19 @@ func FuzzParseResponse(f *testing.F) {
 				t.Errorf("%q: name of %d bytes", line, len(n))
 			}
 		}
+		// Source positions come in sessions of version 2 only, with a
+		// file to show as it is.
+		if r.sym.File != "" || r.sym.Line != 0 {
+			if version < 2 || r.sym.File == "" || r.sym.Line < 0 {
+				t.Errorf("%q in a session of version %d: accepted %+v", line, version, r.sym)
+			}
+			if printable(r.sym.File) != r.sym.File {
+				t.Errorf("%q: source file %q has control bytes", line, r.sym.File)
+			}
+		}
+		if r.kind == "protocol" && r.version < 2 {
+			t.Errorf("%q: accepted protocol version %d", line, r.version)
+		}
 	})
 }
 
@@ -259,6 +281,14 @@ func TestEscape(t *testing.T) {
 	for in, want := range map[string]string{"": "-", "-": "%2D", "/proc/1/root": "/proc/1/root", "my jit%\n": "my%20jit%25%0A"} {
 		if got := escape(in); got != want {
 			t.Errorf("escape(%q) = %q, want %q", in, got, want)
+		}
+		if back, err := unescape(want); err != nil || back != in {
+			t.Errorf("unescape(%q) = %q, %v; want %q", want, back, err, in)
+		}
+	}
+	for _, bad := range []string{"%", "a%2", "%zz", "%%41"} {
+		if got, err := unescape(bad); err == nil {
+			t.Errorf("unescape(%q) = %q, want an error", bad, got)
 		}
 	}
 }

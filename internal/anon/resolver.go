@@ -27,7 +27,9 @@ func (r *mapResolver) Resolve(addr, t uint64) (Symbol, bool) {
 		case 0:
 			return Symbol{}, false
 		case 1:
-			return symbol(es[0], addr), true
+			s := symbol(es[0], addr)
+			s.Load, s.Unload = 0, 0 // a timeless source's entries have none
+			return s, true
 		}
 		names := make([]string, len(es))
 		for i, e := range es {
@@ -51,7 +53,7 @@ func (r *mapResolver) ResolveSeq(addr, seq uint64) (Symbol, bool) {
 }
 
 func symbol(e *codemap.Entry, addr uint64) Symbol {
-	s := Symbol{Name: e.Name, Start: e.Start, Size: e.End - e.Start, Gen: e.Gen}
+	s := Symbol{Name: e.Name, Start: e.Start, Size: e.End - e.Start, Gen: e.Gen, Load: e.Load, Unload: e.Unload}
 	if c, ok := e.Payload.(*codeInfo); ok {
 		s.File, s.Line = c.lines.at(addr - e.Start)
 		if uint64(len(c.code)) == s.Size {

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 
 	"github.com/jitprof/jitprof/internal/anon"
+	"github.com/jitprof/jitprof/internal/codemap"
 	"github.com/jitprof/jitprof/internal/jitbundle"
 	"github.com/jitprof/jitprof/internal/process"
 	"github.com/jitprof/jitprof/internal/resolve"
@@ -213,7 +214,12 @@ func (st *procState) frame(sym *anon.Symbol) (resolve.AnonFrame, bool) {
 		return resolve.AnonFrame{}, false
 	}
 	st.named.Add(1)
-	return resolve.AnonFrame{Func: st.name(sym), Image: st.image, Start: sym.Start, File: sym.File, Line: sym.Line, Code: sym.Code, Gen: sym.Gen}, true
+	unload := sym.Unload
+	if unload == codemap.Forever {
+		unload = 0
+	}
+	return resolve.AnonFrame{Func: st.name(sym), Image: st.image, Start: sym.Start, File: sym.File, Line: sym.Line, Code: sym.Code,
+		Size: sym.Size, Gen: sym.Gen, Load: sym.Load, Unload: unload}, true
 }
 
 // prepared returns Prepare's answer for (addr, time), if it had one.

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/jitprof/jitprof/internal/anon"
+	"github.com/jitprof/jitprof/internal/codemap"
 	"github.com/jitprof/jitprof/internal/jitbundle"
 	"github.com/jitprof/jitprof/internal/perftest"
 	"github.com/jitprof/jitprof/internal/process"
@@ -219,7 +220,12 @@ func (h *fake) Claim(p *anon.Process) (anon.Resolver, error) {
 type fakeResolver struct{ name string }
 
 func (r fakeResolver) Resolve(addr, t uint64) (anon.Symbol, bool) {
-	return anon.Symbol{Name: r.name, Start: addr &^ 0xff, Size: 0x100, Gen: 3}, true
+	// Code at even 0x100 blocks is still there at the end.
+	unload := uint64(codemap.Forever)
+	if addr&0x100 != 0 {
+		unload = 15
+	}
+	return anon.Symbol{Name: r.name, Start: addr &^ 0xff, Size: 0x100, Gen: 3, Load: 5, Unload: unload}, true
 }
 func (fakeResolver) Source() string { return "fake data" }
 func (fakeResolver) Close() error   { return nil }
@@ -247,6 +253,38 @@ func TestNamesBuiltOnce(t *testing.T) {
 	allocs := testing.AllocsPerRun(1000, func() { b.Resolve(pids[0], loopA+8, 30) })
 	if allocs > 0 {
 		t.Errorf("%v allocations per sample", allocs)
+	}
+}
+
+// TestLifetimeInProfile: when each piece of code was there, and its size,
+// reach the profile's functions; code there at the end has no unload.
+func TestLifetimeInProfile(t *testing.T) {
+	f, _ := recording(t)
+	tl, err := replay.BuildTimeline(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := New(Recorded(tl.Tracker, nil), Options{Handlers: []anon.Handler{&fake{name: "f"}}, ProcRoot: t.TempDir()})
+	p, err := replay.Load(f, replay.Options{Timeline: tl, Anon: b, LeafOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[uint64]bool{}
+	for _, fn := range p.Funcs {
+		if p.Images[fn.Image].Kind != profile.ImageAnon {
+			continue
+		}
+		want := profile.Func{Name: "f [gen 3]", Image: fn.Image, Addr: fn.Addr, Size: 0x100, Gen: 3, Load: 5}
+		if fn.Addr&0x100 != 0 {
+			want.Unload = 15
+		}
+		if !reflect.DeepEqual(fn, want) {
+			t.Errorf("JIT function %+v, want %+v", fn, want)
+		}
+		seen[fn.Unload] = true
+	}
+	if !seen[0] || !seen[15] {
+		t.Errorf("unload times %v: want code unloaded at 15 and code there at the end", seen)
 	}
 }
 

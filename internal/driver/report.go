@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/jitprof/jitprof/internal/annotate"
+	"github.com/jitprof/jitprof/internal/flamegraph"
 	"github.com/jitprof/jitprof/internal/report"
 )
 
@@ -22,12 +23,13 @@ const (
 	CSV    Format = "csv"
 	Pprof  Format = "pprof"  // pprof's protocol buffer, gzipped
 	Folded Format = "folded" // flame-graph stacks, as stackcollapse-perf
+	HTML   Format = "html"   // one self-contained flame graph page (internal/flamegraph)
 )
 
 // ParseFormat returns the format named s.
 func ParseFormat(s string) (Format, error) {
 	switch f := Format(s); f {
-	case Text, JSON, CSV, Pprof, Folded:
+	case Text, JSON, CSV, Pprof, Folded, HTML:
 		return f, nil
 	}
 	return "", fmt.Errorf("unknown format %q", s)
@@ -136,7 +138,7 @@ func Report(ctx context.Context, src Source, o ReportOptions, open func() (io.Wr
 	ro.Sort = o.View.Keys()
 	o.Lines = slices.Contains(ro.Sort, report.KeySrcline)
 	// A flat report needs no callchains.
-	o.LeafOnly = !ro.Children && !ro.Chains.Graph && o.Format != Pprof && o.Format != Folded
+	o.LeafOnly = !ro.Children && !ro.Chains.Graph && o.Format != Pprof && o.Format != Folded && o.Format != HTML
 	o.ExcludeJIT = true
 	o.RequireCallchains = ro.Chains.Graph && o.GraphAsked
 	l, err := Load(ctx, src, o.Options)
@@ -172,6 +174,14 @@ func Report(ctx context.Context, src Source, o ReportOptions, open func() (io.Wr
 			return err
 		}
 		if err := pp.Write(w); err != nil {
+			return err
+		}
+	case HTML:
+		var notes []string
+		if l.Note != "" {
+			notes = append(notes, l.Note)
+		}
+		if err := flamegraph.Write(w, l.Profile, flamegraph.Options{Title: src.Name(), Notes: notes}); err != nil {
 			return err
 		}
 	case Folded:

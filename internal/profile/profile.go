@@ -47,6 +47,17 @@ type Func struct {
 	// Code is the machine code of JIT-generated functions whose JIT
 	// logged it, for annotate; nil otherwise (file images have theirs).
 	Code []byte
+	// Size is the length of JIT code in bytes, as its JIT data says; 0
+	// for other functions.
+	Size uint64
+	// Gen is JIT code's generation (jitlog's sequence number, jitdump's
+	// code index; its name ends in " [gen Gen]"), 0 when its JIT data
+	// has none.
+	Gen uint64
+	// Load and Unload are when JIT code was there, in the recording's
+	// clock (CLOCK_MONOTONIC nanoseconds, as StartNS): 0 when its JIT
+	// data has no times, Unload also while it still was at the end.
+	Load, Unload uint64
 }
 
 // Frame is a function, and when lines were asked for, a source line in it.

@@ -1,6 +1,10 @@
 package report
 
-import "github.com/jitprof/jitprof/internal/profile"
+import (
+	"fmt"
+
+	"github.com/jitprof/jitprof/internal/profile"
+)
 
 // Excluded is what ExcludeAnon left out of a profile.
 type Excluded struct {
@@ -43,4 +47,14 @@ func leafIsAnon(p *profile.Profile, node int32) bool {
 	}
 	f := p.FuncOf(p.Nodes[node].Frame)
 	return f != nil && int(f.Image) < len(p.Images) && p.Images[f.Image].Kind == profile.ImageAnon
+}
+
+// Note says what was left out, for a report whose first event has kept
+// samples left, and the flag that includes them; "" when nothing was.
+func (ex Excluded) Note(kept uint64) string {
+	if ex.Samples == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d of %d samples (%.2f%% of the event) are in JIT code (anonymous executable memory) and left out, so percentages are of the rest: add --anon-samples to include and name them",
+		ex.Samples, ex.Samples+kept, 100*float64(ex.Period)/float64(max(ex.TotalPeriod, 1)))
 }

@@ -14,7 +14,8 @@ import (
 // Pprof converts the samples of one event of p into a pprof profile
 // (github.com/google/pprof/proto/profile.proto), with a mapping per image
 // (build-id included), a function per Func and, when the profile has
-// them, source lines.
+// them, source lines. Its locations are p's frames and its functions p's
+// functions: their IDs are their indices plus one.
 func Pprof(p *profile.Profile, event int) (*pprof.Profile, error) {
 	if event < 0 || event >= len(p.Events) {
 		return nil, fmt.Errorf("profile: no event %d", event)

@@ -94,10 +94,15 @@ type AnonFrame struct {
 	File  string
 	Line  int
 	Code  []byte // its machine code, when the JIT logged it
+	Size  uint64 // the code's length in bytes
 	// Gen is the code's generation (jitlog's sequence number, jitdump's
 	// code index), 0 when the data has none: what a collector keeps
 	// instead of the time, to name the code later by ResolveSeq.
 	Gen uint64
+	// Load and Unload are when the code was there (the recording's
+	// clock): 0 when the JIT data has no times, Unload also while the
+	// code still is.
+	Load, Unload uint64
 }
 
 // Options control a Resolver.
@@ -377,7 +382,7 @@ func (r *Resolver) frame(pid uint32, addr, tm uint64, mode Mode, ret bool, leaf 
 	if m.Anon {
 		if af, ok := r.anon(pid, addr, tm, leaf); ok {
 			im := r.b.Image(profile.Image{Name: af.Image, Kind: profile.ImageAnon})
-			fn := r.b.Func(profile.Func{Name: af.Func, Image: im, Addr: af.Start, File: af.File, Code: af.Code})
+			fn := r.b.Func(profile.Func{Name: af.Func, Image: im, Addr: af.Start, File: af.File, Code: af.Code, Size: af.Size, Gen: af.Gen, Load: af.Load, Unload: af.Unload})
 			fr := profile.Frame{Func: fn}
 			if r.opts.Lines {
 				fr.File, fr.Line = r.b.String(af.File), int32(af.Line)
