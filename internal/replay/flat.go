@@ -202,7 +202,7 @@ func scanFlat(f *perfdata.File, i int, from, to int64, done *atomic.Int64) *flat
 func resolveFlat(f *perfdata.File, p *flatPart, tl *Timeline, opts Options) (*profile.Builder, error) {
 	res, b, events := newResolver(f, tl, opts)
 	meta := b.Meta()
-	var straddle []bool // by entry
+	var straddle []bool        // by entry
 	from, to := p.end, p.start // the straddling samples' offsets
 	var rs resolve.Sample
 	for i := range p.entries {
