@@ -77,6 +77,16 @@ func (f *File) RecordsUntil(start, stop int64) *Reader {
 	return r
 }
 
+// JumpTo moves a Reader of a mapped file to off, a record boundary some
+// Reader of the file gave, for reading a few records picked out of a
+// range without reading the ones between; it clears the Reader's stop.
+func (r *Reader) JumpTo(off int64) {
+	if r.f.Pipe || r.err != nil {
+		return
+	}
+	r.off, r.stop, r.done = off, 0, off >= r.end
+}
+
 // NextOffset returns the offset of the record after the current one:
 // where reading goes on, or where it stopped.
 func (r *Reader) NextOffset() int64 { return r.off }

@@ -7,8 +7,10 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"github.com/jitprof/jitprof/internal/kallsyms"
+	"golang.org/x/sys/unix"
 )
 
 // Kernel is where the running kernel's text and modules are, for the
@@ -43,14 +45,59 @@ func KernelMapping() (Kernel, error) {
 	if err != nil {
 		return Kernel{}, fmt.Errorf("kernel mapping: /proc/kallsyms: %w", err)
 	}
-	mods, err := os.ReadFile("/proc/modules")
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if k.Modules, err = Modules(); err != nil {
 		return Kernel{}, fmt.Errorf("kernel mapping: %w", err)
 	}
-	if k.Modules, err = parseModules(mods); err != nil {
-		return Kernel{}, fmt.Errorf("kernel mapping: /proc/modules: %w", err)
-	}
 	return k, nil
+}
+
+// Modules lists the loaded kernel modules from /proc/modules (none on
+// kernels built without modules).
+func Modules() ([]Module, error) {
+	b, err := os.ReadFile("/proc/modules")
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	mods, err := parseModules(b)
+	if err != nil {
+		return nil, fmt.Errorf("/proc/modules: %w", err)
+	}
+	return mods, nil
+}
+
+// BootID is the kernel's random identity of this boot.
+func BootID() (string, error) {
+	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return "", err
+	}
+	id := strings.TrimSpace(string(b))
+	if id == "" {
+		return "", errors.New("/proc/sys/kernel/random/boot_id: empty")
+	}
+	return id, nil
+}
+
+// BPFProgIDs lists the ids of the loaded BPF programs, in order. Listing
+// them needs CAP_SYS_ADMIN; others get an error.
+func BPFProgIDs() ([]uint32, error) {
+	var ids []uint32
+	// union bpf_attr for BPF_PROG_GET_NEXT_ID: start_id, next_id, open_flags.
+	var attr [3]uint32
+	for {
+		_, _, errno := unix.Syscall(unix.SYS_BPF, unix.BPF_PROG_GET_NEXT_ID, uintptr(unsafe.Pointer(&attr[0])), unsafe.Sizeof(attr))
+		if errno == unix.ENOENT {
+			return ids, nil
+		}
+		if errno != 0 {
+			return nil, fmt.Errorf("listing BPF programs: %w", errno)
+		}
+		ids = append(ids, attr[1])
+		attr[0] = attr[1]
+	}
 }
 
 // kernelText finds the kernel's text bounds in a kallsyms file.

@@ -517,8 +517,14 @@ func (t *Tracker) threadChanges(tid uint32) []uint64 {
 		cs = append(cs, c.time)
 	}
 	if f, ok := t.threads[tid]; ok && f.ptid != tid {
+		// Comm gives the thread its creator's name as it was at the
+		// fork: the creator's later renames are not the thread's.
 		cs = append(cs, f.time)
-		cs = append(cs, t.threadChanges(f.ptid)...)
+		for _, c := range t.threadChanges(f.ptid) {
+			if c <= f.time {
+				cs = append(cs, c)
+			}
+		}
 	}
 	slices.Sort(cs)
 	cs = slices.Compact(cs)
@@ -550,6 +556,44 @@ func (t *Tracker) Thread(pid, tid uint32, time uint64) Span {
 	sp.Epoch = t.epoch(pid, time)
 	sp.Comm = t.Comm(pid, tid, time)
 	return sp
+}
+
+// Steady reports whether a sample of thread tid of pid at a user address
+// addr (user set), or in the kernel, resolves the same way at every time
+// in [from, to]: the thread's name and the process's generation stay and,
+// for a user address, the mapping Lookup finds for it is the same one
+// throughout, however the process's other mappings change (kernel
+// addresses are named from kallsyms, whatever the mappings). A flat
+// report sums the samples of such a place and resolves them once;
+// Thread's span, which ends at any change of the process, sent a tenth
+// of the places of a busy system back to be read sample by sample.
+func (t *Tracker) Steady(pid, tid uint32, addr uint64, user bool, from, to uint64) bool {
+	t.settleThreads()
+	within := func(cs []uint64) []uint64 { // the changes in (from, to]
+		i := sort.Search(len(cs), func(j int) bool { return cs[j] > from })
+		j := sort.Search(len(cs), func(j int) bool { return cs[j] > to })
+		return cs[i:max(i, j)]
+	}
+	if len(within(t.tchanges[tid])) > 0 {
+		return false
+	}
+	p := t.built(pid)
+	if p == nil || len(p.gens) == 0 {
+		return true
+	}
+	if len(within(p.genStarts)) > 0 {
+		return false
+	}
+	if !user {
+		return true
+	}
+	m := t.Lookup(pid, addr, from, false)
+	for _, c := range within(p.gens[genAt(p.gens, from)].computeChanges(t)) {
+		if t.Lookup(pid, addr, c, false) != m {
+			return false
+		}
+	}
+	return true
 }
 
 // Comm returns the name thread tid of process pid had at time.

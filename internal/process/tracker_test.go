@@ -206,3 +206,86 @@ func TestSettledConcurrent(t *testing.T) {
 		}
 	}
 }
+
+// TestSpansAndSteady: within a thread's span the answers stay the same;
+// and where Steady says a place resolves the same way from one time to
+// another, its thread's name and, for a user address, its mapping are
+// the same at every time between (every record's time, the times around
+// it and a grid), on random stories.
+func TestSpansAndSteady(t *testing.T) {
+	rng := rand.New(rand.NewSource(2))
+	steady, unsteady := 0, 0
+	for i := range 300 {
+		evs := randomEvents(rng, 40)
+		tr := New()
+		for _, e := range evs {
+			e.tell(tr)
+		}
+		tr.Settle()
+		var times []uint64
+		for _, e := range evs {
+			times = append(times, e.time-1, e.time, e.time+1)
+		}
+		for tm := uint64(0); tm < 2600; tm += 13 {
+			times = append(times, tm)
+		}
+		for range 200 {
+			pid := uint32(1 + rng.Intn(4))
+			tid := pid
+			if forkCycle(tr, tid) {
+				// Corrupt fork records: which thread's name is
+				// computed first decides the others'.
+				continue
+			}
+			from := uint64(rng.Intn(2600))
+			to := from + uint64(rng.Intn(600))
+			addr := uint64(rng.Intn(8))<<12 | 0x10
+			user := rng.Intn(4) != 0
+			sp := tr.Thread(pid, tid, from)
+			ok := tr.Steady(pid, tid, addr, user, from, to)
+			if ok {
+				steady++
+			} else {
+				unsteady++
+			}
+			m := tr.Lookup(pid, addr, from, false)
+			for _, tm := range times {
+				if tm < from {
+					continue
+				}
+				if tm < sp.To && tr.Comm(pid, tid, tm) != sp.Comm {
+					t.Fatalf("story %d: thread %d is %q at %d, in the span [%d, %d) of %q", i, tid, tr.Comm(pid, tid, tm), tm, sp.From, sp.To, sp.Comm)
+				}
+				if !ok || tm > to {
+					continue
+				}
+				if c := tr.Comm(pid, tid, tm); c != sp.Comm {
+					t.Fatalf("story %d: Steady(%d, %#x, user %v, %d, %d), but the thread is %q at %d and %q at %d", i, pid, addr, user, from, to, sp.Comm, from, c, tm)
+				}
+				if user && tr.Lookup(pid, addr, tm, false) != m {
+					t.Fatalf("story %d: Steady(%d, %#x, %d, %d), but the mapping at %d differs from that at %d", i, pid, addr, from, to, tm, from)
+				}
+			}
+		}
+	}
+	if steady == 0 || unsteady == 0 {
+		t.Fatalf("%d steady and %d unsteady places: the stories test nothing", steady, unsteady)
+	}
+}
+
+// forkCycle reports whether tid's creators, as the last fork told of each
+// says, lead back to a thread met before.
+func forkCycle(t *Tracker, tid uint32) bool {
+	seen := map[uint32]bool{}
+	for {
+		if seen[tid] {
+			return true
+		}
+		seen[tid] = true
+		f, ok := t.threads[tid]
+		if !ok || f.ptid == tid {
+			return false
+		}
+		tid = f.ptid
+	}
+}

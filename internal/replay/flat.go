@@ -57,6 +57,18 @@ type flatPart struct {
 	entries    []flatEntry // in the order their first samples came
 	others     []perfdata.Chunk
 	err        error
+	// samples are the part's samples in file order, by entry and offset
+	// from start, when the part is under 4 GiB (indexed): the places
+	// whose samples straddle a change are read again sample by sample,
+	// and this finds their samples without reading the others again.
+	samples []flatSample
+	indexed bool
+}
+
+// flatSample is where a sample of a part is and whose place it is.
+type flatSample struct {
+	entry int32
+	off   uint32 // from the part's start
 }
 
 // flatOK reports whether loadFlat can read f with opts: flat, with the
@@ -143,6 +155,9 @@ func scanFlat(f *perfdata.File, i int, from, to int64, done *atomic.Int64) *flat
 	index := map[flatKey]int32{}
 	var last flatKey
 	var e *flatEntry
+	var cur int32
+	// The part reads on past to by at most a record (64 KiB).
+	p.indexed = to+(1<<16)-p.start < 1<<32
 	rel := releaser{f, p.start, done}
 	for r.Next() {
 		s, ok := r.Record().(*perfdata.Sample)
@@ -162,7 +177,10 @@ func scanFlat(f *perfdata.File, i int, from, to int64, done *atomic.Int64) *flat
 				index[k] = id
 				p.entries = append(p.entries, flatEntry{key: k, tmin: ^uint64(0), first: s.Offset})
 			}
-			e, last = &p.entries[id], k
+			e, last, cur = &p.entries[id], k, id
+		}
+		if p.indexed {
+			p.samples = append(p.samples, flatSample{cur, uint32(s.Offset - p.start)})
 		}
 		tm := recTime(&s.Common)
 		e.count++
@@ -184,17 +202,19 @@ func scanFlat(f *perfdata.File, i int, from, to int64, done *atomic.Int64) *flat
 func resolveFlat(f *perfdata.File, p *flatPart, tl *Timeline, opts Options) (*profile.Builder, error) {
 	res, b, events := newResolver(f, tl, opts)
 	meta := b.Meta()
-	var straddle map[flatKey]bool
+	var straddle []bool        // by entry
 	from, to := p.end, p.start // the straddling samples' offsets
 	var rs resolve.Sample
 	for i := range p.entries {
 		e := &p.entries[i]
 		pid, tid := uint32(e.key.pidTID>>32), uint32(e.key.pidTID)
-		if sp := res.Span(pid, tid, e.tmin); e.tmax >= sp.To {
+		mode := resolve.Mode(e.key.cpuMode & perfdata.MiscCPUModeMask)
+		if sp := res.Span(pid, tid, e.tmin); e.tmax >= sp.To &&
+			!tl.Tracker.Steady(pid, tid, e.key.ip, mode == resolve.ModeUser, e.tmin, e.tmax) {
 			if straddle == nil {
-				straddle = map[flatKey]bool{}
+				straddle = make([]bool, len(p.entries))
 			}
-			straddle[e.key] = true
+			straddle[i] = true
 			from, to = min(from, e.first), max(to, e.last)
 			continue
 		}
@@ -202,7 +222,7 @@ func resolveFlat(f *perfdata.File, p *flatPart, tl *Timeline, opts Options) (*pr
 		widen(meta, e.tmax)
 		rs = resolve.Sample{
 			PID: pid, TID: tid, Time: e.tmin, CPU: int32(uint32(e.key.cpuMode >> 16)),
-			Mode: resolve.Mode(e.key.cpuMode & perfdata.MiscCPUModeMask), IP: e.key.ip,
+			Mode: mode, IP: e.key.ip,
 			Event: events.of(e.key.attr), Count: e.count, Period: e.period,
 		}
 		res.Add(&rs)
@@ -210,16 +230,41 @@ func resolveFlat(f *perfdata.File, p *flatPart, tl *Timeline, opts Options) (*pr
 	if straddle == nil {
 		return b, nil
 	}
+	add := func(r *perfdata.Reader) {
+		toSample(r.Record().(*perfdata.Sample), events, &rs)
+		widen(meta, rs.Time)
+		res.Add(&rs)
+	}
 	r := f.RecordsUntil(from, to+1)
 	r.FixedSampleFields = true
 	rel := releaser{f: f, at: from}
-	for r.Next() {
-		if s, ok := r.Record().(*perfdata.Sample); ok && straddle[flatKeyOf(s)] {
-			toSample(s, events, &rs)
-			widen(meta, rs.Time)
-			res.Add(&rs)
+	if p.indexed {
+		// Only the straddling places' samples, in file order.
+		for _, fs := range p.samples {
+			if !straddle[fs.entry] {
+				continue
+			}
+			off := p.start + int64(fs.off)
+			r.JumpTo(off)
+			if !r.Next() {
+				break
+			}
+			add(r)
+			rel.readTo(r.NextOffset())
 		}
-		rel.readTo(r.NextOffset())
+	} else {
+		keys := map[flatKey]bool{}
+		for i, st := range straddle {
+			if st {
+				keys[p.entries[i].key] = true
+			}
+		}
+		for r.Next() {
+			if s, ok := r.Record().(*perfdata.Sample); ok && keys[flatKeyOf(s)] {
+				add(r)
+			}
+			rel.readTo(r.NextOffset())
+		}
 	}
 	rel.finish(r.NextOffset())
 	return b, r.Err()

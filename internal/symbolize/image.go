@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 	"sync"
 
 	"github.com/jitprof/jitprof/internal/trust"
@@ -416,36 +418,104 @@ func dwarfOf(open func() (*elfFile, error)) (d *dwarf.Data, infoSize uint64, err
 // sections.
 func funcSymbols(f *elfFile, dyn bool) ([]candidate, error) {
 	var out []candidate
-	add := func(syms []elf.Symbol, err error) error {
-		if err != nil && !errors.Is(err, elf.ErrNoSymbols) {
+	add := func(typ elf.SectionType) error {
+		var err error
+		out, err = appendFuncSymbols(out, f, typ)
+		if err != nil {
 			return fmt.Errorf("%s: symbols: %w", f.name, err)
-		}
-		for _, s := range syms {
-			typ := elf.ST_TYPE(s.Info)
-			if s.Value == 0 || s.Name == "" || int(s.Section) >= len(f.Sections) || s.Section == elf.SHN_UNDEF {
-				continue
-			}
-			sec := f.Sections[s.Section]
-			if sec.Flags&elf.SHF_EXECINSTR == 0 {
-				continue
-			}
-			// perf also takes labels (NOTYPE, visible): ld.so's
-			// _dl_start_user is one.
-			label := typ == elf.STT_NOTYPE && s.Section != elf.SHN_ABS && elf.ST_VISIBILITY(s.Other) != elf.STV_HIDDEN && elf.ST_VISIBILITY(s.Other) != elf.STV_INTERNAL
-			if !label && typ != elf.STT_FUNC && typ != elf.STT_GNU_IFUNC && (typ != elf.STT_OBJECT || s.Size == 0) {
-				continue
-			}
-			out = append(out, candidate{name: s.Name, start: s.Value, size: s.Size, bind: elf.ST_BIND(s.Info), limit: sec.Addr + sec.Size})
 		}
 		return nil
 	}
-	if err := add(f.Symbols()); err != nil {
+	if err := add(elf.SHT_SYMTAB); err != nil {
 		return nil, err
 	}
 	if dyn {
-		if err := add(f.DynamicSymbols()); err != nil {
+		if err := add(elf.SHT_DYNSYM); err != nil {
 			return nil, err
 		}
+	}
+	return out, nil
+}
+
+// appendFuncSymbols appends the function symbols of f's first section of
+// type typ to out. It reads the symbols in place, where debug/elf's
+// Symbols makes a string and a struct of every symbol, most of them data
+// or undefined, which was most of the time of loading a stripped libc's
+// symbols; names are substrings of the one string table.
+func appendFuncSymbols(out []candidate, f *elfFile, typ elf.SectionType) ([]candidate, error) {
+	var sec *elf.Section
+	for _, s := range f.Sections {
+		if s.Type == typ {
+			sec = s
+			break
+		}
+	}
+	if sec == nil {
+		return out, nil
+	}
+	if int(sec.Link) >= len(f.Sections) || sec.Link == 0 {
+		return nil, fmt.Errorf("%w: %s links to section %d", ErrMalformed, sec.Name, sec.Link)
+	}
+	data, err := sec.Data()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", sec.Name, err)
+	}
+	strs, err := f.Sections[sec.Link].Data()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", f.Sections[sec.Link].Name, err)
+	}
+	strtab := string(strs)
+	bo := f.ByteOrder
+	size := elf.Sym64Size
+	if f.Class == elf.ELFCLASS32 {
+		size = elf.Sym32Size
+	}
+	if len(data)%size != 0 {
+		return nil, fmt.Errorf("%w: %s is not a whole number of symbols", ErrMalformed, sec.Name)
+	}
+	out = slices.Grow(out, len(data)/size/2)
+	for off := size; off+size <= len(data); off += size { // symbol 0 is the null symbol
+		e := data[off : off+size]
+		var nameOff uint32
+		var info, other uint8
+		var shndx elf.SectionIndex
+		var value, sz uint64
+		if size == elf.Sym64Size {
+			nameOff, info, other = bo.Uint32(e), e[4], e[5]
+			shndx = elf.SectionIndex(bo.Uint16(e[6:]))
+			value, sz = bo.Uint64(e[8:]), bo.Uint64(e[16:])
+		} else {
+			nameOff = bo.Uint32(e)
+			value, sz = uint64(bo.Uint32(e[4:])), uint64(bo.Uint32(e[8:]))
+			info, other = e[12], e[13]
+			shndx = elf.SectionIndex(bo.Uint16(e[14:]))
+		}
+		if value == 0 || nameOff == 0 || int(shndx) >= len(f.Sections) || shndx == elf.SHN_UNDEF {
+			continue
+		}
+		sec := f.Sections[shndx]
+		if sec.Flags&elf.SHF_EXECINSTR == 0 {
+			continue
+		}
+		st := elf.ST_TYPE(info)
+		vis := elf.ST_VISIBILITY(other)
+		// perf also takes labels (NOTYPE, visible): ld.so's
+		// _dl_start_user is one.
+		label := st == elf.STT_NOTYPE && shndx != elf.SHN_ABS && vis != elf.STV_HIDDEN && vis != elf.STV_INTERNAL
+		if !label && st != elf.STT_FUNC && st != elf.STT_GNU_IFUNC && (st != elf.STT_OBJECT || sz == 0) {
+			continue
+		}
+		if int(nameOff) >= len(strtab) {
+			continue
+		}
+		name := strtab[nameOff:]
+		if i := strings.IndexByte(name, 0); i >= 0 {
+			name = name[:i]
+		}
+		if name == "" {
+			continue
+		}
+		out = append(out, candidate{name: name, start: value, size: sz, bind: elf.ST_BIND(info), limit: sec.Addr + sec.Size})
 	}
 	return out, nil
 }

@@ -16,7 +16,8 @@ import (
 
 // Kernel is the kernel's symbol table from kallsyms, modules included.
 type Kernel struct {
-	syms *table
+	syms   *table
+	mapped *mappedTable // instead of syms, from the cache (kcache.go)
 }
 
 // LoadKallsyms reads a kallsyms file such as /proc/kallsyms.
@@ -47,8 +48,12 @@ func ParseKallsyms(r io.Reader, opts LoadOptions) (*Kernel, error) {
 	return parseKallsyms(b, opts)
 }
 
-// RunningKernel reads the running kernel's kallsyms (internal/linux).
-func RunningKernel(opts LoadOptions) (*Kernel, error) {
+// RunningKernel returns the running kernel's symbol table: from the
+// cache of this boot's table (kcache.go) or, on a miss, from its kallsyms
+// (internal/linux).
+func RunningKernel(opts LoadOptions) (*Kernel, error) { return cachedKernel(opts) }
+
+func parseRunningKernel(opts LoadOptions) (*Kernel, error) {
 	b, err := linux.Kallsyms()
 	if err != nil {
 		return nil, fmt.Errorf("kallsyms: %w", err)
@@ -142,7 +147,17 @@ func kallsymsTable(all []kallsyms.Symbol, raw bool) *table {
 }
 
 // Lookup returns the kernel function containing addr.
-func (k *Kernel) Lookup(addr uint64) (Symbol, bool) { return k.syms.lookup(addr) }
+func (k *Kernel) Lookup(addr uint64) (Symbol, bool) {
+	if k.mapped != nil {
+		return k.mapped.lookup(addr)
+	}
+	return k.syms.lookup(addr)
+}
 
 // NumSymbols is the number of distinct text addresses known.
-func (k *Kernel) NumSymbols() int { return len(k.syms.entries) }
+func (k *Kernel) NumSymbols() int {
+	if k.mapped != nil {
+		return k.mapped.n
+	}
+	return len(k.syms.entries)
+}

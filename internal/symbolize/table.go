@@ -41,6 +41,28 @@ type table struct {
 	raw       bool
 }
 
+// sortStable sorts cands by start, keeping the input order of equal
+// starts. slices.SortStableFunc moves the 80-byte candidates by rotations
+// (O(n log² n) moves), which was a third of loading libc's symbols;
+// sorting indices and copying once is O(n log n).
+func sortStable(cands []candidate) []candidate {
+	if slices.IsSortedFunc(cands, func(a, b candidate) int { return cmp.Compare(a.start, b.start) }) {
+		return cands
+	}
+	perm := make([]int32, len(cands))
+	for i := range perm {
+		perm[i] = int32(i)
+	}
+	slices.SortFunc(perm, func(a, b int32) int {
+		return cmp.Or(cmp.Compare(cands[a].start, cands[b].start), cmp.Compare(a, b))
+	})
+	out := make([]candidate, len(cands))
+	for i, p := range perm {
+		out[i] = cands[p]
+	}
+	return out
+}
+
 // newTable merges candidates into a table as perf's symbols__fixup_end
 // and symbols__fixup_duplicate do, so samples get perf's names: a
 // sizeless symbol (assembly labels, kallsyms) runs to the next symbol,
@@ -49,7 +71,7 @@ type table struct {
 // at one address keep their input order (the symbol table's), which
 // breaks ties as perf's does.
 func newTable(cands []candidate, raw bool) *table {
-	slices.SortStableFunc(cands, func(a, b candidate) int { return cmp.Compare(a.start, b.start) })
+	cands = sortStable(cands)
 	for i := range cands {
 		c := &cands[i]
 		if c.size != 0 {

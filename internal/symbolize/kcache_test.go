@@ -1,0 +1,178 @@
+package symbolize
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// mappedOf encodes t as a cache and reads it back.
+func mappedOf(t testing.TB, tab *table) *mappedTable {
+	m, err := kcacheRead(kcacheEncode(tab))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.raw = tab.raw
+	return m
+}
+
+// TestKcacheRoundTrip: a table read back from its cache answers every
+// lookup as the parsed table does: at, inside, between and after symbols.
+func TestKcacheRoundTrip(t *testing.T) {
+	k, err := LoadKallsyms("testdata/kallsyms.txt", LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := mappedOf(t, k.syms)
+	if m.n != len(k.syms.entries) {
+		t.Fatalf("%d entries read back, want %d", m.n, len(k.syms.entries))
+	}
+	var addrs []uint64
+	for _, e := range k.syms.entries {
+		addrs = append(addrs, e.start-1, e.start, e.start+1, e.end-1, e.end)
+	}
+	for _, a := range addrs {
+		want, wok := k.syms.lookup(a)
+		got, gok := m.lookup(a)
+		if want != got || wok != gok {
+			t.Errorf("lookup(%#x) = %+v, %v from the cache; %+v, %v parsed", a, got, gok, want, wok)
+		}
+	}
+}
+
+// TestKcacheRefusesMalformed: cut or altered caches are refused, never
+// looked up.
+func TestKcacheRefusesMalformed(t *testing.T) {
+	k, err := LoadKallsyms("testdata/kallsyms.txt", LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := kcacheEncode(k.syms)
+	hdr := len(kcacheMagic) + 12
+	swap := bytes.Clone(good) // the first two entries' starts swapped: unsorted
+	copy(swap[hdr:hdr+8], good[hdr+24:hdr+32])
+	copy(swap[hdr+24:hdr+32], good[hdr:hdr+8])
+	badName := bytes.Clone(good) // the first entry names a name past the last
+	copy(badName[hdr+16:hdr+20], []byte{0xff, 0xff, 0xff, 0x7f})
+	for name, b := range map[string][]byte{
+		"empty":     nil,
+		"magic":     append([]byte("jitprof kallsyms cache 0\n"), good[len(kcacheMagic):]...),
+		"cut":       good[:len(good)-1],
+		"longer":    append(bytes.Clone(good), 0),
+		"unsorted":  swap,
+		"name past": badName,
+	} {
+		if _, err := kcacheRead(b); !errors.Is(err, errKcache) {
+			t.Errorf("%s: err = %v, want errKcache", name, err)
+		}
+	}
+}
+
+// TestKcacheFileChecks: a cache that others may write, or a link to one,
+// is not used.
+func TestKcacheFileChecks(t *testing.T) {
+	k, err := LoadKallsyms("testdata/kallsyms.txt", LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "kallsyms-x")
+	if err := kcacheStore(dir, path, k.syms); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kcacheLoad(path); err != nil {
+		t.Fatalf("own cache refused: %v", err)
+	}
+	if err := os.Symlink(path, filepath.Join(dir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kcacheLoad(filepath.Join(dir, "link")); err == nil {
+		t.Error("a symlink to a cache was followed")
+	}
+	if err := os.Chmod(path, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kcacheLoad(path); err == nil {
+		t.Error("a cache writable by others was used")
+	}
+}
+
+// TestRunningKernelCached: the second load of the running kernel's table
+// comes from the cache the first wrote, and names kernel addresses as
+// /proc/kallsyms does.
+func TestRunningKernelCached(t *testing.T) {
+	parsed, err := parseRunningKernel(LoadOptions{})
+	if errors.Is(err, ErrKptrRestrict) && os.Geteuid() != 0 {
+		t.Skipf("kernel addresses are hidden from this user: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kcacheKey(); err != nil {
+		if os.Geteuid() != 0 {
+			t.Skipf("no cache key for this user: %v", err)
+		}
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	t.Setenv("JITPROF_CACHE_DIR", dir)
+	first, err := RunningKernel(LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.mapped != nil {
+		t.Fatal("first load came from a cache")
+	}
+	second, err := RunningKernel(LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second.mapped == nil {
+		t.Fatal("second load did not come from the cache")
+	}
+	if second.NumSymbols() != parsed.NumSymbols() {
+		t.Errorf("%d symbols from the cache, %d parsed", second.NumSymbols(), parsed.NumSymbols())
+	}
+	es := parsed.syms.entries
+	for i := 0; i < len(es); i += 97 {
+		for _, a := range []uint64{es[i].start, es[i].end - 1} {
+			want, _ := parsed.Lookup(a)
+			if got, _ := second.Lookup(a); got != want {
+				t.Fatalf("Lookup(%#x) = %+v from the cache, %+v parsed", a, got, want)
+			}
+		}
+	}
+	t.Setenv("JITPROF_CACHE_DIR", "off")
+	if k, err := RunningKernel(LoadOptions{}); err != nil || k.mapped != nil {
+		t.Errorf("JITPROF_CACHE_DIR=off: cached %v, err %v", k != nil && k.mapped != nil, err)
+	}
+}
+
+// FuzzKcache: any bytes are refused or give a table whose lookups find
+// each entry at its first and last byte.
+func FuzzKcache(f *testing.F) {
+	k, err := ParseKallsyms(bytes.NewReader([]byte("2 T b\n1 T a\n1 W a2\n3 D d\nffffffffc0000000 t m [mod]\n")), LoadOptions{RawNames: true})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(kcacheEncode(k.syms))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m, err := kcacheRead(b)
+		if err != nil {
+			return
+		}
+		m.raw = true
+		for i := range m.n {
+			start := m.start(i)
+			s, ok := m.lookup(start)
+			if !ok || s.Start != start {
+				t.Fatalf("lookup(%#x) = %+v, %v; want entry %d", start, s, ok, i)
+			}
+			if s2, ok := m.lookup(start + s.Size - 1); !ok || s2 != s {
+				t.Fatalf("lookup(%#x) = %+v, %v; want %+v", start+s.Size-1, s2, ok, s)
+			}
+		}
+	})
+}
