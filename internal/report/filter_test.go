@@ -92,10 +92,14 @@ func checkFilters(t *testing.T, p *profile.Profile, data, busy string, images []
 	if tid == 0 {
 		t.Fatalf("no samples of %s", comm)
 	}
+	// A CPU but the first, whose samples are not all, and one the
+	// workload ran on: on a loaded machine another CPU may have only
+	// other processes' samples, and --cpu with --comms would then show
+	// nothing to compare.
 	cpu := 0
 	for _, e := range p.Entries {
-		if e.CPU > 0 {
-			cpu = int(e.CPU) // a CPU but the first, whose samples are not all
+		if e.CPU > 0 && p.Strings[p.Threads[e.Thread].Comm] == comm {
+			cpu = int(e.CPU)
 			break
 		}
 	}
