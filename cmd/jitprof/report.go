@@ -53,6 +53,8 @@ func runReport(args []string) error {
 	foldedPeriods := fs.Bool("folded-periods", false, "folded: write each stack's period (event count) instead of its samples")
 	var jit anonFlags
 	jit.register(fs)
+	var sess sessionFlags // the daemon's sessions: session.go
+	sess.register(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: jitprof report [-i FILE] [-l] [-g [caller|callee]] [-s|--sort KEYS] [--format text|json|csv|pprof|folded] [-o FILE]")
 		printFlags(fs)
@@ -61,7 +63,7 @@ func runReport(args []string) error {
 	if err != nil {
 		return err
 	}
-	if len(pos) > 0 {
+	if len(pos) > 0 && !sess.enabled() {
 		fs.Usage()
 		return errUsage
 	}
@@ -100,7 +102,11 @@ func runReport(args []string) error {
 
 	sopts := replay.Options{Lines: contains(opts.Sort, report.KeySrcline), Progress: progressBar(os.Stderr),
 		LeafOnly: !opts.Children && !opts.Chains.Graph && *format != "pprof" && *format != "folded"} // a flat report needs no callchains
-	p, binder, done, err := jit.load("report", *input, sopts)
+	load := jit.load
+	if sess.enabled() {
+		load = sess.loader(&jit, pos)
+	}
+	p, binder, done, err := load("report", *input, sopts)
 	if err != nil {
 		return err
 	}

@@ -30,7 +30,7 @@ var jitHandlers = []string{"jitlog", "jitdump", "perfmap"}
 // perf map: every range that appears or changes in the map gets a new
 // sequence number (a CODE_LOAD with that code_index), the number the
 // process's sample files keep.
-const PerfmapSeqKind = "perfmap-seq"
+const PerfmapSeqKind = anon.PerfmapSeq
 
 // lookAgain is how long the daemon waits before it looks again for the
 // JIT data of a process with anonymous samples and none found: a JIT may
