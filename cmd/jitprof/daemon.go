@@ -240,10 +240,8 @@ func daemonStop(dir string) error {
 	if _, err := daemon.Ask(dir, "stop", ""); err != nil {
 		return err
 	}
-	for range 300 {
-		if pid == 0 || syscall.Kill(pid, 0) != nil {
-			return nil
-		}
+	// The daemon removes its pid file last of all.
+	for range 600 {
 		if p, _, _ := daemon.Running(dir); p == 0 {
 			return nil
 		}

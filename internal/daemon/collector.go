@@ -124,9 +124,14 @@ func Run(ctx context.Context, cfg Config, ready func()) (err error) {
 		return err
 	}
 	d := &daemon{cfg: cfg, db: db, procs: process.New(), start: time.Now(), reqs: make(chan request)}
+	pidFile := false
 	defer func() {
 		if cerr := d.close(); err == nil {
 			err = cerr
+		}
+		// Last: stop waits for the pid file to go.
+		if pidFile {
+			os.Remove(filepath.Join(cfg.Dir, PIDFile))
 		}
 	}()
 	opts := perfevent.Options{Event: ev, Freq: cfg.Freq, Period: cfg.Period, Callchain: cfg.Callchain, Pages: cfg.Pages}
@@ -164,7 +169,7 @@ func Run(ctx context.Context, cfg Config, ready func()) (err error) {
 	if err := writePIDFile(cfg.Dir); err != nil {
 		return err
 	}
-	defer os.Remove(filepath.Join(cfg.Dir, PIDFile))
+	pidFile = true
 	if ready != nil {
 		ready()
 	}

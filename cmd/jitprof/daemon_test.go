@@ -1,0 +1,257 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jitprof/jitprof/internal/perftest"
+)
+
+// startDaemon starts jitprof's daemon on dir with args and stops it when
+// the test ends.
+func startDaemon(t *testing.T, jitprof, dir string, env []string, args ...string) {
+	t.Helper()
+	cmd := exec.Command(jitprof, append([]string{"daemon", "start", "--session-dir", dir}, args...)...)
+	cmd.Env = env
+	if out, err := cmd.CombinedOutput(); err != nil {
+		log, _ := os.ReadFile(filepath.Join(dir, "daemon.log"))
+		t.Fatalf("jitprof daemon start: %v\n%s\nlog:\n%s", err, out, log)
+	}
+	t.Cleanup(func() { exec.Command(jitprof, "daemon", "stop", "--session-dir", dir).Run() })
+}
+
+func daemonCmd(t *testing.T, jitprof, dir string, args ...string) string {
+	t.Helper()
+	out, err := exec.Command(jitprof, append(append([]string{"daemon"}, args...), "--session-dir", dir)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("jitprof daemon %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// report runs jitprof report with args and returns its standard output.
+func jpReport(t *testing.T, jitprof string, env []string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(jitprof, append([]string{"report"}, args...)...)
+	cmd.Env = env
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("jitprof report %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	return string(out)
+}
+
+// TestDaemonAgreesWithRecord: a session the daemon recorded around a
+// workload reports the per-symbol percentages of jitprof record of the
+// same run, within 1 point. Both sample the same process at once, each
+// with its own event: 10 kHz for about 4 s gives each some 40,000
+// samples, so the two samplings differ by 0.3 points (one standard
+// deviation) on a symbol with a third of them.
+func TestDaemonAgreesWithRecord(t *testing.T) {
+	perftest.Perf(t)
+	needRoot(t, "the daemon samples every CPU")
+	jitprof, _ := buildTools(t)
+	busy := perftest.Busy(t)
+	dir := filepath.Join(t.TempDir(), "sessions")
+	startDaemon(t, jitprof, dir, nil, "-a", "-F", "10000", "--separate=kernel,thread")
+	data := filepath.Join(t.TempDir(), "perf.data")
+	if out, err := exec.Command(jitprof, "record", "-q", "-F", "10000", "-o", data, "--", busy, "1300").CombinedOutput(); err != nil {
+		t.Fatalf("jitprof record: %v\n%s", err, out)
+	}
+	daemonCmd(t, jitprof, dir, "dump")
+	rec, recAll := csvShares(t, jpReport(t, jitprof, nil, "-i", data, "-l", "--format", "csv"), "")
+	ses, sesAll := csvShares(t, jpReport(t, jitprof, nil, "--session", "--session-dir", dir, "-l", "--format", "csv", "image:"+busy), "")
+	if recAll < 99 || sesAll < 99 {
+		t.Fatalf("shares add up to %.1f%% (record) and %.1f%% (session)", recAll, sesAll)
+	}
+	for _, sym := range []string{"work_a", "work_b"} {
+		if rec[sym] < 20 {
+			t.Fatalf("%s has %.1f%% of the recording's samples: %v", sym, rec[sym], rec)
+		}
+	}
+	worst := 0.0
+	for sym, pc := range rec {
+		if pc < 1 && ses[sym] < 1 {
+			continue
+		}
+		d := math.Abs(pc - ses[sym])
+		if d > 1 {
+			t.Errorf("%s: %.2f%% in the daemon's session, %.2f%% in jitprof record's", sym, ses[sym], pc)
+		}
+		worst = max(worst, d)
+	}
+	for sym, pc := range ses {
+		if _, ok := rec[sym]; !ok && pc >= 1 {
+			t.Errorf("%s: %.2f%% in the daemon's session, none in jitprof record's", sym, pc)
+		}
+	}
+	t.Logf("per-symbol shares within %.2f points (work_a %.2f%% vs %.2f%%)", worst, ses["work_a"], rec["work_a"])
+}
+
+// minijitRun is one run of minijit, recorded by jitprof record beside
+// the daemon.
+type minijitRun struct {
+	data  string
+	env   []string // minijit's, and pathtime's: its jitlog directory
+	// reportEnv is the report's environment, env if nil.
+	reportEnv []string
+	pid   int
+	truth map[string]float64
+}
+
+// recordMinijit runs jitprof record -- minijit with flags; before, when
+// set, is called once minijit has generated code and is stopped
+// (SIGSTOP), and minijit goes on after it returns.
+func recordMinijit(t *testing.T, jitprof, minijit, jitlogDir string, before func(pid int), flags ...string) minijitRun {
+	t.Helper()
+	dir := t.TempDir()
+	r := minijitRun{data: filepath.Join(dir, "perf.data"), env: append(os.Environ(), "JITPROF_JITLOG_DIR="+jitlogDir)}
+	truthPath := filepath.Join(dir, "truth.json")
+	args := append([]string{"record", "-q", "-F", "4000", "-o", r.data, "--", minijit, "-duration", "3s", "-truth", truthPath, "-quiet"}, flags...)
+	rec := exec.Command(jitprof, args...)
+	rec.Env = r.env
+	var out strings.Builder
+	rec.Stdout, rec.Stderr = &out, &out
+	if err := rec.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if before != nil {
+		pid := waitForJIT(t, jitlogDir)
+		syscall.Kill(pid, syscall.SIGSTOP)
+		before(pid)
+		syscall.Kill(pid, syscall.SIGCONT)
+	}
+	if err := rec.Wait(); err != nil {
+		t.Fatalf("jitprof record: %v\n%s", err, out.String())
+	}
+	var truth struct {
+		PID         int
+		Generations []struct {
+			Name    string
+			Seq     uint64
+			Percent float64
+		}
+	}
+	b, err := os.ReadFile(truthPath)
+	if err == nil {
+		err = json.Unmarshal(b, &truth)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.pid = truth.PID
+	r.truth = map[string]float64{}
+	for _, g := range truth.Generations {
+		r.truth[fmt.Sprintf("%s [gen %d]", g.Name, g.Seq)] = g.Percent
+	}
+	return r
+}
+
+// waitForJIT waits until a minijit has written a load into its jitlog
+// database in dir, and returns its pid.
+func waitForJIT(t *testing.T, dir string) int {
+	t.Helper()
+	for range 600 {
+		dbs, _ := filepath.Glob(filepath.Join(dir, "anon.*"))
+		for _, db := range dbs {
+			var pid int
+			if _, err := fmt.Sscanf(filepath.Base(db), "anon.%d", &pid); err != nil {
+				continue
+			}
+			if fi, err := os.Stat(db); err == nil && fi.Size() > 4096 {
+				return pid
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("no minijit jitlog database in %s", dir)
+	return 0
+}
+
+// checkSession checks the daemon's report of minijit's process: its JIT
+// rows (image prefix) name the generations minijit ran and nothing else,
+// each within 2 points of the recording's samples charged by minijit's
+// log (the same run, sampled by jitprof record beside the daemon), and
+// within 4 of minijit's measurement (see checkGenerations for why 4).
+func checkSession(t *testing.T, jitprof, dir string, r minijitRun, prefix string) {
+	t.Helper()
+	sampled := sampledShares(t, jitprof, r.data, r.env)
+	env := r.reportEnv
+	if env == nil {
+		env = r.env
+	}
+	out := jpReport(t, jitprof, env, "--session", "--session-dir", dir, "-l", "--format", "csv", "--anon-samples", fmt.Sprintf("tgid:%d", r.pid))
+	got, jit := csvShares(t, out, prefix)
+	if jit < 75 {
+		t.Fatalf("JIT code has %.1f%% of the session's samples of minijit, want most:\n%s", jit, out)
+	}
+	worst, worstTruth := 0.0, 0.0
+	for name, want := range r.truth {
+		share := 100 * got[name] / jit
+		if d := math.Abs(share - sampled[name]); d > 2 {
+			t.Errorf("%s: %.2f%% of the session's JIT samples, %.2f%% of the recording's by the JIT's log", name, share, sampled[name])
+		} else {
+			worst = max(worst, d)
+		}
+		if d := math.Abs(share - want); d > 4 {
+			t.Errorf("%s: %.2f%% of the session's JIT samples, minijit measured %.2f%%", name, share, want)
+		} else {
+			worstTruth = max(worstTruth, d)
+		}
+		delete(got, name)
+	}
+	for name, pc := range got {
+		t.Errorf("the session names %q (%.2f%%), which minijit never generated", name, pc)
+	}
+	t.Logf("generations within %.2f points of the recording's samples by the log, %.2f of minijit's measurement", worst, worstTruth)
+}
+
+// TestDaemonMinijit: minijit under the daemon, started after it and
+// before it (its code generated while no daemon ran), and a JIT whose
+// only data is a jitdump: every generation of its re-generated functions
+// is named apart, from the sequence numbers the daemon stored.
+func TestDaemonMinijit(t *testing.T) {
+	perftest.Perf(t)
+	needRoot(t, "the daemon samples every CPU")
+	jitprof, minijit := buildTools(t)
+	t.Run("daemon first", func(t *testing.T) {
+		dir, jl := filepath.Join(t.TempDir(), "sessions"), t.TempDir()
+		env := append(os.Environ(), "JITPROF_JITLOG_DIR="+jl)
+		startDaemon(t, jitprof, dir, env, "-a", "-F", "4000", "--separate=thread")
+		r := recordMinijit(t, jitprof, minijit, jl, nil)
+		daemonCmd(t, jitprof, dir, "dump")
+		checkSession(t, jitprof, dir, r, "[JIT jitlog]")
+	})
+	t.Run("JIT first", func(t *testing.T) {
+		dir, jl := filepath.Join(t.TempDir(), "sessions"), t.TempDir()
+		env := append(os.Environ(), "JITPROF_JITLOG_DIR="+jl)
+		r := recordMinijit(t, jitprof, minijit, jl, func(int) {
+			startDaemon(t, jitprof, dir, env, "-a", "-F", "4000", "--separate=thread")
+		})
+		daemonCmd(t, jitprof, dir, "dump")
+		checkSession(t, jitprof, dir, r, "[JIT jitlog]")
+	})
+	t.Run("jitdump only", func(t *testing.T) {
+		dir, jl := filepath.Join(t.TempDir(), "sessions"), t.TempDir()
+		// The daemon looks for jitlog databases elsewhere: minijit's
+		// jitdump, found by its marker mapping, is all it has.
+		env := append(os.Environ(), "JITPROF_JITLOG_DIR="+t.TempDir())
+		startDaemon(t, jitprof, dir, env, "-a", "-F", "4000", "--separate=thread")
+		r := recordMinijit(t, jitprof, minijit, jl, nil, "-jitdump")
+		daemonCmd(t, jitprof, dir, "dump")
+		// The report, too, must use the copy the daemon kept, with no
+		// jitlog database to be found.
+		r.reportEnv = env
+		checkSession(t, jitprof, dir, r, "[JIT jitdump]")
+	})
+}
