@@ -101,12 +101,12 @@ func TestDaemonAgreesWithRecord(t *testing.T) {
 // minijitRun is one run of minijit, recorded by jitprof record beside
 // the daemon.
 type minijitRun struct {
-	data  string
-	env   []string // minijit's, and pathtime's: its jitlog directory
+	data string
+	env  []string // minijit's, and pathtime's: its jitlog directory
 	// reportEnv is the report's environment, env if nil.
 	reportEnv []string
-	pid   int
-	truth map[string]float64
+	pid       int
+	truth     map[string]float64
 }
 
 // recordMinijit runs jitprof record -- minijit with flags; before, when
