@@ -255,3 +255,116 @@ func TestDaemonMinijit(t *testing.T) {
 		checkSession(t, jitprof, dir, r, "[JIT jitdump]")
 	})
 }
+
+// busySamples is the number of samples of busy in the session of dir.
+func busySamples(t *testing.T, jitprof, dir, busy string) uint64 {
+	t.Helper()
+	out := jpReport(t, jitprof, nil, "--session", "--session-dir", dir, "--format", "json", "image:"+busy)
+	var r struct {
+		Events []struct{ Samples uint64 }
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil || len(r.Events) == 0 {
+		t.Fatalf("report JSON: %v\n%s", err, out)
+	}
+	return r.Events[0].Samples
+}
+
+func daemonPID(t *testing.T, dir string) int {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "jitprofd.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pid int
+	fmt.Sscan(string(b), &pid)
+	return pid
+}
+
+// TestDaemonKilled: a daemon killed with SIGKILL leaves a session that
+// reports, with the counts of its last flush; started again, the daemon
+// notices the stale pid file and keeps counting into the same session.
+func TestDaemonKilled(t *testing.T) {
+	perftest.Perf(t)
+	needRoot(t, "the daemon samples every CPU")
+	jitprof, _ := buildTools(t)
+	busy := perftest.Busy(t)
+	dir := filepath.Join(t.TempDir(), "sessions")
+	startDaemon(t, jitprof, dir, nil, "-a", "--flush", "300ms")
+	perftest.Run(t, busy, "300")
+	time.Sleep(time.Second) // a flush or more
+	pid := daemonPID(t, dir)
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for syscall.Kill(pid, 0) == nil {
+		time.Sleep(10 * time.Millisecond)
+	}
+	first := busySamples(t, jitprof, dir, busy)
+	if first < 100 {
+		t.Fatalf("the killed daemon's session has %d samples of busy, want its ~1 s at 1 kHz", first)
+	}
+	out, err := exec.Command(jitprof, "daemon", "start", "-a", "--session-dir", dir).CombinedOutput()
+	if err != nil {
+		t.Fatalf("jitprof daemon start after a kill: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "stale pid file") {
+		t.Errorf("start after a kill does not mention the stale pid file:\n%s", out)
+	}
+	perftest.Run(t, busy, "300")
+	daemonCmd(t, jitprof, dir, "dump")
+	if second := busySamples(t, jitprof, dir, busy); second < first+100 {
+		t.Errorf("after the restart the session has %d samples of busy, %d before: it does not keep counting", second, first)
+	}
+	meta, err := os.ReadFile(filepath.Join(dir, "samples", "current", "session.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m struct {
+		Runs []struct {
+			Stop time.Time
+			PID  int
+		}
+	}
+	json.Unmarshal(meta, &m)
+	if len(m.Runs) != 2 || m.Runs[0].PID != pid || !m.Runs[0].Stop.IsZero() {
+		t.Errorf("session.json's runs: %+v, want the killed one (pid %d, no stop) and the running one", m.Runs, pid)
+	}
+}
+
+// TestDaemonOnePerDirectory: a second start on a directory with a daemon
+// says so and fails; with the pid file gone, the second daemon still
+// cannot take the session (its lock), and start fails.
+func TestDaemonOnePerDirectory(t *testing.T) {
+	perftest.Perf(t)
+	needRoot(t, "the daemon samples every CPU")
+	jitprof, _ := buildTools(t)
+	dir := filepath.Join(t.TempDir(), "sessions")
+	startDaemon(t, jitprof, dir, nil, "-a")
+	pid := daemonPID(t, dir)
+	out, err := exec.Command(jitprof, "daemon", "start", "-a", "--session-dir", dir).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), fmt.Sprintf("a daemon is running on %s (pid %d)", dir, pid)) {
+		t.Errorf("second start: %v\n%s", err, out)
+	}
+	if err := os.Remove(filepath.Join(dir, "jitprofd.pid")); err != nil {
+		t.Fatal(err)
+	}
+	out, err = exec.Command(jitprof, "daemon", "start", "-a", "--session-dir", dir).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "in use by another process") {
+		t.Errorf("second start without the pid file: %v\n%s", err, out)
+	}
+	if syscall.Kill(pid, 0) != nil {
+		t.Errorf("the first daemon is gone")
+	}
+	st := daemonCmd(t, jitprof, dir, "status")
+	if !strings.Contains(st, fmt.Sprintf("pid %d", pid)) {
+		t.Errorf("status does not come from the first daemon:\n%s", st)
+	}
+	fi, err := os.Stat(filepath.Join(dir, "control"))
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("control socket: %v, mode %v, want 0600", err, fi.Mode())
+	}
+	writePIDFile := os.WriteFile(filepath.Join(dir, "jitprofd.pid"), []byte(fmt.Sprint(pid)), 0o600)
+	if writePIDFile != nil {
+		t.Fatal(writePIDFile)
+	}
+}
