@@ -102,9 +102,9 @@ func TestIngest(t *testing.T) {
 		}
 	}
 	want := map[string]map[[2]uint64]uint64{
-		"/usr/bin/app app=/usr/bin/app": {{0x10 + appPgoff, 0}: 2},
+		"/usr/bin/app app=/usr/bin/app":                                              {{0x10 + appPgoff, 0}: 2},
 		"jit:jitlog (tgid:100 range:0x7f0000000000-0x7f0000010000) app=/usr/bin/app": {{0x20, 7}: 1, {0x20, 9}: 1, {0x120, 8}: 1},
-		"vmlinux app=vmlinux": {{kernelTop + 0x42, 0}: 1},
+		"vmlinux app=vmlinux":                                                        {{kernelTop + 0x42, 0}: 1},
 	}
 	if len(got) != len(want) {
 		t.Errorf("files: %v, want %v", got, want)
