@@ -368,3 +368,49 @@ func TestDaemonOnePerDirectory(t *testing.T) {
 		t.Fatal(writePIDFile)
 	}
 }
+
+// TestImport: a recording imported into a session reports what the
+// recording does, symbol by symbol: jitprof's own, whose JIT code is
+// named from the data it embedded (after the JIT's files are gone), and
+// Linux perf's.
+func TestImport(t *testing.T) {
+	perftest.Perf(t)
+	jitprof, minijit := buildTools(t)
+	data, env, _ := runMinijit(t, jitprof, minijit)
+	busyData := perftest.Record(t, "perf.data", "-F", "4000", "--", perftest.Busy(t), "300")
+	for _, tc := range []struct {
+		name, data string
+		flags      []string
+	}{
+		{"jitprof record of minijit", data, []string{"--anon-samples"}},
+		{"perf record of busy", busyData, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "sessions")
+			cmd := exec.Command(jitprof, "import", "--session-dir", dir, "--session", "imported", tc.data)
+			cmd.Env = env
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("jitprof import: %v\n%s", err, out)
+			}
+			// The JIT's own files are gone: the session's copies name it.
+			noJIT := append(os.Environ(), "JITPROF_JITLOG_DIR="+t.TempDir())
+			rec, _ := csvShares(t, jpReport(t, jitprof, env, append([]string{"-i", tc.data, "-l", "--format", "csv"}, tc.flags...)...), "")
+			ses, _ := csvShares(t, jpReport(t, jitprof, noJIT, append([]string{"--session=imported", "--session-dir", dir, "-l", "--format", "csv"}, tc.flags...)...), "")
+			named := 0
+			for sym, pc := range rec {
+				if strings.HasPrefix(sym, "0x") {
+					continue // unnamed addresses are not compared
+				}
+				if d := math.Abs(pc - ses[sym]); d > 0.1 {
+					t.Errorf("%s: %.2f%% in the session, %.2f%% in the recording", sym, ses[sym], pc)
+				}
+				if strings.Contains(sym, "[gen ") {
+					named++
+				}
+			}
+			if tc.flags != nil && named < 4 {
+				t.Errorf("the recording names %d JIT generations, want minijit's", named)
+			}
+		})
+	}
+}

@@ -44,6 +44,10 @@ type Ingest struct {
 	exited []uint32 // processes that exited this round
 	// JITErrors keeps the last error of each process's JIT data.
 	JITErrors map[uint32]error
+	// embedded, when set, fills a process's JIT data from a recording
+	// instead of looking for files (Import).
+	embedded func(j *jitProc)
+	saved    map[uint32]bool // processes whose JIT data is in the session
 	// Unresolved counts samples no mapping held; Errors samples the
 	// database refused.
 	Unresolved, Errors uint64
@@ -68,7 +72,7 @@ type pidState struct {
 // NewIngest returns an Ingest of samples of event ev into db, with the
 // processes of procs.
 func NewIngest(db *sampledb.DB, procs *process.Tracker, ev sampledb.EventID) *Ingest {
-	return &Ingest{db: db, procs: procs, event: ev, pids: map[uint32]*pidState{}, now: monotonic, JITErrors: map[uint32]error{}}
+	return &Ingest{db: db, procs: procs, event: ev, pids: map[uint32]*pidState{}, now: monotonic, JITErrors: map[uint32]error{}, saved: map[uint32]bool{}}
 }
 
 func monotonic() uint64 { return uint64(time.Duration(nanotime())) }
@@ -164,9 +168,20 @@ func (in *Ingest) fileImage(m *process.Mapping) sampledb.ImageID {
 // process has JIT data; else in its {anon:NAME} image.
 func (in *Ingest) placeAnon(st *pidState, pid uint32, m *process.Mapping, addr, t uint64, image *sampledb.ImageID, k1, k2 *uint64) bool {
 	j := st.jit
-	if j.handler == "" && j.find(time.Now(), in.mappings) {
-		clear(st.anon) // its anonymous images become JIT images
-		in.pollJIT(st)
+	if j.handler == "" {
+		found := false
+		if in.embedded != nil {
+			if !j.noFiles {
+				in.embedded(j)
+			}
+			found = j.handler != ""
+		} else {
+			found = j.find(time.Now(), in.mappings)
+		}
+		if found {
+			clear(st.anon) // its anonymous images become JIT images
+			in.pollJIT(st)
+		}
 	}
 	id := st.anon[m.ID]
 	if id == 0 {
@@ -356,8 +371,15 @@ func (in *Ingest) saveJIT(st *pidState) {
 		in.pollJIT(st)
 	}
 	dir, err := in.db.JITDir(int(j.pid))
+	if err == nil && j.pendingDump != nil {
+		err = j.appendDump(j.pendingDump, 0, in.db.JITDir)
+		j.pendingDump = nil
+	}
 	if err == nil {
 		err = j.copyInto(dir)
+	}
+	if err == nil {
+		in.saved[j.pid] = true
 	}
 	if err != nil {
 		in.JITErrors[j.pid] = err

@@ -65,6 +65,13 @@ type jitProc struct {
 
 	changed bool // data changed since it was last copied into the session
 	err     error
+	// data is the source's bytes when they come from a recording
+	// (Import), not a file.
+	data []byte
+	// noFiles: the process's JIT data is only what a recording embedded.
+	noFiles bool
+	// pendingDump is a numbered dump not yet written to the session.
+	pendingDump []byte
 }
 
 // find looks for the process's JIT data; found reports whether it has a
@@ -73,7 +80,7 @@ func (j *jitProc) find(now time.Time, procs func(pid uint32) []anon.Mapping) boo
 	if j.handler != "" {
 		return true
 	}
-	if now.Before(j.next) {
+	if now.Before(j.next) || j.noFiles {
 		return false
 	}
 	j.next = now.Add(lookAgain)
@@ -125,10 +132,12 @@ func (j *jitProc) open(handler, path string) error {
 // poll reads what the source added since the last poll into the code
 // table; now is CLOCK_MONOTONIC ns, the time of a perf map's snapshot.
 func (j *jitProc) poll(now uint64, session func(pid int) (string, error)) error {
+	if j.tail == nil && j.f == nil {
+		// Nothing open: a table filled whole (Import, tests).
+		return nil
+	}
 	var err error
 	switch {
-	case j.tail == nil && j.f == nil:
-		// Nothing open: a table filled by hand (tests).
 	case j.handler == "jitlog":
 		err = j.pollJitlog()
 	case j.handler == "jitdump":
@@ -368,6 +377,9 @@ func (j *jitProc) copyInto(dir string) error {
 
 // readData reads the source's file whole, through the trust checks.
 func (j *jitProc) readData() ([]byte, error) {
+	if j.data != nil {
+		return j.data, nil
+	}
 	f, err := anon.OpenData(&j.p, j.path)
 	if err != nil {
 		return nil, err
