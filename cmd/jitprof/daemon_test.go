@@ -414,3 +414,70 @@ func TestImport(t *testing.T) {
 		})
 	}
 }
+
+// TestDaemonDiskFull: on a full disk the daemon keeps sampling, and
+// status says the disk is full; given room, the counts reach the files.
+func TestDaemonDiskFull(t *testing.T) {
+	perftest.Perf(t)
+	needRoot(t, "the daemon samples every CPU, and the test mounts a tmpfs")
+	jitprof, _ := buildTools(t)
+	busy := perftest.Busy(t)
+	dir := t.TempDir()
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=64k,mode=0700"); err != nil {
+		t.Fatalf("mount tmpfs: %v", err)
+	}
+	t.Cleanup(func() { syscall.Unmount(dir, syscall.MNT_DETACH) })
+	// Fill it, but for what the daemon needs to start.
+	if f, err := os.Create(filepath.Join(dir, "filler")); err == nil {
+		f.Write(make([]byte, 40<<10))
+		f.Close()
+	}
+	startDaemon(t, jitprof, dir, nil, "-a", "--flush", "200ms")
+	perftest.Run(t, busy, "200")
+	var st string
+	for range 50 {
+		st = daemonCmd(t, jitprof, dir, "status")
+		if strings.Contains(st, "disk:            FULL") {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if !strings.Contains(st, "disk:            FULL") {
+		t.Fatalf("status on a full disk:\n%s", st)
+	}
+	full, fullFlushed, _ := statusCounts(t, st)
+	if fullFlushed >= full {
+		t.Errorf("on a full disk every sample reached the files:\n%s", st)
+	}
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", syscall.MS_REMOUNT, "size=64m"); err != nil {
+		t.Fatal(err)
+	}
+	daemonCmd(t, jitprof, dir, "dump")
+	st = daemonCmd(t, jitprof, dir, "status")
+	if !strings.Contains(st, "disk:            ok") {
+		t.Errorf("status once there is room:\n%s", st)
+	}
+	// Every sample counted while the disk was full is in the files now.
+	if _, flushed, dropped := statusCounts(t, st); flushed < full || dropped > 0 {
+		t.Errorf("after the dump %d samples are in files (%d dropped), %d were counted while the disk was full:\n%s", flushed, dropped, full, st)
+	}
+	if n := busySamples(t, jitprof, dir, busy); n < 100 {
+		t.Errorf("the session has %d samples of busy, counted while the disk was full", n)
+	}
+}
+
+// statusCounts reads the samples line of daemon status.
+func statusCounts(t *testing.T, st string) (samples, flushed, dropped uint64) {
+	t.Helper()
+	for line := range strings.Lines(st) {
+		if s, ok := strings.CutPrefix(line, "samples:"); ok {
+			var lost, unmapped uint64
+			if _, err := fmt.Sscanf(strings.TrimSpace(s), "%d (%d in files, %d lost, %d in no mapping, %d dropped)", &samples, &flushed, &lost, &unmapped, &dropped); err != nil {
+				t.Fatalf("status: %v\n%s", err, st)
+			}
+			return
+		}
+	}
+	t.Fatalf("status has no samples line:\n%s", st)
+	return
+}
