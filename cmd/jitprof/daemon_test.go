@@ -134,26 +134,7 @@ func recordMinijit(t *testing.T, jitprof, minijit, jitlogDir string, before func
 	if err := rec.Wait(); err != nil {
 		t.Fatalf("jitprof record: %v\n%s", err, out.String())
 	}
-	var truth struct {
-		PID         int
-		Generations []struct {
-			Name    string
-			Seq     uint64
-			Percent float64
-		}
-	}
-	b, err := os.ReadFile(truthPath)
-	if err == nil {
-		err = json.Unmarshal(b, &truth)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.pid = truth.PID
-	r.truth = map[string]float64{}
-	for _, g := range truth.Generations {
-		r.truth[fmt.Sprintf("%s [gen %d]", g.Name, g.Seq)] = g.Percent
-	}
+	r.pid, r.truth = readTruth(t, truthPath)
 	return r
 }
 
@@ -191,29 +172,7 @@ func checkSession(t *testing.T, jitprof, dir string, r minijitRun, prefix string
 		env = r.env
 	}
 	out := jpReport(t, jitprof, env, "--session", "--session-dir", dir, "-l", "--format", "csv", "--anon-samples", fmt.Sprintf("tgid:%d", r.pid))
-	got, jit := csvShares(t, out, prefix)
-	if jit < 75 {
-		t.Fatalf("JIT code has %.1f%% of the session's samples of minijit, want most:\n%s", jit, out)
-	}
-	worst, worstTruth := 0.0, 0.0
-	for name, want := range r.truth {
-		share := 100 * got[name] / jit
-		if d := math.Abs(share - sampled[name]); d > 2 {
-			t.Errorf("%s: %.2f%% of the session's JIT samples, %.2f%% of the recording's by the JIT's log", name, share, sampled[name])
-		} else {
-			worst = max(worst, d)
-		}
-		if d := math.Abs(share - want); d > 4 {
-			t.Errorf("%s: %.2f%% of the session's JIT samples, minijit measured %.2f%%", name, share, want)
-		} else {
-			worstTruth = max(worstTruth, d)
-		}
-		delete(got, name)
-	}
-	for name, pc := range got {
-		t.Errorf("the session names %q (%.2f%%), which minijit never generated", name, pc)
-	}
-	t.Logf("generations within %.2f points of the recording's samples by the log, %.2f of minijit's measurement", worst, worstTruth)
+	compareGenerations(t, out, prefix, r.truth, sampled, 2)
 }
 
 // TestDaemonMinijit: minijit under the daemon, started after it and

@@ -3,6 +3,9 @@ package daemon
 import (
 	"math"
 	"sort"
+
+	"github.com/jitprof/jitprof/internal/jitdump"
+	"github.com/jitprof/jitprof/jitlog"
 )
 
 // forever is the unload time of code still live.
@@ -127,4 +130,30 @@ func (c *codeTable) prune(t uint64) {
 	c.e = c.e[:n]
 	c.maxLen = longest
 	c.last = 0
+}
+
+// jitlogRecord applies what a jitlog record says of code; it reports
+// whether the record was about code.
+func (c *codeTable) jitlogRecord(r jitlog.Record) bool {
+	switch r := r.(type) {
+	case *jitlog.LoadRecord:
+		c.load(r.Addr, r.Size, r.Seq, r.Time)
+	case *jitlog.MoveRecord:
+		c.move(r.Seq, r.NewAddr, r.Time)
+	case *jitlog.UnloadRecord:
+		c.unload(r.Seq, r.Time)
+	default:
+		return false
+	}
+	return true
+}
+
+// jitdumpRecord applies what a jitdump record says of code.
+func (c *codeTable) jitdumpRecord(r jitdump.Record) {
+	switch r := r.(type) {
+	case *jitdump.CodeLoad:
+		c.load(r.CodeAddr, r.CodeSize, r.CodeIndex, r.Timestamp)
+	case *jitdump.CodeMove:
+		c.move(r.CodeIndex, r.NewCodeAddr, r.Timestamp)
+	}
 }

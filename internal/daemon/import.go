@@ -3,7 +3,6 @@ package daemon
 import (
 	"bytes"
 	"cmp"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -158,14 +157,7 @@ func (j *jitProc) fill(handler string, data []byte) error {
 			return err
 		}
 		for r.Next() {
-			switch rec := r.Record().(type) {
-			case *jitlog.LoadRecord:
-				j.code.load(rec.Addr, rec.Size, rec.Seq, rec.Time)
-			case *jitlog.MoveRecord:
-				j.code.move(rec.Seq, rec.NewAddr, rec.Time)
-			case *jitlog.UnloadRecord:
-				j.code.unload(rec.Seq, rec.Time)
-			}
+			j.code.jitlogRecord(r.Record())
 		}
 		return nil
 	case "jitdump":
@@ -174,12 +166,7 @@ func (j *jitProc) fill(handler string, data []byte) error {
 			return err
 		}
 		for r.Next() {
-			switch rec := r.Record().(type) {
-			case *jitdump.CodeLoad:
-				j.code.load(rec.CodeAddr, rec.CodeSize, rec.CodeIndex, rec.Timestamp)
-			case *jitdump.CodeMove:
-				j.code.move(rec.CodeIndex, rec.NewCodeAddr, rec.Timestamp)
-			}
+			j.code.jitdumpRecord(r.Record())
 		}
 		return nil
 	case "perfmap":
@@ -200,7 +187,9 @@ func (j *jitProc) fill(handler string, data []byte) error {
 			j.seq++
 			j.ranges[s] = j.seq
 			j.code.load(s.Start, s.Size, j.seq, 0)
-			out, _ = jitdump.AppendRecord(out, binary.LittleEndian, &jitdump.CodeLoad{PID: j.pid, TID: j.pid, VMA: s.Start, CodeAddr: s.Start, CodeSize: s.Size, CodeIndex: j.seq, Name: s.Name})
+			if out, err = j.appendRange(out, s, j.seq, 0); err != nil {
+				return err
+			}
 		}
 		j.pendingDump = out
 		return nil

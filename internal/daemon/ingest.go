@@ -1,13 +1,11 @@
 package daemon
 
 import (
-	"encoding/binary"
 	"encoding/hex"
 	"path"
 	"time"
 
 	"github.com/jitprof/jitprof/internal/anon"
-	"github.com/jitprof/jitprof/internal/jitdump"
 	"github.com/jitprof/jitprof/internal/process"
 	"github.com/jitprof/jitprof/internal/resolve"
 	"github.com/jitprof/jitprof/internal/sampledb"
@@ -430,10 +428,7 @@ func (in *Ingest) SessionChanged() {
 		var out []byte
 		now := in.now()
 		for s, seq := range j.ranges {
-			out, _ = jitdump.AppendRecord(out, binary.LittleEndian, &jitdump.CodeLoad{
-				PID: j.pid, TID: j.pid, VMA: s.Start, CodeAddr: s.Start, CodeSize: s.Size, CodeIndex: seq, Name: s.Name,
-				RecordHeader: jitdump.RecordHeader{Timestamp: now},
-			})
+			out, _ = j.appendRange(out, s, seq, now)
 		}
 		if err := j.appendDump(out, now, in.db.JITDir); err != nil {
 			in.JITErrors[j.pid] = err

@@ -152,17 +152,9 @@ func (j *jitProc) poll(now uint64, session func(pid int) (string, error)) error 
 func (j *jitProc) pollJitlog() error {
 	recs, err := j.tail.Poll()
 	for _, r := range recs {
-		switch r := r.(type) {
-		case *jitlog.LoadRecord:
-			j.code.load(r.Addr, r.Size, r.Seq, r.Time)
-		case *jitlog.MoveRecord:
-			j.code.move(r.Seq, r.NewAddr, r.Time)
-		case *jitlog.UnloadRecord:
-			j.code.unload(r.Seq, r.Time)
-		default:
-			continue
+		if j.code.jitlogRecord(r) {
+			j.changed = true
 		}
-		j.changed = true
 	}
 	if errors.Is(err, jitlog.ErrTorn) {
 		return nil // skipped; the next poll goes on after it
@@ -208,12 +200,7 @@ func (j *jitProc) pollJitdump() error {
 		if n <= j.recs {
 			continue
 		}
-		switch rec := r.Record().(type) {
-		case *jitdump.CodeLoad:
-			j.code.load(rec.CodeAddr, rec.CodeSize, rec.CodeIndex, rec.Timestamp)
-		case *jitdump.CodeMove:
-			j.code.move(rec.CodeIndex, rec.NewCodeAddr, rec.Timestamp)
-		}
+		j.code.jitdumpRecord(r.Record())
 		j.changed = true
 	}
 	j.recs = n
@@ -253,11 +240,7 @@ func (j *jitProc) pollPerfmap(now uint64, session func(pid int) (string, error))
 		j.seq++
 		j.ranges[s] = j.seq
 		j.code.load(s.Start, s.Size, j.seq, now)
-		out, err = jitdump.AppendRecord(out, binary.LittleEndian, &jitdump.CodeLoad{
-			PID: j.pid, TID: j.pid, VMA: s.Start, CodeAddr: s.Start, CodeSize: s.Size, CodeIndex: j.seq, Name: s.Name,
-			RecordHeader: jitdump.RecordHeader{Timestamp: now},
-		})
-		if err != nil {
+		if out, err = j.appendRange(out, s, j.seq, now); err != nil {
 			return err
 		}
 	}
@@ -398,4 +381,13 @@ func writeAside(dir, name string, b []byte) error {
 		return err
 	}
 	return os.Rename(tmp, filepath.Join(dir, name))
+}
+
+// appendRange appends the numbered dump's record of a perf map's range:
+// a CODE_LOAD whose code_index is the range's sequence number.
+func (j *jitProc) appendRange(out []byte, s perfmap.Symbol, seq, t uint64) ([]byte, error) {
+	return jitdump.AppendRecord(out, binary.LittleEndian, &jitdump.CodeLoad{
+		PID: j.pid, TID: j.pid, VMA: s.Start, CodeAddr: s.Start, CodeSize: s.Size, CodeIndex: seq, Name: s.Name,
+		RecordHeader: jitdump.RecordHeader{Timestamp: t},
+	})
 }
