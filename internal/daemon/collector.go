@@ -136,7 +136,16 @@ func Run(ctx context.Context, cfg Config, ready func()) (err error) {
 	}()
 	opts := perfevent.Options{Event: ev, Freq: cfg.Freq, Period: cfg.Period, Callchain: cfg.Callchain, Pages: cfg.Pages}
 	target := perfevent.Target{SystemWide: cfg.SystemWide, PIDs: cfg.PIDs}
-	if d.set, err = perfevent.OpenEvents(opts, target); err != nil {
+	d.set, err = perfevent.OpenEvents(opts, target)
+	if errors.Is(err, perfevent.ErrPermission) && !cfg.SystemWide && !ev.ExcludeKernel {
+		// perf_event_paranoid 2: user space only, as perf record does.
+		opts.ExcludeKernel = true
+		d.set, err = perfevent.OpenEvents(opts, target)
+		if err == nil {
+			log.Printf("perf_event_paranoid forbids kernel samples: sampling user space only")
+		}
+	}
+	if err != nil {
 		return err
 	}
 	a := d.set.Attr()
