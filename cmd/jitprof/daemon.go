@@ -263,7 +263,12 @@ func printStatus(w io.Writer, st *daemon.Status) {
 	}
 	fmt.Fprintf(w, "separate:        %s\n", st.Separate)
 	fmt.Fprintf(w, "call graph:      %v\n", st.CallGraph)
-	fmt.Fprintf(w, "samples:         %d (%d in files, %d lost, %d in no mapping, %d dropped)\n", st.Samples, st.Flushed, st.Lost, st.Unresolved, st.Dropped)
+	fmt.Fprintf(w, "samples:         %d (%d lost, %d in no mapping)\n", st.Samples, st.Lost, st.Unresolved)
+	what := "samples"
+	if st.CallGraph {
+		what = "samples and arcs"
+	}
+	fmt.Fprintf(w, "counts:          %d %s, %d in files, %d dropped\n", st.Counts, what, st.Flushed, st.Dropped)
 	fmt.Fprintf(w, "sample files:    %d, %d open\n", st.Files, st.OpenFiles)
 	fmt.Fprintf(w, "JIT processes:   %d\n", st.JITProcesses)
 	if !st.LastFlush.IsZero() {

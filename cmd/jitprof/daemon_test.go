@@ -425,18 +425,18 @@ func TestDaemonDiskFull(t *testing.T) {
 	}
 }
 
-// statusCounts reads the samples line of daemon status.
-func statusCounts(t *testing.T, st string) (samples, flushed, dropped uint64) {
+// statusCounts reads the counts line of daemon status (without -g,
+// counts are samples).
+func statusCounts(t *testing.T, st string) (counts, flushed, dropped uint64) {
 	t.Helper()
 	for line := range strings.Lines(st) {
-		if s, ok := strings.CutPrefix(line, "samples:"); ok {
-			var lost, unmapped uint64
-			if _, err := fmt.Sscanf(strings.TrimSpace(s), "%d (%d in files, %d lost, %d in no mapping, %d dropped)", &samples, &flushed, &lost, &unmapped, &dropped); err != nil {
+		if s, ok := strings.CutPrefix(line, "counts:"); ok {
+			if _, err := fmt.Sscanf(strings.TrimSpace(s), "%d samples, %d in files, %d dropped", &counts, &flushed, &dropped); err != nil {
 				t.Fatalf("status: %v\n%s", err, st)
 			}
 			return
 		}
 	}
-	t.Fatalf("status has no samples line:\n%s", st)
+	t.Fatalf("status has no counts line:\n%s", st)
 	return
 }

@@ -56,7 +56,11 @@ type Status struct {
 	Events        []string  `json:"events"`
 	Separate      string    `json:"separate"`
 	Samples       uint64    `json:"samples"`
-	Flushed       uint64    `json:"flushed"`
+	// Counts are what the sample files count: the samples and, with a
+	// call graph, the arcs of their callchains; Flushed those in the
+	// files, Dropped those that never will be.
+	Counts  uint64 `json:"counts"`
+	Flushed uint64 `json:"flushed"`
 	Lost          uint64    `json:"lost"`
 	Dropped       uint64    `json:"dropped"`
 	Unresolved    uint64    `json:"unresolved"`
@@ -300,7 +304,7 @@ func (d *daemon) flush() {
 func (d *daemon) snapshot() Status {
 	st := d.status
 	s := d.db.Stats()
-	st.Samples, st.Flushed, st.Dropped = s.Samples, s.Flushed, s.Dropped
+	st.Samples, st.Counts, st.Flushed, st.Dropped = d.in.Samples, s.Samples, s.Flushed, s.Dropped
 	st.Files, st.OpenFiles = s.Files, s.Open
 	st.Lost = d.lost
 	st.Unresolved = d.in.Unresolved

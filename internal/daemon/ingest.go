@@ -46,9 +46,9 @@ type Ingest struct {
 	// instead of looking for files (Import).
 	embedded func(j *jitProc)
 	saved    map[uint32]bool // processes whose JIT data is in the session
-	// Unresolved counts samples no mapping held; Errors samples the
-	// database refused.
-	Unresolved, Errors uint64
+	// Samples counts the samples added; Unresolved those no mapping
+	// held; Errors those the database refused.
+	Samples, Unresolved, Errors uint64
 }
 
 // pidState is what Ingest keeps per process.
@@ -91,6 +91,7 @@ func (in *Ingest) pid(pid uint32) *pidState {
 
 // Add counts one sample.
 func (in *Ingest) Add(s *perfdata.Sample) {
+	in.Samples++
 	st := in.pid(s.PID)
 	var smp sampledb.Sample
 	smp.Event, smp.TGID, smp.TID, smp.CPU = in.event, s.PID, s.TID, s.CPU
