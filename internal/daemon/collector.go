@@ -49,18 +49,18 @@ const pollEvery = 100 * time.Millisecond
 
 // Status is what `jitprof daemon status` shows.
 type Status struct {
-	PID           int       `json:"pid"`
-	Dir           string    `json:"dir"`
-	Start         time.Time `json:"start"`
-	Target        string    `json:"target"`
-	Events        []string  `json:"events"`
-	Separate      string    `json:"separate"`
-	Samples       uint64    `json:"samples"`
+	PID      int       `json:"pid"`
+	Dir      string    `json:"dir"`
+	Start    time.Time `json:"start"`
+	Target   string    `json:"target"`
+	Events   []string  `json:"events"`
+	Separate string    `json:"separate"`
+	Samples  uint64    `json:"samples"`
 	// Counts are what the sample files count: the samples and, with a
 	// call graph, the arcs of their callchains; Flushed those in the
 	// files, Dropped those that never will be.
-	Counts  uint64 `json:"counts"`
-	Flushed uint64 `json:"flushed"`
+	Counts        uint64    `json:"counts"`
+	Flushed       uint64    `json:"flushed"`
 	Lost          uint64    `json:"lost"`
 	Dropped       uint64    `json:"dropped"`
 	Unresolved    uint64    `json:"unresolved"`
