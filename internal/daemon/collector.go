@@ -59,20 +59,20 @@ type Status struct {
 	// Counts are what the sample files count: the samples and, with a
 	// call graph, the arcs of their callchains; Flushed those in the
 	// files, Dropped those that never will be.
-	Counts        uint64    `json:"counts"`
-	Flushed       uint64    `json:"flushed"`
-	Lost          uint64    `json:"lost"`
-	Dropped       uint64    `json:"dropped"`
-	Unresolved    uint64    `json:"unresolved"`
-	Files         int       `json:"files"`
-	OpenFiles     int       `json:"open_files"`
-	JITProcesses  int       `json:"jit_processes"`
-	LastFlush     time.Time `json:"last_flush,omitzero"`
-	FlushError    string    `json:"flush_error,omitempty"`
-	DiskFull      bool      `json:"disk_full"`
-	JITErrors     []string  `json:"jit_errors,omitempty"`
-	CallGraph     bool      `json:"call_graph"`
-	SessionEvents []sampledb.Event
+	Counts        uint64           `json:"counts"`
+	Flushed       uint64           `json:"flushed"`
+	Lost          uint64           `json:"lost"`
+	Dropped       uint64           `json:"dropped"`
+	Unresolved    uint64           `json:"unresolved"`
+	Files         int              `json:"files"`
+	OpenFiles     int              `json:"open_files"`
+	JITProcesses  int              `json:"jit_processes"`
+	LastFlush     time.Time        `json:"last_flush,omitzero"`
+	FlushError    string           `json:"flush_error,omitempty"`
+	DiskFull      bool             `json:"disk_full"`
+	JITErrors     []string         `json:"jit_errors,omitempty"`
+	CallGraph     bool             `json:"call_graph"`
+	SessionEvents []sampledb.Event `json:"session_events"`
 }
 
 // daemon is the running collector: the events, the database, and the
