@@ -168,6 +168,20 @@ func (j *jitProc) grown() (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	// A JIT that writes its file anew and renames it over the old one
+	// (a rewritten perf map) leaves the daemon's descriptor on the old:
+	// open the new one, through the same checks.
+	if now, err := os.Lstat(j.path); err == nil && !os.SameFile(now, fi) {
+		f, err := anon.OpenData(&j.p, j.path)
+		if err != nil {
+			return false, err
+		}
+		j.f.Close()
+		j.f, j.size, j.mod, j.recs = f.File, 0, time.Time{}, 0
+		if fi, err = j.f.Stat(); err != nil {
+			return false, err
+		}
+	}
 	if fi.Size() == j.size && fi.ModTime().Equal(j.mod) {
 		return false, nil
 	}
