@@ -73,7 +73,7 @@ func NewIngest(db *sampledb.DB, procs *process.Tracker, ev sampledb.EventID) *In
 	return &Ingest{db: db, procs: procs, event: ev, pids: map[uint32]*pidState{}, now: monotonic, JITErrors: map[uint32]error{}, saved: map[uint32]bool{}}
 }
 
-func monotonic() uint64 { return uint64(time.Duration(nanotime())) }
+func monotonic() uint64 { return uint64(nanotime()) }
 
 // pid returns the state of process pid.
 func (in *Ingest) pid(pid uint32) *pidState {

@@ -16,6 +16,7 @@ import (
 	"github.com/jitprof/jitprof/internal/jitdump"
 	"github.com/jitprof/jitprof/internal/linux"
 	"github.com/jitprof/jitprof/internal/perfmap"
+	"github.com/jitprof/jitprof/internal/sampledb"
 	"github.com/jitprof/jitprof/internal/trust"
 	"github.com/jitprof/jitprof/jitlog"
 )
@@ -314,30 +315,6 @@ func (j *jitProc) close() {
 	j.tail, j.f, j.dump = nil, nil, nil
 }
 
-// Manifest is what a session keeps of a process's JIT data, in
-// jit/PID/process.json beside the copies: who the process was and
-// which file is which.
-type Manifest struct {
-	PID       int            `json:"pid"`
-	NSPID     int            `json:"nspid,omitempty"`
-	UID       int            `json:"uid"`
-	StartTime uint64         `json:"start_time,omitempty"`
-	Comm      string         `json:"comm,omitempty"`
-	Handler   string         `json:"handler"`
-	Files     []ManifestFile `json:"files"`
-}
-
-// ManifestFile is one copied file: the path the JIT wrote it at, the
-// handler's kind, and its name in the process's directory.
-type ManifestFile struct {
-	Path string `json:"path"`
-	Kind string `json:"kind"`
-	Name string `json:"name"`
-}
-
-// ManifestName is the manifest's name in jit/PID/.
-const ManifestName = "process.json"
-
 // maxJITCopy bounds the JIT data copied for one process.
 const maxJITCopy = trust.MaxSize
 
@@ -348,7 +325,7 @@ func (j *jitProc) copyInto(dir string) error {
 	if j.handler == "" {
 		return nil
 	}
-	m := Manifest{PID: j.p.PID, NSPID: j.p.NSPID, UID: j.p.UID, StartTime: j.p.StartTime, Comm: j.p.Comm, Handler: j.handler}
+	m := sampledb.JITManifest{PID: j.p.PID, NSPID: j.p.NSPID, UID: j.p.UID, StartTime: j.p.StartTime, Comm: j.p.Comm, Handler: j.handler}
 	data, err := j.readData()
 	if err != nil {
 		return err
@@ -357,15 +334,15 @@ func (j *jitProc) copyInto(dir string) error {
 	if err := writeAside(dir, name, data); err != nil {
 		return err
 	}
-	m.Files = append(m.Files, ManifestFile{Path: j.path, Kind: j.handler, Name: name})
+	m.Files = append(m.Files, sampledb.JITFile{Path: j.path, Kind: j.handler, Name: name})
 	if j.dump != nil {
-		m.Files = append(m.Files, ManifestFile{Path: j.path + ".seq", Kind: PerfmapSeqKind, Name: perfmapSeqFile})
+		m.Files = append(m.Files, sampledb.JITFile{Path: j.path + ".seq", Kind: PerfmapSeqKind, Name: perfmapSeqFile})
 	}
 	b, err := json.MarshalIndent(&m, "", "\t")
 	if err != nil {
 		return err
 	}
-	if err := writeAside(dir, ManifestName, append(b, '\n')); err != nil {
+	if err := writeAside(dir, sampledb.JITManifestName, append(b, '\n')); err != nil {
 		return err
 	}
 	j.changed = false

@@ -249,24 +249,12 @@ func (s *sessions) add(session string) {
 	}
 }
 
-// manifest is the daemon's jit/PID/process.json (internal/daemon.Manifest).
-type manifest struct {
-	PID       int    `json:"pid"`
-	NSPID     int    `json:"nspid"`
-	UID       int    `json:"uid"`
-	StartTime uint64 `json:"start_time"`
-	Comm      string `json:"comm"`
-	Files     []struct {
-		Path, Kind, Name string
-	} `json:"files"`
-}
-
 func readProcess(dir string, pid int) (anon.Process, error) {
-	b, err := readCapped(filepath.Join(dir, "process.json"), maxManifest)
+	b, err := readCapped(filepath.Join(dir, sampledb.JITManifestName), maxManifest)
 	if err != nil {
 		return anon.Process{}, err
 	}
-	var m manifest
+	var m sampledb.JITManifest
 	if err := json.Unmarshal(b, &m); err != nil {
 		return anon.Process{}, err
 	}
