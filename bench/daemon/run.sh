@@ -29,8 +29,13 @@ work_pid=$!
 # cpu PID: user+system seconds of a process so far.
 tick=$(getconf CLK_TCK)
 cpu() { awk -v t="$tick" '{printf "%.2f", ($14 + $15) / t}' "/proc/$1/stat"; }
-size() { du -sb "$tmp/s/samples/current" | cut -f1; }
-files() { find "$tmp/s/samples/current" -type f ! -name 'session.json' ! -path '*/jit/*' | wc -l; }
+cur="$tmp/s/samples/current"
+# size: bytes of the sample files; jit: of the JIT data copies; work: of
+# the workload's own sample files (its binary is under $tmp).
+size() { find "$cur" -type f ! -name 'session.json' ! -path "$cur/jit/*" -printf '%s\n' | awk '{s += $1} END {print s + 0}'; }
+jit() { du -sb "$cur/jit" 2>/dev/null | cut -f1 || echo 0; }
+work() { find "$cur/{root}$tmp" -type f -printf '%s\n' 2>/dev/null | awk '{s += $1} END {print s + 0}'; }
+files() { find "$cur" -type f ! -name 'session.json' ! -path "$cur/jit/*" | wc -l; }
 samples() { "$tmp/jitprof" daemon status --session-dir "$tmp/s" | awk '/^samples:/ {print $2}'; }
 
 "$tmp/jitprof" daemon start -a -F 1000 --session-dir "$tmp/s" 2>/dev/null
@@ -43,11 +48,11 @@ daemon_cpu=$(echo "$d1 - $d0" | bc)
 perf_size=$(stat -c %s "$tmp/p.data")
 "$tmp/jitprof" daemon dump --session-dir "$tmp/s"
 declare -a rows
-rows+=("| 1 | $(samples) | $(files) | $(size) |")
+rows+=("| 1 | $(samples) | $(files) | $(size) | $(work) | $(jit) |")
 for ((m = 2; m <= minutes; m++)); do
 	sleep 60
 	"$tmp/jitprof" daemon dump --session-dir "$tmp/s"
-	rows+=("| $m | $(samples) | $(files) | $(size) |")
+	rows+=("| $m | $(samples) | $(files) | $(size) | $(work) | $(jit) |")
 done
 total_cpu=$(cpu "$dpid")
 
@@ -63,13 +68,14 @@ total_cpu=$(cpu "$dpid")
 	echo "| perf record -a -F 1000 | $perf_cpu | $(echo "scale=2; 100 * $perf_cpu / 60" | bc)% | perf.data $perf_size bytes |"
 	echo "| jitprof daemon -a -F 1000 | $daemon_cpu | $(echo "scale=2; 100 * $daemon_cpu / 60" | bc)% | session below |"
 	echo
-	echo "The daemon's session, minute by minute (after a dump; sizes of samples/current, JIT data copies included; $total_cpu CPU seconds in all over $minutes minutes):"
+	echo "The daemon's session, minute by minute, after a dump ($total_cpu CPU seconds in all over $minutes minutes): the sample files of every process, those of the workload (bench/record/work.c, its libraries counted under their own images), and the copies of JIT data of the machine's JIT processes:"
 	echo
-	echo "| minutes | samples counted | sample files | bytes |"
-	echo "|---|---|---|---|"
+	echo "| minutes | samples counted | sample files | their bytes | the workload's bytes | JIT data bytes |"
+	echo "|---|---|---|---|---|---|"
 	printf '%s\n' "${rows[@]}"
 	echo
-	echo "A perf.data grows with every sample; a session grows only with new places (images, offsets, processes of JIT code): the workload's code paths are all known within the first minute, and what the session gains later is the machine's other work (other users' new binaries and processes)."
+	echo "A perf.data grows with every sample; a session only with new places (images, offsets, processes of JIT code): the workload's files stop growing once its code paths are known, and what the whole session gains later is the machine's other work (other users' new binaries and processes, each test run's temporary ones)."
+
 	echo
 	echo "Ingest path (\`go test -bench Ingest ./internal/daemon\`: a decoded sample to a count, a quarter of them in JIT code with the sequence-number lookup; issue 13 asks at least 5 million samples a second on one core):"
 	echo
