@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/jitprof/jitprof/internal/perftest"
+	"github.com/jitprof/jitprof/jitlog"
 )
 
 // startDaemon starts jitprof's daemon on dir with args and stops it when
@@ -138,24 +139,27 @@ func recordMinijit(t *testing.T, jitprof, minijit, jitlogDir string, before func
 	return r
 }
 
-// waitForJIT waits until a minijit has written a load into its jitlog
-// database in dir, and returns its pid.
+// waitForJIT waits until a minijit has logged a code load into its
+// jitlog database in dir, and returns its pid.
 func waitForJIT(t *testing.T, dir string) int {
 	t.Helper()
-	for range 600 {
+	for range 1000 {
 		dbs, _ := filepath.Glob(filepath.Join(dir, "anon.*"))
 		for _, db := range dbs {
 			var pid int
 			if _, err := fmt.Sscanf(filepath.Base(db), "anon.%d", &pid); err != nil {
 				continue
 			}
-			if fi, err := os.Stat(db); err == nil && fi.Size() > 4096 {
-				return pid
+			recs, _ := jitlog.Read(db, nil)
+			for _, r := range recs {
+				if _, ok := r.(*jitlog.LoadRecord); ok {
+					return pid
+				}
 			}
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(5 * time.Millisecond)
 	}
-	t.Fatalf("no minijit jitlog database in %s", dir)
+	t.Fatalf("no minijit logged a code load in %s", dir)
 	return 0
 }
 
