@@ -54,6 +54,8 @@ func runReport(args []string) error {
 	foldedPeriods := fs.Bool("folded-periods", false, "folded: write each stack's period (event count) instead of its samples")
 	var jit anonFlags
 	jit.register(fs)
+	var sess sessionFlags // the daemon's sessions: session.go
+	sess.register(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: jitprof report [-i FILE] [-l] [-g [caller|callee]] [-s|--sort KEYS] [--format text|json|csv|pprof|folded|html] [-o FILE]")
 		printFlags(fs)
@@ -62,7 +64,7 @@ func runReport(args []string) error {
 	if err != nil {
 		return err
 	}
-	if len(pos) > 0 {
+	if len(pos) > 0 && !sess.enabled() {
 		fs.Usage()
 		return errUsage
 	}
@@ -90,7 +92,12 @@ func runReport(args []string) error {
 	if f == driver.Pprof && *output == "" && isTerminal(os.Stdout) {
 		return driver.ErrTerminal // as go tool pprof, which will not either
 	}
-	src, err := driver.OpenRecording(*input, jit.force)
+	var src driver.Source
+	if sess.enabled() {
+		src, err = sess.source(&jit, pos)
+	} else {
+		src, err = driver.OpenRecording(*input, jit.force)
+	}
 	if err != nil {
 		return err
 	}

@@ -145,3 +145,19 @@ func collectFile(p *Process, path string, f *trust.File, room int64) (jitbundle.
 	}
 	return jitbundle.Entry{PID: p.PID, Path: path, MTime: mtime, Data: b}, nil
 }
+
+// Paths lists where the built-in handler named handler looks for p's JIT
+// data files, in the order it tries them; nil for a handler that reads
+// no files of its own. The daemon follows these files as they grow.
+func Paths(p *Process, handler string) []string {
+	for _, h := range Builtins() {
+		if c, ok := h.(collector); ok && h.Name() == handler {
+			return c.paths(p)
+		}
+	}
+	return nil
+}
+
+// OpenData opens one of p's JIT data files after the trust checks the
+// handlers apply (internal/trust, judged by p.UID).
+func OpenData(p *Process, path string) (*trust.File, error) { return openTrusted(p, path) }

@@ -1,7 +1,9 @@
 package anon
 
 import (
+	"bytes"
 	"fmt"
+	"strings"
 
 	"github.com/jitprof/jitprof/internal/codemap"
 	"github.com/jitprof/jitprof/internal/perfmap"
@@ -15,7 +17,25 @@ type perfmapHandler struct{}
 
 func (perfmapHandler) Name() string { return "perfmap" }
 
+// PerfmapSeq is the kind of the data the daemon keeps of a perf map in
+// its session: a jitdump of every range the map gained or changed, each
+// with the sequence number the daemon gave it (its code_index), which is
+// what the process's sample files keep.
+const PerfmapSeq = "perfmap-seq"
+
 func (perfmapHandler) Claim(p *Process) (Resolver, error) {
+	for path, kind := range p.Kinds {
+		if kind != PerfmapSeq {
+			continue
+		}
+		b := p.Embedded[path]
+		d := &data{path: path, embedded: true, r: bytes.NewReader(b), size: int64(len(b))}
+		m, _, err := readJitdump(d, p)
+		if err != nil {
+			return nil, err
+		}
+		return &mapResolver{m: m, source: "perfmap " + strings.TrimSuffix(path, ".seq") + " (snapshots the daemon numbered)"}, nil
+	}
 	d, err := findData(p, filePaths(p, func(pid int) string { return "/tmp/perf-" + itoa(pid) + ".map" }))
 	if err != nil {
 		return nil, err

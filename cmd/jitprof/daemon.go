@@ -1,0 +1,288 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/jitprof/jitprof/internal/daemon"
+	"github.com/jitprof/jitprof/internal/perfevent"
+	"github.com/jitprof/jitprof/internal/sampledb"
+)
+
+func init() {
+	register(&command{name: "daemon", summary: "the always-on profiler: start, status, dump, stop, reset, save NAME (OProfile's opcontrol)", run: runDaemon})
+}
+
+const daemonUsage = `usage: jitprof daemon start [-a | -p PID[,PID]] [-e EVENT] [-F HZ | -c PERIOD] [-g] [--separate=none,lib,kernel,thread,cpu,all] [--session-dir DIR]
+       jitprof daemon status|dump|stop|reset [--session-dir DIR]
+       jitprof daemon save NAME [--session-dir DIR]`
+
+// startTimeout bounds how long start waits for the daemon to sample.
+const startTimeout = time.Minute
+
+func runDaemon(args []string) error {
+	fs := flag.NewFlagSet("daemon", flag.ContinueOnError)
+	var cfg daemon.Config
+	fs.StringVar(&cfg.Event, "e", perfevent.DefaultEvent, "`event` to sample, as for record")
+	fs.Uint64Var(&cfg.Freq, "F", 0, fmt.Sprintf("sample at this `frequency` in Hz (default %d)", daemon.DefaultFreq))
+	fs.Uint64Var(&cfg.Period, "c", 0, "sample every `period` events (instead of -F)")
+	fs.BoolVar(&cfg.Callchain, "g", false, "count the callchains' arcs too ({cg} sample files)")
+	fs.BoolVar(&cfg.SystemWide, "a", false, "profile every CPU (the default without -p)")
+	pids := fs.String("p", "", "profile only these `pids` (comma-separated) and their children")
+	sep := fs.String("separate", "none", "keep sample files apart by: a comma list of none, lib, kernel, thread, cpu, all")
+	dir := fs.String("session-dir", "", "the session `directory` (default $JITPROF_SESSION_DIR, else /var/lib/jitprof for root, ~/.local/share/jitprof for others)")
+	flush := fs.Duration("flush", daemon.DefaultFlushEvery, "write counts to the sample files this `often`")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), daemonUsage)
+		printFlags(fs)
+	}
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) == 0 {
+		fs.Usage()
+		return errUsage
+	}
+	if *dir == "" {
+		*dir = daemon.DefaultDir()
+	}
+	if cfg.Dir, err = filepath.Abs(*dir); err != nil {
+		return err
+	}
+	op, rest := pos[0], pos[1:]
+	wantArgs := 0
+	if op == "save" {
+		wantArgs = 1
+	}
+	if len(rest) != wantArgs {
+		fs.Usage()
+		return errUsage
+	}
+	switch op {
+	case "start", "run":
+		if cfg.Separate, err = sampledb.ParseSeparate(*sep); err != nil {
+			return err
+		}
+		if cfg.PIDs, err = intList(*pids); err != nil {
+			return err
+		}
+		cfg.SystemWide = len(cfg.PIDs) == 0
+		cfg.FlushEvery = *flush
+		if op == "run" {
+			return daemonRun(cfg)
+		}
+		return daemonStart(cfg.Dir, args)
+	case "status":
+		st, err := daemon.Ask(cfg.Dir, "status", "")
+		if err != nil {
+			return err
+		}
+		printStatus(os.Stdout, st)
+		return nil
+	case "dump", "reset", "save":
+		name := ""
+		if op == "save" {
+			name = rest[0]
+		}
+		_, err := daemon.Ask(cfg.Dir, op, name)
+		if errors.Is(err, daemon.ErrNotRunning) {
+			// Without a daemon, the session is reset or saved directly.
+			switch op {
+			case "reset":
+				return sampledb.Reset(cfg.Dir)
+			case "save":
+				return sampledb.Save(cfg.Dir, name)
+			}
+		}
+		return err
+	case "stop":
+		return daemonStop(cfg.Dir)
+	}
+	fs.Usage()
+	return errUsage
+}
+
+// daemonStart starts `jitprof daemon run` in the background, in its own
+// session, its output in the session directory's daemon.log, and
+// returns once it samples (it says so on a pipe) or has failed.
+func daemonStart(dir string, args []string) error {
+	pid, stale, err := daemon.Running(dir)
+	if err != nil {
+		return err
+	}
+	if pid != 0 && !stale {
+		return fmt.Errorf("a daemon is running on %s (pid %d)", dir, pid)
+	}
+	if stale {
+		fmt.Fprintf(os.Stderr, "jitprof daemon: removing the stale pid file of pid %d (a daemon that was killed)\n", pid)
+		daemon.RemoveStale(dir)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	logf, err := os.OpenFile(filepath.Join(dir, "daemon.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	runArgs := append([]string{"daemon"}, args...)
+	for i, a := range runArgs {
+		if a == "start" {
+			runArgs[i] = "run"
+			break
+		}
+	}
+	// The daemon runs in /: a relative directory would move.
+	runArgs = append(runArgs, "--session-dir", dir)
+	cmd := exec.Command(exe, runArgs...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.ExtraFiles = []*os.File{pw}
+	cmd.Env = append(os.Environ(), "JITPROF_DAEMON_READY_FD=3")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	cmd.Dir = "/"
+	if err := cmd.Start(); err != nil {
+		pw.Close()
+		pr.Close()
+		return err
+	}
+	pw.Close()
+	done := make(chan string, 1)
+	go func() {
+		line, _ := bufio.NewReader(pr).ReadString('\n')
+		done <- strings.TrimSpace(line)
+	}()
+	var msg string
+	select {
+	case msg = <-done:
+	case <-time.After(startTimeout):
+		cmd.Process.Kill()
+		msg = "error: the daemon did not start within " + startTimeout.String()
+	}
+	pr.Close()
+	if msg == "ok" {
+		fmt.Fprintf(os.Stderr, "jitprof daemon: sampling (pid %d), session in %s\n", cmd.Process.Pid, dir)
+		cmd.Process.Release()
+		return nil
+	}
+	cmd.Wait()
+	if msg == "" {
+		msg = "error: the daemon exited; see " + filepath.Join(dir, "daemon.log")
+	}
+	return errors.New(strings.TrimPrefix(msg, "error: "))
+}
+
+// daemonRun is the daemon itself (`jitprof daemon run`, which start
+// runs): it tells start on its ready pipe once it samples, or why it
+// could not.
+func daemonRun(cfg daemon.Config) error {
+	var ready *os.File
+	if fd, err := strconv.Atoi(os.Getenv("JITPROF_DAEMON_READY_FD")); err == nil && fd > 2 {
+		ready = os.NewFile(uintptr(fd), "ready")
+		os.Unsetenv("JITPROF_DAEMON_READY_FD")
+	}
+	log.SetPrefix(fmt.Sprintf("jitprof daemon[%d]: ", os.Getpid()))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	signal.Ignore(syscall.SIGHUP, syscall.SIGPIPE)
+	log.Printf("starting on %s", cfg.Dir)
+	err := daemon.Run(ctx, cfg, func() {
+		log.Printf("sampling")
+		if ready != nil {
+			io.WriteString(ready, "ok\n")
+			ready.Close()
+			ready = nil
+		}
+	})
+	if err != nil {
+		log.Printf("stopped: %v", err)
+		if ready != nil {
+			io.WriteString(ready, "error: "+strings.ReplaceAll(err.Error(), "\n", "; ")+"\n")
+			ready.Close()
+		}
+		return err
+	}
+	log.Printf("stopped")
+	return nil
+}
+
+// daemonStop asks the daemon to stop and waits until it has exited.
+func daemonStop(dir string) error {
+	pid, stale, err := daemon.Running(dir)
+	if err != nil {
+		return err
+	}
+	if stale {
+		daemon.RemoveStale(dir)
+		return fmt.Errorf("%s: %w (removed the stale pid file of pid %d)", dir, daemon.ErrNotRunning, pid)
+	}
+	if _, err := daemon.Ask(dir, "stop", ""); err != nil {
+		return err
+	}
+	// The daemon removes its pid file last of all.
+	for range 600 {
+		if p, _, _ := daemon.Running(dir); p == 0 {
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("daemon pid %d did not exit", pid)
+}
+
+func printStatus(w io.Writer, st *daemon.Status) {
+	fmt.Fprintf(w, "daemon:          pid %d, up %s (since %s)\n", st.PID, time.Since(st.Start).Round(time.Second), st.Start.Format(time.RFC3339))
+	fmt.Fprintf(w, "session:         %s\n", st.Dir)
+	fmt.Fprintf(w, "target:          %s\n", st.Target)
+	for _, ev := range st.SessionEvents {
+		count := strconv.FormatUint(ev.Count, 10)
+		if ev.Freq {
+			count = strconv.FormatUint(ev.Count, 10) + " Hz"
+		}
+		fmt.Fprintf(w, "event:           %s, %s, %d lost in this session\n", ev.Name, count, ev.Lost)
+	}
+	fmt.Fprintf(w, "separate:        %s\n", st.Separate)
+	fmt.Fprintf(w, "call graph:      %v\n", st.CallGraph)
+	fmt.Fprintf(w, "samples:         %d (%d lost, %d in no mapping)\n", st.Samples, st.Lost, st.Unresolved)
+	what := "samples"
+	if st.CallGraph {
+		what = "samples and arcs"
+	}
+	fmt.Fprintf(w, "counts:          %d %s, %d in files, %d dropped\n", st.Counts, what, st.Flushed, st.Dropped)
+	fmt.Fprintf(w, "sample files:    %d, %d open\n", st.Files, st.OpenFiles)
+	fmt.Fprintf(w, "JIT processes:   %d\n", st.JITProcesses)
+	if !st.LastFlush.IsZero() {
+		fmt.Fprintf(w, "last flush:      %s\n", st.LastFlush.Format(time.RFC3339))
+	}
+	disk := "ok"
+	if st.DiskFull {
+		disk = "FULL: counts wait in memory until there is room"
+	}
+	fmt.Fprintf(w, "disk:            %s\n", disk)
+	if st.FlushError != "" {
+		fmt.Fprintf(w, "flush error:     %s\n", st.FlushError)
+	}
+	for _, e := range st.JITErrors {
+		fmt.Fprintf(w, "JIT data:        %s\n", e)
+	}
+}

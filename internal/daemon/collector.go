@@ -1,0 +1,385 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/jitprof/jitprof/internal/linux"
+	"github.com/jitprof/jitprof/internal/perfevent"
+	"github.com/jitprof/jitprof/internal/process"
+	"github.com/jitprof/jitprof/internal/sampledb"
+	"github.com/jitprof/jitprof/perfdata"
+)
+
+// Config says what the daemon samples and where it keeps the session.
+type Config struct {
+	Dir        string // the session directory
+	SystemWide bool   // -a; else PIDs
+	PIDs       []int
+	Event      string // as perf spells it; "" is cpu-clock
+	Freq       uint64 // -F; used when Period is 0; both 0: DefaultFreq
+	Period     uint64 // -c
+	Callchain  bool   // -g: arcs into {cg} files
+	Separate   sampledb.Separate
+	// FlushEvery is how often counts reach the files; 0 is
+	// DefaultFlushEvery.
+	FlushEvery time.Duration
+	Pages      int // data pages per ring; 0 is perfevent's default
+}
+
+// DefaultFreq is the daemon's sampling frequency: OProfile's default
+// rate was about 2,000 interrupts a second per CPU; perf's 4,000 costs
+// more for a profile that runs for weeks.
+const DefaultFreq = 1000
+
+// DefaultFlushEvery is how often counts reach the files: what a daemon
+// killed with SIGKILL loses at most.
+const DefaultFlushEvery = 3 * time.Second
+
+// pollEvery bounds how late the daemon answers a request or a signal.
+const pollEvery = 100 * time.Millisecond
+
+// Status is what `jitprof daemon status` shows.
+type Status struct {
+	PID      int       `json:"pid"`
+	Dir      string    `json:"dir"`
+	Start    time.Time `json:"start"`
+	Target   string    `json:"target"`
+	Events   []string  `json:"events"`
+	Separate string    `json:"separate"`
+	Samples  uint64    `json:"samples"`
+	// Counts are what the sample files count: the samples and, with a
+	// call graph, the arcs of their callchains; Flushed those in the
+	// files, Dropped those that never will be.
+	Counts        uint64           `json:"counts"`
+	Flushed       uint64           `json:"flushed"`
+	Lost          uint64           `json:"lost"`
+	Dropped       uint64           `json:"dropped"`
+	Unresolved    uint64           `json:"unresolved"`
+	Files         int              `json:"files"`
+	OpenFiles     int              `json:"open_files"`
+	JITProcesses  int              `json:"jit_processes"`
+	LastFlush     time.Time        `json:"last_flush,omitzero"`
+	FlushError    string           `json:"flush_error,omitempty"`
+	DiskFull      bool             `json:"disk_full"`
+	JITErrors     []string         `json:"jit_errors,omitempty"`
+	CallGraph     bool             `json:"call_graph"`
+	SessionEvents []sampledb.Event `json:"session_events"`
+}
+
+// daemon is the running collector: the events, the database, and the
+// loop that owns both.
+type daemon struct {
+	cfg    Config
+	db     *sampledb.DB
+	set    *perfevent.EventSet
+	dec    *perfdata.Decoder
+	procs  *process.Tracker
+	in     *Ingest
+	start  time.Time
+	lost   uint64
+	reqs   chan request
+	status Status
+
+	pending []pendingSample
+	chains  []uint64 // the round's callchains, one arena
+	lastErr error
+}
+
+type pendingSample struct {
+	s          perfdata.Sample
+	chain, end int // the callchain in daemon.chains
+}
+
+// Run runs the daemon until ctx is done or a client asks it to stop:
+// it opens the session directory (ErrLocked if a daemon has it), the
+// events, the control socket and the pid file, calls ready once it
+// samples, and then counts samples into the session, flushing every
+// cfg.FlushEvery, on dump and at the end.
+func Run(ctx context.Context, cfg Config, ready func()) (err error) {
+	if cfg.FlushEvery <= 0 {
+		cfg.FlushEvery = DefaultFlushEvery
+	}
+	if cfg.Freq == 0 && cfg.Period == 0 {
+		cfg.Freq = DefaultFreq
+	}
+	ev, err := perfevent.ParseEvent(cfg.Event)
+	if err != nil {
+		return err
+	}
+	name := ev.Name
+	if name == "" {
+		name = perfevent.DefaultEvent
+	}
+	sev := sampledb.Event{Name: name, Count: cfg.Period}
+	if cfg.Period == 0 {
+		sev.Count, sev.Freq = cfg.Freq, true
+	}
+	db, err := sampledb.Create(cfg.Dir, sampledb.Options{Separate: cfg.Separate, Events: []sampledb.Event{sev}})
+	if err != nil {
+		return err
+	}
+	d := &daemon{cfg: cfg, db: db, procs: process.New(), start: time.Now(), reqs: make(chan request)}
+	pidFile := false
+	defer func() {
+		if cerr := d.close(); err == nil {
+			err = cerr
+		}
+		// Last: stop waits for the pid file to go.
+		if pidFile {
+			os.Remove(filepath.Join(cfg.Dir, PIDFile))
+		}
+	}()
+	opts := perfevent.Options{Event: ev, Freq: cfg.Freq, Period: cfg.Period, Callchain: cfg.Callchain, Pages: cfg.Pages}
+	target := perfevent.Target{SystemWide: cfg.SystemWide, PIDs: cfg.PIDs}
+	d.set, err = perfevent.OpenEvents(opts, target)
+	if errors.Is(err, perfevent.ErrPermission) && !cfg.SystemWide && !ev.ExcludeKernel {
+		// perf_event_paranoid 2: user space only, as perf record does.
+		opts.ExcludeKernel = true
+		d.set, err = perfevent.OpenEvents(opts, target)
+		if err == nil {
+			log.Printf("perf_event_paranoid forbids kernel samples: sampling user space only")
+		}
+	}
+	if err != nil {
+		return err
+	}
+	a := d.set.Attr()
+	attr := &perfdata.Attr{Type: a.Type, Size: a.Size, Config: a.Config, SamplePeriod: a.Sample,
+		SampleType: perfdata.SampleFormat(a.Sample_type), ReadFormat: perfdata.ReadFormat(a.Read_format),
+		Flags: perfdata.AttrFlags(a.Bits), ClockID: a.Clockid, Name: name}
+	for _, e := range d.set.Events() {
+		attr.IDs = append(attr.IDs, e.ID)
+	}
+	d.dec = perfdata.NewDecoder([]*perfdata.Attr{attr})
+	d.in = NewIngest(db, d.procs, 0)
+	d.in.CallGraph = cfg.Callchain
+	d.status = Status{PID: os.Getpid(), Dir: cfg.Dir, Start: d.start, Events: []string{name}, Separate: cfg.Separate.String(), CallGraph: cfg.Callchain}
+	d.status.Target = "all CPUs"
+	if !cfg.SystemWide {
+		d.status.Target = fmt.Sprint("processes ", cfg.PIDs)
+	}
+	// Enabling before reading /proc means a mapping made meanwhile is
+	// seen twice rather than missed.
+	if err := d.set.Enable(); err != nil {
+		return err
+	}
+	d.synthesize()
+	ln, err := listen(cfg.Dir)
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
+	go serve(ln, d.reqs)
+	if err := writePIDFile(cfg.Dir); err != nil {
+		return err
+	}
+	pidFile = true
+	if ready != nil {
+		ready()
+	}
+	return d.loop(ctx)
+}
+
+func (d *daemon) loop(ctx context.Context) error {
+	flush := time.NewTicker(d.cfg.FlushEvery)
+	defer flush.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-flush.C:
+			d.flush()
+		case r := <-d.reqs:
+			if stop := d.handle(r); stop {
+				return nil
+			}
+		default:
+		}
+		done, err := d.set.Poll(pollEvery)
+		if err != nil {
+			return err
+		}
+		d.drain()
+		if done {
+			log.Printf("every target process exited")
+			return nil
+		}
+	}
+}
+
+// synthesize tells the tracker of the processes that ran before the
+// daemon, from /proc.
+func (d *daemon) synthesize() {
+	pids := d.cfg.PIDs
+	if d.cfg.SystemWide {
+		pids, _ = linux.AllPIDs()
+	}
+	for _, pid := range pids {
+		p, err := linux.ReadProcess(pid)
+		if err != nil {
+			continue
+		}
+		up := uint32(p.PID)
+		for _, t := range p.Threads {
+			d.procs.SetComm(up, uint32(t.TID), 0, t.Comm, false)
+		}
+		for _, m := range p.Maps {
+			if m.Prot&unix.PROT_EXEC == 0 {
+				continue
+			}
+			anon := perfdata.IsAnon(m.Path, m.Flags)
+			pgoff := m.Pgoff
+			if anon {
+				pgoff = 0
+			}
+			d.procs.Map(process.Mapping{PID: up, Start: m.Start, End: m.End, Pgoff: pgoff, Path: m.Path, Anon: anon, Exec: true})
+		}
+		if exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); err == nil {
+			d.in.SetExe(up, exe)
+		}
+	}
+}
+
+// drain reads one round of records: side-band records as they come,
+// samples once the round is in (the mapping a sample hit may be in
+// another CPU's ring, drained later in the round).
+func (d *daemon) drain() {
+	d.pending, d.chains = d.pending[:0], d.chains[:0]
+	_, err := d.set.Drain(func(raw []byte) {
+		rec, err := d.dec.Decode(raw)
+		if err != nil {
+			return
+		}
+		switch r := rec.(type) {
+		case *perfdata.Sample:
+			p := pendingSample{s: *r, chain: len(d.chains)}
+			d.chains = append(d.chains, r.Callchain...)
+			p.end = len(d.chains)
+			p.s.Callchain = nil
+			d.pending = append(d.pending, p)
+		case *perfdata.Lost:
+			d.lost += r.Lost
+			d.db.AddLost(0, r.Lost)
+		case *perfdata.LostSamples:
+			d.lost += r.Lost
+			d.db.AddLost(0, r.Lost)
+		default:
+			d.procs.Take(rec)
+			d.in.Take(rec)
+		}
+	})
+	if err != nil {
+		log.Printf("drain: %v", err)
+	}
+	d.in.BeginRound()
+	for i := range d.pending {
+		p := &d.pending[i]
+		p.s.Callchain = d.chains[p.chain:p.end]
+		d.in.Add(&p.s)
+	}
+	d.in.EndRound()
+}
+
+// flush writes the counts and copies the JIT data that changed.
+func (d *daemon) flush() {
+	d.in.SaveJIT()
+	err := d.db.Flush()
+	d.status.LastFlush = time.Now()
+	if err != nil && (d.lastErr == nil || err.Error() != d.lastErr.Error()) {
+		log.Printf("flush: %v (sampling goes on; counts wait for the next flush)", err)
+	}
+	d.lastErr = err
+}
+
+// snapshot fills in the status.
+func (d *daemon) snapshot() Status {
+	st := d.status
+	s := d.db.Stats()
+	st.Samples, st.Counts, st.Flushed, st.Dropped = d.in.Samples, s.Samples, s.Flushed, s.Dropped
+	st.Files, st.OpenFiles = s.Files, s.Open
+	st.Lost = d.lost
+	st.Unresolved = d.in.Unresolved
+	st.JITProcesses = d.in.JITProcesses()
+	if d.lastErr != nil {
+		st.FlushError = d.lastErr.Error()
+		st.DiskFull = errors.Is(d.lastErr, sampledb.ErrNoSpace)
+	}
+	for pid, err := range d.in.JITErrors {
+		st.JITErrors = append(st.JITErrors, fmt.Sprintf("pid %d: %v", pid, err))
+	}
+	slices.Sort(st.JITErrors)
+	st.SessionEvents = d.db.Meta().Events
+	return st
+}
+
+// handle answers a client; it reports whether the daemon is to stop.
+func (d *daemon) handle(r request) bool {
+	var resp response
+	switch r.Op {
+	case "status":
+	case "dump":
+		d.drain()
+		d.flush()
+		if d.lastErr != nil {
+			resp.Error = d.lastErr.Error()
+		}
+	case "stop":
+		d.drain()
+		d.flush()
+	case "reset":
+		d.drain()
+		d.in.SaveJIT()
+		if err := d.db.Reset(); err != nil {
+			resp.Error = err.Error()
+		}
+		d.in.SessionChanged()
+	case "save":
+		d.drain()
+		d.in.SaveJIT()
+		if err := d.db.Save(r.Name); err != nil {
+			resp.Error = err.Error()
+		} else {
+			d.in.SessionChanged()
+		}
+	default:
+		resp.Error = fmt.Sprintf("unknown request %q", r.Op)
+	}
+	st := d.snapshot()
+	resp.Status = &st
+	r.reply <- resp
+	return r.Op == "stop"
+}
+
+func (d *daemon) close() error {
+	var errs []error
+	if d.set != nil {
+		if err := d.set.Disable(); err == nil {
+			d.drain()
+		}
+	}
+	if d.in != nil {
+		d.in.SaveJIT()
+		d.in.Close()
+	}
+	if d.set != nil {
+		errs = append(errs, d.set.Close())
+	}
+	errs = append(errs, d.db.Close())
+	return errors.Join(errs...)
+}
+
+// PIDFile is the daemon's pid file in the session directory.
+const PIDFile = "jitprofd.pid"
+
+func writePIDFile(dir string) error {
+	return os.WriteFile(filepath.Join(dir, PIDFile), []byte(fmt.Sprintf("%d\n", os.Getpid())), 0o600)
+}

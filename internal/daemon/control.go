@@ -1,0 +1,180 @@
+package daemon
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// SocketFile is the daemon's control socket in the session directory:
+// mode 0600, so only the daemon's user (and root) can ask it anything.
+const SocketFile = "control"
+
+// request is one client's request, a JSON line on the control socket.
+type request struct {
+	Op    string `json:"op"` // status, dump, stop, reset, save
+	Name  string `json:"name,omitempty"`
+	reply chan response
+}
+
+// response is the daemon's answer, one JSON line.
+type response struct {
+	Error  string  `json:"error,omitempty"`
+	Status *Status `json:"status,omitempty"`
+}
+
+// listen makes the control socket, readable and writable by the
+// daemon's user only (the umask is tightened around its creation: a
+// chmod after bind would leave a moment in which anyone could connect).
+func listen(dir string) (*net.UnixListener, error) {
+	path := filepath.Join(dir, SocketFile)
+	// A socket left by a killed daemon: the session lock, which this
+	// process holds, says no other daemon uses it.
+	if fi, err := os.Lstat(path); err == nil && fi.Mode()&fs.ModeSocket != 0 {
+		os.Remove(path)
+	}
+	old := unix.Umask(0o077)
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	unix.Umask(old)
+	if err != nil {
+		return nil, fmt.Errorf("control socket: %w", err)
+	}
+	ln.SetUnlinkOnClose(true)
+	// The umask made it 0700; a socket needs no x.
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	return ln, nil
+}
+
+// serve hands each connection's request to the daemon's loop, which
+// owns the database, and writes its answer back.
+func serve(ln *net.UnixListener, reqs chan<- request) {
+	for {
+		c, err := ln.AcceptUnix()
+		if err != nil {
+			return
+		}
+		go func() {
+			defer c.Close()
+			c.SetDeadline(time.Now().Add(time.Minute))
+			var r request
+			line, err := bufio.NewReader(c).ReadBytes('\n')
+			if err != nil {
+				return
+			}
+			if err := json.Unmarshal(line, &r); err != nil {
+				json.NewEncoder(c).Encode(response{Error: "bad request"})
+				return
+			}
+			r.reply = make(chan response, 1)
+			reqs <- r
+			json.NewEncoder(c).Encode(<-r.reply)
+		}()
+	}
+}
+
+// ErrNotRunning says no daemon runs on the session directory.
+var ErrNotRunning = errors.New("no daemon is running")
+
+// Ask sends a request to the daemon of session directory dir and returns
+// its status after the request.
+func Ask(dir, op, name string) (*Status, error) {
+	c, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: filepath.Join(dir, SocketFile), Net: "unix"})
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ECONNREFUSED) {
+			return nil, fmt.Errorf("%s: %w", dir, ErrNotRunning)
+		}
+		return nil, err
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(2 * time.Minute))
+	b, _ := json.Marshal(request{Op: op, Name: name})
+	if _, err := c.Write(append(b, '\n')); err != nil {
+		return nil, err
+	}
+	line, err := bufio.NewReader(c).ReadBytes('\n')
+	if err != nil {
+		return nil, fmt.Errorf("daemon's answer: %w", err)
+	}
+	var resp response
+	if err := json.Unmarshal(line, &resp); err != nil {
+		return nil, fmt.Errorf("daemon's answer: %w", err)
+	}
+	if resp.Error != "" {
+		return resp.Status, errors.New(resp.Error)
+	}
+	return resp.Status, nil
+}
+
+// Running returns the pid of the daemon of session directory dir, from
+// its pid file: 0 when there is none; stale reports a pid file whose
+// process is gone or is not a jitprof daemon (a daemon killed with
+// SIGKILL leaves it).
+func Running(dir string) (pid int, stale bool, err error) {
+	b, err := os.ReadFile(filepath.Join(dir, PIDFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, err
+	}
+	pid, err = strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 0 {
+		return 0, true, nil
+	}
+	if !isDaemon(pid) {
+		return pid, true, nil
+	}
+	return pid, false, nil
+}
+
+// isDaemon reports whether pid runs `jitprof daemon run`.
+func isDaemon(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil {
+		return false
+	}
+	args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+	for i := 0; i+1 < len(args); i++ {
+		if args[i] == "daemon" && args[i+1] == "run" {
+			return true
+		}
+	}
+	return false
+}
+
+// RemoveStale removes the pid file and socket a killed daemon left.
+func RemoveStale(dir string) {
+	os.Remove(filepath.Join(dir, PIDFile))
+	if fi, err := os.Lstat(filepath.Join(dir, SocketFile)); err == nil && fi.Mode()&fs.ModeSocket != 0 {
+		os.Remove(filepath.Join(dir, SocketFile))
+	}
+}
+
+// DefaultDir is the session directory when none is given:
+// $JITPROF_SESSION_DIR, else /var/lib/jitprof for root, else
+// ~/.local/share/jitprof.
+func DefaultDir() string {
+	if d := os.Getenv("JITPROF_SESSION_DIR"); d != "" {
+		return d
+	}
+	if os.Geteuid() == 0 {
+		return "/var/lib/jitprof"
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(home, ".local", "share", "jitprof")
+	}
+	return filepath.Join(os.TempDir(), fmt.Sprintf("jitprof-%d", os.Geteuid()), "sessions")
+}

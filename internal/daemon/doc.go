@@ -1,0 +1,21 @@
+// Package daemon is jitprof's always-on profiler (seed 003, OProfile's
+// oprofiled, with seed 000's sequence numbers): it samples every CPU, or
+// some processes, without end, and counts the samples into the sample
+// database of internal/sampledb, so a profile of a week costs the space
+// of a profile of a minute.
+//
+// The collector (Run) opens the events with internal/perfevent, follows
+// processes and mappings in an internal/process Tracker, and counts each
+// round's samples through Ingest: the mapping a sample hit, that
+// mapping's image, the offset, and in JIT code the sequence number of
+// the code live at the address when the sample was taken, from the JIT
+// data it follows live (a jitlog database tailed, a jitdump's
+// code_index, numbered snapshots of a perf map). It copies each
+// process's JIT data into the session (jit/PID/, with a manifest), so
+// reports work after /tmp is cleaned, and lets go of a process when it
+// exits (sampledb.DB.ForgetProcess).
+//
+// Control is OProfile's opcontrol over a Unix socket in the session
+// directory (mode 0600): status, dump, stop, reset and save; a pid file
+// beside it; the session directory's lock keeps a second daemon out.
+package daemon

@@ -1,0 +1,438 @@
+package daemon
+
+import (
+	"encoding/hex"
+	"path"
+	"time"
+
+	"github.com/jitprof/jitprof/internal/anon"
+	"github.com/jitprof/jitprof/internal/process"
+	"github.com/jitprof/jitprof/internal/resolve"
+	"github.com/jitprof/jitprof/internal/sampledb"
+	"github.com/jitprof/jitprof/perfdata"
+)
+
+// Ingest turns decoded samples into sample-file counts (seed 003's
+// transient → sample file): the mapping a sample hit, from the process
+// tracker; that mapping's image in the sample database; the offset, and
+// in JIT code the sequence number of the code live at the address when
+// the sample was taken (seed 000). It is the daemon's hot path: in the
+// steady state a sample costs a cached mapping, a cached image and a
+// hash-table increment, and allocates nothing.
+type Ingest struct {
+	db    *sampledb.DB
+	procs *process.Tracker
+	event sampledb.EventID
+	// CallGraph counts the callchain's arcs into {cg} files too.
+	CallGraph bool
+
+	files  []sampledb.ImageID // file images by process.Mapping.ID; 0 unknown
+	kernel sampledb.ImageID
+	pids   map[uint32]*pidState
+
+	// lastPID and lastState cache the process of the last sample.
+	lastPID   uint32
+	lastState *pidState
+
+	// now is the monotonic clock (tests replace it).
+	now func() uint64
+	// round counts BeginRound calls: a process's JIT data is read at
+	// most once a round for samples its table does not know.
+	round  uint64
+	exited []uint32 // processes that exited this round
+	// JITErrors keeps the last error of each process's JIT data.
+	JITErrors map[uint32]error
+	// embedded, when set, fills a process's JIT data from a recording
+	// instead of looking for files (Import).
+	embedded func(j *jitProc)
+	saved    map[uint32]bool // processes whose JIT data is in the session
+	// Samples counts the samples added; Unresolved those no mapping
+	// held; Errors those the database refused.
+	Samples, Unresolved, Errors uint64
+}
+
+// pidState is what Ingest keeps per process.
+type pidState struct {
+	app sampledb.ImageID // its executable, 0 until known
+	// exe is the executable's path: a new process's first file mapping
+	// after its exec, or /proc/PID/exe for one that ran before.
+	exe     string
+	execing bool // an exec was seen: its next file mapping is exe
+	jit     *jitProc
+	// anon are the images of its anonymous mappings by mapping ID.
+	anon map[int32]sampledb.ImageID
+	// last caches the mapping of the last sample, valid at version.
+	last    *process.Mapping
+	version uint64
+	polled  uint64 // the round its JIT data was last read
+}
+
+// NewIngest returns an Ingest of samples of event ev into db, with the
+// processes of procs.
+func NewIngest(db *sampledb.DB, procs *process.Tracker, ev sampledb.EventID) *Ingest {
+	return &Ingest{db: db, procs: procs, event: ev, pids: map[uint32]*pidState{}, now: monotonic, JITErrors: map[uint32]error{}, saved: map[uint32]bool{}}
+}
+
+func monotonic() uint64 { return uint64(nanotime()) }
+
+// pid returns the state of process pid.
+func (in *Ingest) pid(pid uint32) *pidState {
+	if in.lastState != nil && in.lastPID == pid {
+		return in.lastState
+	}
+	st := in.pids[pid]
+	if st == nil {
+		st = &pidState{anon: map[int32]sampledb.ImageID{}, jit: &jitProc{pid: pid}}
+		in.pids[pid] = st
+	}
+	in.lastPID, in.lastState = pid, st
+	return st
+}
+
+// Add counts one sample.
+func (in *Ingest) Add(s *perfdata.Sample) {
+	in.Samples++
+	st := in.pid(s.PID)
+	var smp sampledb.Sample
+	smp.Event, smp.TGID, smp.TID, smp.CPU = in.event, s.PID, s.TID, s.CPU
+	kernel := s.CPUMode() == perfdata.MiscKernel
+	if !in.place(st, s.PID, s.IP, s.Time, kernel, &smp.Image, &smp.Key1, &smp.Key2) {
+		in.Unresolved++
+		return
+	}
+	smp.App = in.app(st, s.PID)
+	if in.db.Add(&smp) != nil {
+		in.Errors++
+	}
+	if in.CallGraph && len(s.Callchain) > 0 {
+		in.arcs(st, s, &smp)
+	}
+}
+
+// place finds the image and the keys of addr in process pid at time t.
+func (in *Ingest) place(st *pidState, pid uint32, addr, t uint64, kernel bool, image *sampledb.ImageID, k1, k2 *uint64) bool {
+	if kernel {
+		if in.kernel == 0 {
+			id, err := in.db.KernelImage("vmlinux", sampledb.ImageInfo{})
+			if err != nil {
+				return false
+			}
+			in.kernel = id
+		}
+		// Kernel addresses are kept whole: kallsyms names them.
+		*image, *k1, *k2 = in.kernel, addr, 0
+		return true
+	}
+	m := st.last
+	if v := in.procs.Version(); m == nil || st.version != v || addr < m.Start || addr >= m.End {
+		if m = in.procs.Lookup(pid, addr, t, false); m == nil {
+			return false
+		}
+		st.last, st.version = m, v
+	}
+	if m.Anon {
+		return in.placeAnon(st, pid, m, addr, t, image, k1, k2)
+	}
+	id := in.fileImage(m)
+	if id == 0 {
+		return false
+	}
+	*image, *k1, *k2 = id, addr-m.Start+m.Pgoff, 0
+	return true
+}
+
+func (in *Ingest) fileImage(m *process.Mapping) sampledb.ImageID {
+	if int(m.ID) < len(in.files) {
+		if id := in.files[m.ID]; id != 0 {
+			return id
+		}
+	}
+	var info sampledb.ImageInfo
+	if m.BuildID != "" {
+		info.BuildID, _ = hex.DecodeString(m.BuildID)
+	}
+	id, err := in.db.FileImage(sampledb.FileIdent{}, m.Path, info)
+	if err != nil {
+		return 0
+	}
+	for int(m.ID) >= len(in.files) {
+		in.files = append(in.files, 0)
+	}
+	in.files[m.ID] = id
+	return id
+}
+
+// placeAnon places a sample in anonymous memory: in the {jit:HANDLER}
+// image of its mapping, keyed (offset, sequence number), when the
+// process has JIT data; else in its {anon:NAME} image.
+func (in *Ingest) placeAnon(st *pidState, pid uint32, m *process.Mapping, addr, t uint64, image *sampledb.ImageID, k1, k2 *uint64) bool {
+	j := st.jit
+	if j.handler == "" {
+		found := false
+		if in.embedded != nil {
+			if !j.noFiles {
+				in.embedded(j)
+			}
+			found = j.handler != ""
+		} else {
+			found = j.find(time.Now(), in.mappings)
+		}
+		if found {
+			clear(st.anon) // its anonymous images become JIT images
+			in.pollJIT(st)
+		}
+	}
+	id := st.anon[m.ID]
+	if id == 0 {
+		var err error
+		if j.handler != "" {
+			id, err = in.db.JITImage(j.handler, pid, m.Start, m.End)
+		} else {
+			id, err = in.db.AnonImage(pid, m.Start, m.End, anonName(m.Path))
+		}
+		if err != nil {
+			return false
+		}
+		st.anon[m.ID] = id
+	}
+	*image, *k1, *k2 = id, addr-m.Start, 0
+	if j.handler != "" {
+		seq, ok := j.code.lookup(addr, t)
+		if !ok && st.polled != in.round {
+			// Code newer than the last poll: read what the JIT added.
+			in.pollJIT(st)
+			seq, _ = j.code.lookup(addr, t)
+		}
+		*k2 = seq
+	}
+	return true
+}
+
+// anonName is the name of an anonymous mapping in a sample file name:
+// OProfile's "anon", or the name the kernel shows ([heap], [anon:NAME]).
+func anonName(p string) string {
+	switch {
+	case p == "" || p == "//anon":
+		return "anon"
+	case p[0] == '[':
+		return p
+	}
+	return path.Base(p)
+}
+
+func (in *Ingest) mappings(pid uint32) []anon.Mapping {
+	p, ok := in.procs.Process(pid)
+	if !ok {
+		return nil
+	}
+	ms := make([]anon.Mapping, 0, len(p.Mappings))
+	for _, m := range p.Mappings {
+		ms = append(ms, anon.Mapping{Start: m.Start, End: m.End, Pgoff: m.Pgoff, Time: m.Time, Path: m.Path, Exec: m.Exec})
+	}
+	return ms
+}
+
+// app returns the image of process pid's executable, 0 while unknown.
+func (in *Ingest) app(st *pidState, pid uint32) sampledb.ImageID {
+	if st.app != 0 || st.exe == "" {
+		return st.app
+	}
+	id, err := in.db.FileImage(sampledb.FileIdent{}, st.exe, sampledb.ImageInfo{})
+	if err == nil {
+		st.app = id
+	}
+	return st.app
+}
+
+// arcs counts the callchain's arcs, caller to callee, into {cg} files.
+func (in *Ingest) arcs(st *pidState, s *perfdata.Sample, leaf *sampledb.Sample) {
+	callee := *leaf
+	kernel := s.CPUMode() == perfdata.MiscKernel
+	first := true
+	for _, ip := range s.Callchain {
+		if ip >= resolve.ContextMax {
+			switch ip {
+			case resolve.ContextKernel:
+				kernel = true
+			case resolve.ContextUser:
+				kernel = false
+			default:
+				return
+			}
+			continue
+		}
+		if first {
+			first = false
+			if ip == s.IP {
+				continue
+			}
+		}
+		var caller sampledb.Sample
+		if !in.place(st, s.PID, ip, s.Time, kernel, &caller.Image, &caller.Key1, &caller.Key2) {
+			return
+		}
+		arc := sampledb.Sample{Event: in.event, App: leaf.App, Image: caller.Image, CGTo: callee.Image,
+			TGID: s.PID, TID: s.TID, CPU: s.CPU, Key1: caller.Key1, Key2: callee.Key1}
+		if in.db.Add(&arc) != nil {
+			in.Errors++
+		}
+		callee = caller
+	}
+}
+
+// BeginRound reads what every followed JIT added since the last round,
+// before the round's samples are counted.
+func (in *Ingest) BeginRound() {
+	in.round++
+	for _, st := range in.pids {
+		if st.jit.handler != "" {
+			in.pollJIT(st)
+		}
+	}
+}
+
+func (in *Ingest) pollJIT(st *pidState) {
+	st.polled = in.round
+	if err := st.jit.poll(in.now(), in.db.JITDir); err != nil {
+		in.JITErrors[st.jit.pid] = err
+	}
+}
+
+// Take follows what a side-band record says of a process's executable
+// and life: an exec begins a new image and new JIT data; a fork inherits
+// its parent's executable; an exit, once the round's samples are
+// counted (EndRound), lets go of the process.
+func (in *Ingest) Take(rec perfdata.Record) {
+	switch r := rec.(type) {
+	case *perfdata.Comm:
+		if r.Exec() && r.PID == r.TID {
+			in.reset(r.PID)
+			in.pid(r.PID).execing = true
+		}
+	case *perfdata.Mmap:
+		if st := in.pids[r.PID]; st != nil && st.execing && !r.IsAnon() && r.CPUMode() != perfdata.MiscKernel {
+			st.exe, st.execing = r.Filename, false
+		}
+	case *perfdata.Fork:
+		if r.PID != r.PPID {
+			if parent := in.pids[r.PPID]; parent != nil && parent.exe != "" {
+				in.reset(r.PID)
+				in.pid(r.PID).exe = parent.exe
+			}
+		}
+	case *perfdata.Exit:
+		if r.PID == r.TID {
+			in.exited = append(in.exited, r.PID)
+		}
+	}
+}
+
+// SetExe says which executable a process that ran before the daemon
+// runs (/proc/PID/exe).
+func (in *Ingest) SetExe(pid uint32, exe string) {
+	if exe != "" {
+		in.pid(pid).exe = exe
+	}
+}
+
+// reset forgets a process's images and JIT data (an exec, or a pid
+// reused), copying its JIT data into the session first.
+func (in *Ingest) reset(pid uint32) {
+	st := in.pids[pid]
+	if st == nil {
+		return
+	}
+	in.saveJIT(st)
+	st.jit.close()
+	delete(in.pids, pid)
+	if in.lastPID == pid {
+		in.lastState = nil
+	}
+	in.db.ForgetProcess(pid)
+}
+
+// EndRound lets go of the processes that exited in the round.
+func (in *Ingest) EndRound() {
+	for _, pid := range in.exited {
+		in.reset(pid)
+	}
+	in.exited = in.exited[:0]
+}
+
+// saveJIT copies a process's JIT data into the session, if it changed.
+func (in *Ingest) saveJIT(st *pidState) {
+	j := st.jit
+	if j.handler == "" || !j.changed {
+		return
+	}
+	if j.handler != "perfmap" {
+		// The last records, before the copy that the report reads.
+		in.pollJIT(st)
+	}
+	dir, err := in.db.JITDir(int(j.pid))
+	if err == nil && j.pendingDump != nil {
+		err = j.appendDump(j.pendingDump, 0, in.db.JITDir)
+		j.pendingDump = nil
+	}
+	if err == nil {
+		err = j.copyInto(dir)
+	}
+	if err == nil {
+		in.saved[j.pid] = true
+	}
+	if err != nil {
+		in.JITErrors[j.pid] = err
+	}
+}
+
+// SaveJIT copies the JIT data of every process that changed into the
+// session: at each flush, so reports work after /tmp is cleaned.
+func (in *Ingest) SaveJIT() {
+	for _, st := range in.pids {
+		in.saveJIT(st)
+	}
+}
+
+// JITProcesses counts the processes whose JIT data the daemon follows.
+func (in *Ingest) JITProcesses() int {
+	n := 0
+	for _, st := range in.pids {
+		if st.jit.handler != "" {
+			n++
+		}
+	}
+	return n
+}
+
+// Close closes the JIT data files.
+func (in *Ingest) Close() {
+	for _, st := range in.pids {
+		st.jit.close()
+	}
+}
+
+// SessionChanged says the DB began a new current session (reset or
+// save): every followed JIT's data is copied into it again, and a perf
+// map's numbered dump is written anew with the ranges it has now.
+func (in *Ingest) SessionChanged() {
+	for _, st := range in.pids {
+		j := st.jit
+		if j.handler == "" {
+			continue
+		}
+		j.changed = true
+		if j.dump == nil {
+			continue
+		}
+		j.dump.Close()
+		j.dump = nil
+		var out []byte
+		now := in.now()
+		for s, seq := range j.ranges {
+			out, _ = j.appendRange(out, s, seq, now)
+		}
+		if err := j.appendDump(out, now, in.db.JITDir); err != nil {
+			in.JITErrors[j.pid] = err
+		}
+	}
+}

@@ -1,0 +1,309 @@
+package sessionsrc
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/jitprof/jitprof/internal/anon"
+	"github.com/jitprof/jitprof/internal/anonbind"
+	"github.com/jitprof/jitprof/internal/process"
+	"github.com/jitprof/jitprof/internal/profile"
+	"github.com/jitprof/jitprof/internal/resolve"
+	"github.com/jitprof/jitprof/internal/sampledb"
+	"github.com/jitprof/jitprof/internal/symbolize"
+	"github.com/jitprof/jitprof/internal/trust"
+)
+
+// Options say what to read.
+type Options struct {
+	// Dir is the session directory; Spec picks the sample files.
+	Dir  string
+	Spec *sampledb.Spec
+	// Anon, when set, names JIT code with these handlers; without it
+	// anonymous samples are in OProfile's anon buckets.
+	Anon  []anon.Handler
+	Force bool
+	// Lines resolves source lines.
+	Lines bool
+	// Bind, when set instead of Anon, makes the Binder that names JIT
+	// code from the sessions' processes (driver.Source's bind).
+	Bind func(anonbind.Processes) *anonbind.Binder
+}
+
+// Info is what the report says of the sessions besides the profile.
+type Info struct {
+	Sessions []string
+	Files    int
+	// Skipped are names in the sample trees that are no sample files;
+	// Unreadable the sample files that did not read (with why).
+	Skipped    []string
+	Unreadable []error
+	// CallGraph counts the {cg} files selected: arcs, not samples, which
+	// a flat report does not count.
+	CallGraph int
+}
+
+// Load reads the sample files opts.Spec selects into a profile; the
+// Binder (nil without opts.Anon), closed, says how each process's JIT
+// code was named.
+func Load(opts Options) (*profile.Profile, *anonbind.Binder, Info, error) {
+	var info Info
+	sel, err := sampledb.Select(opts.Dir, opts.Spec)
+	if err != nil {
+		return nil, nil, info, err
+	}
+	info.Skipped = sel.Skipped
+	b := profile.NewBuilder()
+	procs := &images{}
+	src := &sessions{dir: opts.Dir, procs: map[uint32]anon.Process{}}
+	var binder *anonbind.Binder
+	ropts := resolve.Options{Symbolizer: symbolize.New(symbolize.Options{}), Lines: opts.Lines, LeafOnly: true}
+	switch {
+	case opts.Bind != nil:
+		binder = opts.Bind(src)
+	case opts.Anon != nil:
+		binder = anonbind.New(src, anonbind.Options{Handlers: opts.Anon, Force: opts.Force})
+	}
+	if binder != nil {
+		ropts.Anon = binder
+	}
+	r := resolve.New(b, procs, ropts)
+	events := map[string]int32{}
+	seen := map[string]bool{}
+	meta := b.Meta()
+	for _, f := range sel.Files {
+		if !seen[f.Session] {
+			seen[f.Session] = true
+			info.Sessions = append(info.Sessions, f.Session)
+			m, err := sampledb.ReadMeta(opts.Dir, f.Session)
+			if err == nil {
+				for _, ev := range m.Events {
+					meta.Lost += ev.Lost
+				}
+				meta.Hostname = m.Host
+			}
+			src.add(f.Session)
+		}
+		k := f.Key
+		if k.Kind() == sampledb.KeyCallGraph {
+			info.CallGraph++
+			continue
+		}
+		evKey := k.Event + "." + k.CountString()
+		ev, ok := events[evKey]
+		if !ok {
+			pe := profile.Event{Name: k.Event}
+			if k.Freq {
+				pe.Freq = k.Count
+			} else {
+				pe.Period = k.Count
+			}
+			ev = b.Event(pe)
+			events[evKey] = ev
+		}
+		rd, err := sampledb.Open(opts.Dir, f)
+		if err != nil {
+			info.Unreadable = append(info.Unreadable, err)
+			continue
+		}
+		info.Files++
+		idx := procs.add(k, rd.Header)
+		period := k.Count
+		if k.Freq {
+			// The kernel adjusts the period to the frequency: a
+			// sample stands for about a second over it (cpu-clock
+			// counts nanoseconds).
+			period = uint64(1e9) / max(k.Count, 1)
+		}
+		s := resolve.Sample{PID: id(k.TGID), TID: id(k.TID), CPU: cpu(k.CPU), Time: idx, Event: ev, Mode: resolve.ModeUser}
+		dep := k.Dep
+		switch dep.Kind {
+		case sampledb.ImageKernel:
+			s.Mode = resolve.ModeKernel
+		case sampledb.ImageAnon, sampledb.ImageJIT:
+			s.PID = dep.TGID
+			s.BySeq = dep.Kind == sampledb.ImageJIT
+		}
+		for e := range rd.Entries() {
+			s.IP = e.Key1
+			if dep.Kind == sampledb.ImageAnon || dep.Kind == sampledb.ImageJIT {
+				s.IP = dep.Start + e.Key1
+			}
+			s.Seq = e.Key2
+			s.Count, s.Period = e.Count, e.Count*period
+			r.Add(&s)
+		}
+		if err := rd.Err(); err != nil {
+			info.Unreadable = append(info.Unreadable, err)
+		}
+		rd.Close()
+	}
+	if len(b.Meta().Events) == 0 {
+		b.Event(profile.Event{Name: "cpu-clock"})
+	}
+	if binder != nil {
+		binder.Close()
+	}
+	return b.Profile(), binder, info, nil
+}
+
+func id(v uint32) uint32 {
+	if v == sampledb.All {
+		return 0
+	}
+	return v
+}
+
+func cpu(v uint32) int32 {
+	if v == sampledb.All {
+		return -1
+	}
+	return int32(v)
+}
+
+// images is the resolver's Processes for sample files: each file's image
+// is one mapping, found by the index the sample carries as its time
+// (sample files keep no times), the file's offsets its addresses.
+type images struct {
+	maps  []*process.Mapping
+	comms []string
+}
+
+func (im *images) add(k sampledb.FileKey, h sampledb.Header) uint64 {
+	m := &process.Mapping{ID: int32(len(im.maps)), Exec: true}
+	switch k.Dep.Kind {
+	case sampledb.ImageFile:
+		m.Path, m.End = k.Dep.Name, math.MaxUint64
+		if len(h.BuildID) > 0 {
+			m.BuildID = hex.EncodeToString(h.BuildID)
+		}
+	case sampledb.ImageKernel:
+		m.Kernel, m.Path, m.End = true, k.Dep.Name, math.MaxUint64
+	default:
+		m.Anon, m.PID, m.Start, m.End = true, k.Dep.TGID, k.Dep.Start, k.Dep.End
+		m.Path = "//anon"
+	}
+	im.maps = append(im.maps, m)
+	comm := filepath.Base(k.App.Name)
+	if k.App.Kind != sampledb.ImageFile {
+		comm = k.App.String()
+		if k.App.Kind == sampledb.ImageKernel {
+			comm = "[kernel]"
+		}
+	}
+	im.comms = append(im.comms, comm)
+	return uint64(len(im.maps) - 1)
+}
+
+func (im *images) Lookup(pid uint32, addr, time uint64, kernel bool) *process.Mapping {
+	if time >= uint64(len(im.maps)) {
+		return nil
+	}
+	m := im.maps[time]
+	if addr < m.Start || addr >= m.End {
+		return nil
+	}
+	return m
+}
+
+func (im *images) Thread(pid, tid uint32, time uint64) process.Span {
+	comm := ""
+	if time < uint64(len(im.comms)) {
+		comm = im.comms[time]
+	}
+	return process.Span{Comm: comm, Epoch: time, From: time, To: time + 1}
+}
+
+func (im *images) Version() uint64 { return 0 }
+
+// sessions is the anonbind.Processes of the sessions read: who each
+// process with JIT data was, and the copies of its data.
+type sessions struct {
+	dir   string
+	procs map[uint32]anon.Process
+}
+
+// maxManifest bounds a manifest the reader reads.
+const maxManifest = 1 << 20
+
+// add reads the JIT data manifests of a session; a pid two sessions
+// have keeps the first's.
+func (s *sessions) add(session string) {
+	root := filepath.Join(s.dir, "samples", session, "jit")
+	ents, err := os.ReadDir(root)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		pid, err := strconv.ParseUint(e.Name(), 10, 32)
+		if err != nil || !e.IsDir() {
+			continue
+		}
+		if _, ok := s.procs[uint32(pid)]; ok {
+			continue
+		}
+		if p, err := readProcess(filepath.Join(root, e.Name()), int(pid)); err == nil {
+			s.procs[uint32(pid)] = p
+		}
+	}
+}
+
+func readProcess(dir string, pid int) (anon.Process, error) {
+	b, err := readCapped(filepath.Join(dir, sampledb.JITManifestName), maxManifest)
+	if err != nil {
+		return anon.Process{}, err
+	}
+	var m sampledb.JITManifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		return anon.Process{}, err
+	}
+	if m.PID != pid {
+		return anon.Process{}, fmt.Errorf("%s: manifest of pid %d", dir, m.PID)
+	}
+	p := anon.Process{PID: pid, NSPID: m.NSPID, UID: m.UID, StartTime: m.StartTime, Comm: m.Comm,
+		Embedded: map[string][]byte{}, Kinds: map[string]string{}}
+	for _, f := range m.Files {
+		if f.Name == "" || filepath.Base(f.Name) != f.Name || f.Name[0] == '.' {
+			continue
+		}
+		data, err := readCapped(filepath.Join(dir, f.Name), trust.MaxSize)
+		if err != nil {
+			continue
+		}
+		p.Embedded[f.Path], p.Kinds[f.Path] = data, f.Kind
+	}
+	return p, nil
+}
+
+func readCapped(path string, limit int64) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() || fi.Size() > limit {
+		return nil, errors.New(path + ": not a regular file within the size limit")
+	}
+	return io.ReadAll(io.LimitReader(f, limit))
+}
+
+// Process implements anonbind.Processes.
+func (s *sessions) Process(pid uint32) anon.Process {
+	if p, ok := s.procs[pid]; ok {
+		return p
+	}
+	return anon.Process{PID: int(pid), NSPID: int(pid), UID: trust.UnknownOwner}
+}
