@@ -28,15 +28,17 @@ func runWeb(args []string) error {
 	filter.register(fs)
 	var jit anonFlags
 	jit.register(fs)
+	var sess sessionFlags // the daemon's sessions: session.go
+	sess.register(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: jitprof web [-i FILE] [--http HOST:PORT] [--open] [--anon-samples] [--comms ...] [--pid ...] [--tid ...] [--dsos ...] [--cpu ...]")
+		fmt.Fprintln(fs.Output(), "usage: jitprof web [-i FILE | --session[=NAME] [SPEC...]] [--http HOST:PORT] [--open] [--anon-samples] [--comms ...] [--pid ...] [--tid ...] [--dsos ...] [--cpu ...]")
 		printFlags(fs)
 	}
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
 	}
-	if len(pos) > 0 {
+	if len(pos) > 0 && !sess.enabled() {
 		fs.Usage()
 		return errUsage
 	}
@@ -47,8 +49,17 @@ func runWeb(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	name := *input
+	if sess.enabled() {
+		name = "the daemon's session"
+	}
 	load := func(ctx context.Context) (*web.Recording, error) {
-		src, err := driver.OpenRecording(*input, jit.force)
+		var src driver.Source
+		if sess.enabled() {
+			src, err = sess.source(&jit, pos) // read again at each reload, as the daemon counts on
+		} else {
+			src, err = driver.OpenRecording(*input, jit.force)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -73,7 +84,7 @@ func runWeb(args []string) error {
 	}
 	// The address carries the server's token: only who has it may look.
 	url := srv.URL(ln.Addr())
-	fmt.Printf("jitprof web: serving %s on %s (Ctrl-C stops)\n", *input, url)
+	fmt.Printf("jitprof web: serving %s on %s (Ctrl-C stops)\n", name, url)
 	if ta, ok := ln.Addr().(*net.TCPAddr); !ok || !ta.IP.IsLoopback() {
 		fmt.Fprintf(os.Stderr, "jitprof web: warning: listening on %s, not a loopback address: whoever reaches it can read the profile (command lines, paths, JIT code)\n", ln.Addr())
 	}

@@ -58,6 +58,10 @@ type pidState struct {
 	// after its exec, or /proc/PID/exe for one that ran before.
 	exe     string
 	execing bool // an exec was seen: its next file mapping is exe
+	// execAt is the time of the exec (or fork) that gave it exe: the
+	// records of a round come CPU by CPU, so a child's exec on one CPU
+	// can be taken before its fork on another, which must not undo it.
+	execAt uint64
 	jit     *jitProc
 	// anon are the images of its anonymous mappings by mapping ID.
 	anon map[int32]sampledb.ImageID
@@ -306,8 +310,13 @@ func (in *Ingest) Take(rec perfdata.Record) {
 	switch r := rec.(type) {
 	case *perfdata.Comm:
 		if r.Exec() && r.PID == r.TID {
+			t := recTime(&r.Common)
+			if st := in.pids[r.PID]; st != nil && st.execAt > t {
+				break // a later exec was taken already
+			}
 			in.reset(r.PID)
-			in.pid(r.PID).execing = true
+			st := in.pid(r.PID)
+			st.execing, st.execAt = true, t
 		}
 	case *perfdata.Mmap:
 		if st := in.pids[r.PID]; st != nil && st.execing && !r.IsAnon() && r.CPUMode() != perfdata.MiscKernel {
@@ -315,9 +324,13 @@ func (in *Ingest) Take(rec perfdata.Record) {
 		}
 	case *perfdata.Fork:
 		if r.PID != r.PPID {
+			if st := in.pids[r.PID]; st != nil && st.execAt > r.ForkTime {
+				break // the child's exec, later, was taken first
+			}
 			if parent := in.pids[r.PPID]; parent != nil && parent.exe != "" {
 				in.reset(r.PID)
-				in.pid(r.PID).exe = parent.exe
+				st := in.pid(r.PID)
+				st.exe, st.execAt = parent.exe, r.ForkTime
 			}
 		}
 	case *perfdata.Exit:
@@ -328,11 +341,19 @@ func (in *Ingest) Take(rec perfdata.Record) {
 }
 
 // SetExe says which executable a process that ran before the daemon
-// runs (/proc/PID/exe).
+// runs (/proc/PID/exe), unless its records said already.
 func (in *Ingest) SetExe(pid uint32, exe string) {
-	if exe != "" {
-		in.pid(pid).exe = exe
+	if st := in.pid(pid); exe != "" && st.exe == "" && !st.execing {
+		st.exe = exe
 	}
+}
+
+// recTime is a record's time, 0 when its attr does not sample it.
+func recTime(c *perfdata.Common) uint64 {
+	if c.Has(perfdata.SampleTime) {
+		return c.Time
+	}
+	return 0
 }
 
 // reset forgets a process's images and JIT data (an exec, or a pid

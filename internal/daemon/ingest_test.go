@@ -143,3 +143,37 @@ func BenchmarkIngest(b *testing.B) {
 		b.Fatalf("errors %d, unresolved %d", in.Errors, in.Unresolved)
 	}
 }
+
+// TestExecBeforeFork: the records of a round come CPU by CPU, so a
+// child's exec (on the CPU it runs on) can be taken before its fork (on
+// its parent's): the fork must not give it back its parent's executable,
+// which named a node's JIT code "bash"'s.
+func TestExecBeforeFork(t *testing.T) {
+	in, _, _ := newTestIngest(t)
+	const parent, child = 200, 201
+	in.SetExe(parent, "/usr/bin/bash")
+	attr := &perfdata.Attr{SampleType: perfdata.SampleTime}
+	withTime := func(c *perfdata.Common, tm uint64) { c.Attr, c.Time = attr, tm }
+	comm := &perfdata.Comm{PID: child, TID: child, Comm: "node"}
+	comm.Misc = perfdata.MiscCommExec
+	withTime(&comm.Common, 20)
+	mmap := &perfdata.Mmap{PID: child, TID: child, Addr: 0x1000, Len: 0x1000, Filename: "/usr/bin/node"}
+	withTime(&mmap.Common, 21)
+	fork := &perfdata.Fork{PID: child, PPID: parent, TID: child, PTID: parent, ForkTime: 10}
+	withTime(&fork.Common, 10)
+	for _, order := range [][]perfdata.Record{{fork, comm, mmap}, {comm, mmap, fork}} {
+		in.reset(child)
+		delete(in.pids, child)
+		in.lastState = nil
+		for _, r := range order {
+			in.Take(r)
+		}
+		if got := in.pid(child).exe; got != "/usr/bin/node" {
+			t.Errorf("records taken in the order %T, %T, %T: the child runs %q, want /usr/bin/node", order[0], order[1], order[2], got)
+		}
+	}
+	in.SetExe(child, "/usr/bin/bash") // /proc read before the exec
+	if got := in.pid(child).exe; got != "/usr/bin/node" {
+		t.Errorf("after SetExe from an older /proc read, the child runs %q", got)
+	}
+}
