@@ -62,7 +62,7 @@ type pidState struct {
 	// records of a round come CPU by CPU, so a child's exec on one CPU
 	// can be taken before its fork on another, which must not undo it.
 	execAt uint64
-	jit     *jitProc
+	jit    *jitProc
 	// anon are the images of its anonymous mappings by mapping ID.
 	anon map[int32]sampledb.ImageID
 	// last caches the mapping of the last sample, valid at version.
