@@ -96,4 +96,44 @@ void jitprof_anon_close(void *s) { (void)s; }
 	if !strings.Contains(out3, "# event:") {
 		t.Errorf("no report after the crash:\n%s", out3)
 	}
+	// A handler of protocol 2 is told the recording's time range: its
+	// first and last samples' times, which the report's header shows.
+	hlog := filepath.Join(t.TempDir(), "handler.log")
+	script := filepath.Join(bin, "jitprof-anon-v2log")
+	os.WriteFile(script, fmt.Appendf(nil, `#!/bin/sh
+while read -r line; do
+	echo "$line" >>%s
+	case "$line" in
+	claim*) echo "protocol 2" ;;
+	end) echo no ;;
+	quit) exit 0 ;;
+	esac
+done
+`, hlog), 0o755)
+	out4, _ := report(script, "--sort", "dso")
+	logged, _ := os.ReadFile(hlog)
+	var from, to float64
+	var span0, span1 float64
+	if _, err := fmt.Sscanf(headerLine(out4, "# time span:"), "# time span: %fs (%f to %f)", new(float64), &span0, &span1); err != nil {
+		t.Fatalf("no time span in the report: %v\n%s", err, out4)
+	}
+	for _, line := range strings.Split(string(logged), "\n") {
+		if _, err := fmt.Sscanf(line, "range %f %f", &from, &to); err == nil {
+			break
+		}
+	}
+	secs := func(ns float64) string { return fmt.Sprintf("%.6f", ns/1e9) }
+	if from == 0 || secs(from) != fmt.Sprintf("%.6f", span0) || secs(to) != fmt.Sprintf("%.6f", span1) {
+		t.Errorf("the handler was told the range %.0f to %.0f, the report's span is %.6f to %.6f; it heard:\n%s", from, to, span0, span1, logged)
+	}
+}
+
+// headerLine returns the line of a report that starts with prefix.
+func headerLine(report, prefix string) string {
+	for _, l := range strings.Split(report, "\n") {
+		if strings.HasPrefix(l, prefix) {
+			return l
+		}
+	}
+	return ""
 }

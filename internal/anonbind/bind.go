@@ -118,8 +118,8 @@ func New(procs Processes, opts Options) *Binder {
 // of t, and who each was and the JIT data files copied for it, from the
 // recorder's bundle (internal/jitbundle; nil when the recording has
 // none).
-func Recorded(t *process.Tracker, bundle *jitbundle.Bundle) Processes {
-	r := recorded{t: t, ids: map[uint32]jitbundle.Process{}, files: map[uint32][]jitbundle.Entry{}}
+func Recorded(t *process.Tracker, bundle *jitbundle.Bundle, span anon.TimeRange) Processes {
+	r := recorded{t: t, ids: map[uint32]jitbundle.Process{}, files: map[uint32][]jitbundle.Entry{}, span: span}
 	if bundle != nil {
 		for _, p := range bundle.Processes {
 			r.ids[uint32(p.PID)] = p
@@ -135,11 +135,12 @@ type recorded struct {
 	t     *process.Tracker
 	ids   map[uint32]jitbundle.Process
 	files map[uint32][]jitbundle.Entry
+	span  anon.TimeRange // the recording's, for handlers of protocol 2
 }
 
 func (r recorded) Process(pid uint32) anon.Process {
 	sp, _ := r.t.Process(pid)
-	p := anon.Process{PID: int(pid), NSPID: int(pid), Comm: sp.Comm, UID: trust.UnknownOwner}
+	p := anon.Process{PID: int(pid), NSPID: int(pid), Comm: sp.Comm, UID: trust.UnknownOwner, Span: r.span}
 	if rp, ok := r.ids[pid]; ok {
 		p.UID, p.StartTime = rp.UID, rp.StartTime
 		if rp.NSPID != 0 {

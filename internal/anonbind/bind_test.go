@@ -101,7 +101,7 @@ func load(t *testing.T, f *perfdata.File, path string, prepare, leafOnly bool) (
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := New(Recorded(tl.Tracker, nil), Options{Handlers: hs, ProcRoot: t.TempDir()})
+	b := New(Recorded(tl.Tracker, nil, anon.TimeRange{}), Options{Handlers: hs, ProcRoot: t.TempDir()})
 	if prepare {
 		if !b.Batches() {
 			t.Fatal("an external handler, and the binder does not batch")
@@ -237,7 +237,7 @@ func binder(t *testing.T, h anon.Handler) *Binder {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return New(Recorded(tl.Tracker, nil), Options{Handlers: []anon.Handler{h}, ProcRoot: t.TempDir()})
+	return New(Recorded(tl.Tracker, nil, anon.TimeRange{}), Options{Handlers: []anon.Handler{h}, ProcRoot: t.TempDir()})
 }
 
 // TestNamesBuiltOnce: the report's name of a piece of code ("NAME [gen
@@ -264,7 +264,7 @@ func TestLifetimeInProfile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := New(Recorded(tl.Tracker, nil), Options{Handlers: []anon.Handler{&fake{name: "f"}}, ProcRoot: t.TempDir()})
+	b := New(Recorded(tl.Tracker, nil, anon.TimeRange{}), Options{Handlers: []anon.Handler{&fake{name: "f"}}, ProcRoot: t.TempDir()})
 	p, err := replay.Load(f, replay.Options{Timeline: tl, Anon: b, LeafOnly: true})
 	if err != nil {
 		t.Fatal(err)
@@ -331,9 +331,9 @@ func TestRecorded(t *testing.T) {
 		Processes: []jitbundle.Process{{PID: 7, NSPID: 1, UID: 1000, GID: 1000, StartTime: 4242}},
 		Files:     []jitbundle.Entry{{PID: 7, Kind: "perfmap", Path: "/tmp/perf-1.map", Data: []byte("7f00 10 f\n")}, {PID: 8, Kind: "perfmap", Path: "/tmp/perf-8.map"}},
 	}
-	p := Recorded(tr, bundle).Process(7)
+	p := Recorded(tr, bundle, anon.TimeRange{From: 10, To: 90}).Process(7)
 	want := anon.Process{
-		PID: 7, NSPID: 1, Comm: "node", UID: 1000, StartTime: 4242,
+		PID: 7, NSPID: 1, Comm: "node", UID: 1000, StartTime: 4242, Span: anon.TimeRange{From: 10, To: 90},
 		Mappings: []anon.Mapping{{Start: 0x1000, End: 0x2000, Time: 2, Path: "/usr/bin/node", Exec: true}, {Start: 0x7f00, End: 0x8f00, Time: 3, Path: "//anon", Exec: true}},
 		Embedded: map[string][]byte{"/tmp/perf-1.map": []byte("7f00 10 f\n")},
 		Kinds:    map[string]string{"/tmp/perf-1.map": "perfmap"},
@@ -343,7 +343,7 @@ func TestRecorded(t *testing.T) {
 	}
 	// A process the recorder did not identify: its files are judged as
 	// the user's running jitprof (trust.UnknownOwner).
-	if p := Recorded(tr, nil).Process(7); p.UID != trust.UnknownOwner || p.NSPID != 7 || p.Embedded != nil {
+	if p := Recorded(tr, nil, anon.TimeRange{}).Process(7); p.UID != trust.UnknownOwner || p.NSPID != 7 || p.Embedded != nil {
 		t.Errorf("without a bundle: %+v", p)
 	}
 }

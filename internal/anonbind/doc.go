@@ -9,7 +9,7 @@
 // instead of the time.
 //
 // New takes the processes behind a small interface (Processes): a
-// recording's are Recorded(tracker, bundle); a sample database's or a
+// recording's are Recorded(tracker, bundle, span); a sample database's or a
 // live collector's are theirs. Prepare asks external handlers about many
 // addresses in batches, so a parallel resolver never waits on a pipe.
 package anonbind

@@ -101,7 +101,13 @@ func (r *Recording) Load(ctx context.Context, opts LoadOptions, bind func(anonbi
 			if err != nil {
 				return nil, fmt.Errorf("jitprof's JIT data: %w", err)
 			}
-			b := bind(anonbind.Recorded(tl.Tracker, bundle))
+			// The recording's span, for handlers that ask (protocol 2's
+			// range line); a stream has no features to say it.
+			var span anon.TimeRange
+			if first, last, err := r.f.Features.SampleTime(); err == nil && first <= last {
+				span = anon.TimeRange{From: first, To: last}
+			}
+			b := bind(anonbind.Recorded(tl.Tracker, bundle, span))
 			if b.Batches() {
 				qs := map[uint32][]anon.Query{}
 				replay.ScanAnon(r.f, tl, opts.LeafOnly, func(pid uint32, addr, time uint64) {
