@@ -73,6 +73,23 @@ type jitProc struct {
 	noFiles bool
 	// pendingDump is a numbered dump not yet written to the session.
 	pendingDump []byte
+	checked     bool // the jitlog header was found to be the process's
+	// rejected are files found to be another process's.
+	rejected map[string]bool
+}
+
+// stale gives up a source that turned out to be another process's (a
+// file an earlier process with the pid left): the process is taken for
+// one without JIT data, looked for again later.
+func (j *jitProc) stale(err error) error {
+	if j.rejected == nil {
+		j.rejected = map[string]bool{}
+	}
+	j.rejected[j.path] = true
+	j.close()
+	j.handler, j.path, j.changed = "", "", false
+	j.code = codeTable{}
+	return err
 }
 
 // find looks for the process's JIT data; found reports whether it has a
@@ -98,6 +115,9 @@ func (j *jitProc) find(now time.Time, procs func(pid uint32) []anon.Mapping) boo
 	j.p.Mappings = procs(j.pid)
 	for _, h := range jitHandlers {
 		for _, path := range anon.Paths(&j.p, h) {
+			if j.rejected[path] {
+				continue
+			}
 			err := j.open(h, path)
 			if errors.Is(err, fs.ErrNotExist) {
 				continue
@@ -152,6 +172,14 @@ func (j *jitProc) poll(now uint64, session func(pid int) (string, error)) error 
 
 func (j *jitProc) pollJitlog() error {
 	recs, err := j.tail.Poll()
+	if h := j.tail.Header(); h != nil && !j.checked {
+		// A database another process with this pid left in /tmp is
+		// not this process's: its pid and start time say whose it is.
+		if h.PID != uint32(j.p.NSPID) && h.PID != j.pid || j.p.StartTime != 0 && h.StartTime != j.p.StartTime {
+			return j.stale(fmt.Errorf("%s: written by pid %d started at %d, not this process (started at %d)", j.path, h.PID, h.StartTime, j.p.StartTime))
+		}
+		j.checked = true
+	}
 	for _, r := range recs {
 		if j.code.jitlogRecord(r) {
 			j.changed = true
@@ -208,6 +236,9 @@ func (j *jitProc) pollJitdump() error {
 			return nil // the header is not written yet
 		}
 		return fmt.Errorf("%s: %w", j.path, err)
+	}
+	if h := r.Header(); h.PID != j.pid && h.PID != uint32(j.p.NSPID) {
+		return j.stale(fmt.Errorf("%s: written by pid %d, not %d", j.path, h.PID, j.pid))
 	}
 	n := 0
 	for r.Next() {
