@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/jitprof/jitprof/internal/anon"
 	"github.com/jitprof/jitprof/internal/jitdump"
 	"github.com/jitprof/jitprof/internal/linux"
@@ -239,6 +241,10 @@ func (j *jitProc) pollJitdump() error {
 	}
 	if h := r.Header(); h.PID != j.pid && h.PID != uint32(j.p.NSPID) {
 		return j.stale(fmt.Errorf("%s: written by pid %d, not %d", j.path, h.PID, j.pid))
+	} else if start := startMonotonic(j.p.StartTime); start != 0 && h.Flags&jitdump.FlagArchTimestamp == 0 && h.Timestamp+1e9 < start {
+		// Made before the process started: an earlier process's with
+		// the same pid.
+		return j.stale(fmt.Errorf("%s: made before process %d started", j.path, j.pid))
 	}
 	n := 0
 	for r.Next() {
@@ -327,6 +333,25 @@ func (j *jitProc) appendDump(recs []byte, now uint64, session func(pid int) (str
 	}
 	_, err := j.dump.Write(recs)
 	return err
+}
+
+// userHZ is the unit of /proc/PID/stat's start time (USER_HZ, 100 on
+// every Linux ABI).
+const userHZ = 100
+
+// startMonotonic is a process's start time (/proc/PID/stat's, ticks of
+// CLOCK_BOOTTIME) on CLOCK_MONOTONIC, which JITs stamp their data with
+// and which stops while the machine sleeps; 0 when unknown.
+func startMonotonic(ticks uint64) uint64 {
+	var boot, mono unix.Timespec
+	if ticks == 0 || unix.ClockGettime(unix.CLOCK_BOOTTIME, &boot) != nil || unix.ClockGettime(unix.CLOCK_MONOTONIC, &mono) != nil {
+		return 0
+	}
+	start := ticks * (1e9 / userHZ)
+	if slept := uint64(boot.Nano() - mono.Nano()); start > slept {
+		return start - slept
+	}
+	return 0
 }
 
 // perfmapSeqFile is the numbered dump's name in the process's JIT
