@@ -175,8 +175,19 @@ func checkSession(t *testing.T, jitprof, dir string, r minijitRun, prefix string
 	if env == nil {
 		env = r.env
 	}
-	out := jpReport(t, jitprof, env, "--session", "--session-dir", dir, "-l", "--format", "csv", "--anon-samples", fmt.Sprintf("tgid:%d", r.pid))
-	compareGenerations(t, out, prefix, r.truth, sampled, 2)
+	cmd := exec.Command(jitprof, "report", "--session", "--session-dir", dir, "-l", "--format", "csv", "--anon-samples", fmt.Sprintf("tgid:%d", r.pid))
+	cmd.Env = env
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("jitprof report --session: %v\n%s", err, stderr.String())
+	}
+	compareGenerations(t, string(out), prefix, r.truth, sampled, 2)
+	if t.Failed() {
+		man, _ := os.ReadFile(filepath.Join(dir, "samples", "current", "jit", fmt.Sprint(r.pid), "process.json"))
+		t.Logf("the report said:\n%s\nthe session's manifest: %s", stderr.String(), man)
+	}
 }
 
 // TestDaemonMinijit: minijit under the daemon, started after it and

@@ -300,6 +300,9 @@ func (in *Ingest) pollJIT(st *pidState) {
 	if err := st.jit.poll(in.now(), in.db.JITDir); err != nil {
 		in.JITErrors[st.jit.pid] = err
 	}
+	if st.jit.handler == "" {
+		clear(st.anon) // a source given up: its images are anonymous again
+	}
 }
 
 // Take follows what a side-band record says of a process's executable

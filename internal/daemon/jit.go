@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/jitprof/jitprof/internal/anon"
 	"github.com/jitprof/jitprof/internal/jitdump"
 	"github.com/jitprof/jitprof/internal/linux"
@@ -73,6 +75,23 @@ type jitProc struct {
 	noFiles bool
 	// pendingDump is a numbered dump not yet written to the session.
 	pendingDump []byte
+	checked     bool // the jitlog header was found to be the process's
+	// rejected are files found to be another process's.
+	rejected map[string]bool
+}
+
+// stale gives up a source that turned out to be another process's (a
+// file an earlier process with the pid left): the process is taken for
+// one without JIT data, looked for again later.
+func (j *jitProc) stale(err error) error {
+	if j.rejected == nil {
+		j.rejected = map[string]bool{}
+	}
+	j.rejected[j.path] = true
+	j.close()
+	j.handler, j.path, j.changed = "", "", false
+	j.code = codeTable{}
+	return err
 }
 
 // find looks for the process's JIT data; found reports whether it has a
@@ -98,6 +117,9 @@ func (j *jitProc) find(now time.Time, procs func(pid uint32) []anon.Mapping) boo
 	j.p.Mappings = procs(j.pid)
 	for _, h := range jitHandlers {
 		for _, path := range anon.Paths(&j.p, h) {
+			if j.rejected[path] {
+				continue
+			}
 			err := j.open(h, path)
 			if errors.Is(err, fs.ErrNotExist) {
 				continue
@@ -152,6 +174,14 @@ func (j *jitProc) poll(now uint64, session func(pid int) (string, error)) error 
 
 func (j *jitProc) pollJitlog() error {
 	recs, err := j.tail.Poll()
+	if h := j.tail.Header(); h != nil && !j.checked {
+		// A database another process with this pid left in /tmp is
+		// not this process's: its pid and start time say whose it is.
+		if h.PID != uint32(j.p.NSPID) && h.PID != j.pid || j.p.StartTime != 0 && h.StartTime != j.p.StartTime {
+			return j.stale(fmt.Errorf("%s: written by pid %d started at %d, not this process (started at %d)", j.path, h.PID, h.StartTime, j.p.StartTime))
+		}
+		j.checked = true
+	}
 	for _, r := range recs {
 		if j.code.jitlogRecord(r) {
 			j.changed = true
@@ -208,6 +238,13 @@ func (j *jitProc) pollJitdump() error {
 			return nil // the header is not written yet
 		}
 		return fmt.Errorf("%s: %w", j.path, err)
+	}
+	if h := r.Header(); h.PID != j.pid && h.PID != uint32(j.p.NSPID) {
+		return j.stale(fmt.Errorf("%s: written by pid %d, not %d", j.path, h.PID, j.pid))
+	} else if start := startMonotonic(j.p.StartTime); start != 0 && h.Flags&jitdump.FlagArchTimestamp == 0 && h.Timestamp+1e9 < start {
+		// Made before the process started: an earlier process's with
+		// the same pid.
+		return j.stale(fmt.Errorf("%s: made before process %d started", j.path, j.pid))
 	}
 	n := 0
 	for r.Next() {
@@ -296,6 +333,25 @@ func (j *jitProc) appendDump(recs []byte, now uint64, session func(pid int) (str
 	}
 	_, err := j.dump.Write(recs)
 	return err
+}
+
+// userHZ is the unit of /proc/PID/stat's start time (USER_HZ, 100 on
+// every Linux ABI).
+const userHZ = 100
+
+// startMonotonic is a process's start time (/proc/PID/stat's, ticks of
+// CLOCK_BOOTTIME) on CLOCK_MONOTONIC, which JITs stamp their data with
+// and which stops while the machine sleeps; 0 when unknown.
+func startMonotonic(ticks uint64) uint64 {
+	var boot, mono unix.Timespec
+	if ticks == 0 || unix.ClockGettime(unix.CLOCK_BOOTTIME, &boot) != nil || unix.ClockGettime(unix.CLOCK_MONOTONIC, &mono) != nil {
+		return 0
+	}
+	start := ticks * (1e9 / userHZ)
+	if slept := uint64(boot.Nano() - mono.Nano()); start > slept {
+		return start - slept
+	}
+	return 0
 }
 
 // perfmapSeqFile is the numbered dump's name in the process's JIT

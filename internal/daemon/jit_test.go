@@ -1,11 +1,13 @@
 package daemon
 
 import (
+	"encoding/binary"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/jitprof/jitprof/internal/anon"
+	"github.com/jitprof/jitprof/internal/jitdump"
 	"github.com/jitprof/jitprof/internal/trust"
 )
 
@@ -78,5 +80,30 @@ func TestPerfmapSnapshots(t *testing.T) {
 		if s, ok := sr.ResolveSeq(addr, seq); !ok || s.Name != want {
 			t.Errorf("ResolveSeq(%#x, %d) = %q, %v, want %q", addr, seq, s.Name, ok, want)
 		}
+	}
+}
+
+// TestStaleJitdump: a jitdump an earlier process with the pid left is
+// not taken for this process's data.
+func TestStaleJitdump(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "jit-4242.dump")
+	hdr, err := jitdump.AppendHeader(nil, jitdump.Header{ByteOrder: binary.LittleEndian, Version: 1, ElfMach: 62, PID: 999})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, _ := jitdump.AppendRecord(nil, binary.LittleEndian, &jitdump.CodeLoad{PID: 999, CodeAddr: 0x1000, CodeSize: 0x10, CodeIndex: 1, Name: "old"})
+	if err := os.WriteFile(path, append(hdr, rec...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := &jitProc{pid: 4242, handler: "jitdump", path: path, f: f, p: anon.Process{PID: 4242, NSPID: 4242, UID: trust.UnknownOwner}}
+	if err := j.poll(100, nil); err == nil || j.handler != "" || !j.rejected[path] {
+		t.Errorf("poll of another process's dump: %v, handler %q, rejected %v", err, j.handler, j.rejected)
+	}
+	if _, ok := j.code.lookup(0x1008, 200); ok {
+		t.Error("the stale dump's code is in the table")
 	}
 }
