@@ -3,6 +3,7 @@ package symbolize
 import (
 	"debug/elf"
 	"encoding/binary"
+	"fmt"
 )
 
 // pltSymbols names x86-64 PLT stubs "func@plt". Rather than assume entry i
@@ -33,6 +34,13 @@ func pltSymbols(f *elf.File) []candidate {
 		for ; len(data) >= 24; data = data[24:] {
 			off, info := f.ByteOrder.Uint64(data), f.ByteOrder.Uint64(data[8:])
 			typ, sym := elf.R_X86_64(info&0xffffffff), info>>32
+			if typ == elf.R_X86_64_IRELATIVE {
+				// A slot an ifunc resolver fills (libc's own memcpy,
+				// strlen ...): no symbol, so named by the resolver's
+				// address as perf names it, "*ABS*+0xADDEND@plt".
+				slots[off] = fmt.Sprintf("*ABS*+%#x", f.ByteOrder.Uint64(data[16:]))
+				continue
+			}
 			if typ != elf.R_X86_64_JMP_SLOT && typ != elf.R_X86_64_GLOB_DAT {
 				continue
 			}

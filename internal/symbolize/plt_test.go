@@ -46,3 +46,26 @@ func TestPLTAgreesWithObjdump(t *testing.T) {
 		})
 	}
 }
+
+// TestPLTIrelative: libc's own PLT stubs jump through slots its ifunc
+// resolvers fill (IRELATIVE relocations, no symbol); objdump and perf
+// name them "*ABS*+0xRESOLVER@plt", and so do we.
+func TestPLTIrelative(t *testing.T) {
+	const libc = "/usr/lib/x86_64-linux-gnu/libc.so.6"
+	dis := run(t, "objdump", "-d", "-j", ".plt", libc)
+	stub := regexp.MustCompile(`(?m)^([0-9a-f]+) <(\*ABS\*\+0x[0-9a-f]+@plt)>:$`)
+	stubs := stub.FindAllStringSubmatch(dis, -1)
+	if len(stubs) == 0 {
+		t.Fatalf("objdump shows no IRELATIVE stubs in %s's .plt", libc)
+	}
+	img, err := Load(libc, LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range stubs {
+		addr, _ := strconv.ParseUint(m[1], 16, 64)
+		if got, ok := img.LookupAddr(addr + 4); !ok || got.Name != m[2] || got.Start != addr {
+			t.Errorf("LookupAddr(%#x) = %+v, %v; objdump says %s at %#x", addr+4, got, ok, m[2], addr)
+		}
+	}
+}
