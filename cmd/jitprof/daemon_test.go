@@ -3,7 +3,10 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
+	"net/http"
+	"net/http/cookiejar"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -384,6 +387,21 @@ func TestImport(t *testing.T) {
 			}
 			if tc.flags != nil && named < 4 {
 				t.Errorf("the recording names %d JIT generations, want minijit's", named)
+			}
+			if tc.flags == nil {
+				return
+			}
+			// jitprof web on the session: the same names on its page.
+			url, stderr := startWeb(t, jitprof, noJIT, "--session=imported", "--session-dir", dir, "--anon-samples")
+			jar, _ := cookiejar.New(nil)
+			resp, err := (&http.Client{Jar: jar}).Get(url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			page, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK || !strings.Contains(string(page), "[gen ") {
+				t.Errorf("jitprof web --session: %s, no JIT generation on the page\n%s", resp.Status, stderr())
 			}
 		})
 	}
