@@ -243,6 +243,7 @@ func daemonStop(dir string) error {
 	// The daemon removes its pid file last of all.
 	for range 600 {
 		if p, _, _ := daemon.Running(dir); p == 0 {
+			fmt.Printf("jitprof daemon: stopped (pid %d); the session stays in %s (jitprof report --session)\n", pid, dir)
 			return nil
 		}
 		time.Sleep(100 * time.Millisecond)
