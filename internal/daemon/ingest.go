@@ -3,6 +3,7 @@ package daemon
 import (
 	"encoding/hex"
 	"path"
+	"slices"
 	"time"
 
 	"github.com/jitprof/jitprof/internal/anon"
@@ -40,6 +41,9 @@ type Ingest struct {
 	// most once a round for samples its table does not know.
 	round  uint64
 	exited []uint32 // processes that exited this round
+	// exitedBefore exited in the round before: the tracker forgets them
+	// at the end of this one.
+	exitedBefore []uint32
 	// JITErrors keeps the last error of each process's JIT data.
 	JITErrors map[uint32]error
 	// embedded, when set, fills a process's JIT data from a recording
@@ -327,6 +331,7 @@ func (in *Ingest) Take(rec perfdata.Record) {
 		}
 	case *perfdata.Fork:
 		if r.PID != r.PPID {
+			in.revive(r.PID)
 			if st := in.pids[r.PID]; st != nil && st.execAt > r.ForkTime {
 				break // the child's exec, later, was taken first
 			}
@@ -375,10 +380,25 @@ func (in *Ingest) reset(pid uint32) {
 	in.db.ForgetProcess(pid)
 }
 
-// EndRound lets go of the processes that exited in the round.
+// revive takes pid, forked anew, off the lists of processes that exited:
+// the pid is another process's now.
+func (in *Ingest) revive(pid uint32) {
+	drop := func(l []uint32) []uint32 { return slices.DeleteFunc(l, func(p uint32) bool { return p == pid }) }
+	in.exited, in.exitedBefore = drop(in.exited), drop(in.exitedBefore)
+}
+
+// EndRound lets go of the processes that exited in the round, and has
+// the tracker forget those that exited in the round before: a sample
+// of another CPU can come a round after the exit, and a daemon that runs
+// for weeks must not keep every process it ever saw.
 func (in *Ingest) EndRound() {
+	for _, pid := range in.exitedBefore {
+		in.procs.Forget(pid)
+	}
+	in.exitedBefore = in.exitedBefore[:0]
 	for _, pid := range in.exited {
 		in.reset(pid)
+		in.exitedBefore = append(in.exitedBefore, pid)
 	}
 	in.exited = in.exited[:0]
 }

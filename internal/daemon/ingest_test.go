@@ -177,3 +177,31 @@ func TestExecBeforeFork(t *testing.T) {
 		t.Errorf("after SetExe from an older /proc read, the child runs %q", got)
 	}
 }
+
+// TestForgetsExited: the tracker forgets a process a round after it
+// exited, unless its pid was forked anew meanwhile.
+func TestForgetsExited(t *testing.T) {
+	in, _, _ := newTestIngest(t)
+	exit := func(pid uint32) *perfdata.Exit { return &perfdata.Exit{PID: pid, TID: pid} }
+	in.procs.Fork(300, testPID, 300, testPID, 1)
+	in.procs.Fork(301, testPID, 301, testPID, 1)
+	in.Take(exit(300))
+	in.Take(exit(301))
+	in.EndRound()
+	if _, ok := in.procs.Process(300); !ok {
+		t.Fatal("forgotten in the round it exited: a late sample would find nothing")
+	}
+	in.BeginRound()
+	in.Take(&perfdata.Fork{PID: 301, PPID: testPID, TID: 301, PTID: testPID, ForkTime: 2}) // 301 again
+	in.procs.Fork(301, testPID, 301, testPID, 2)
+	in.EndRound()
+	if _, ok := in.procs.Process(300); ok {
+		t.Error("pid 300 is remembered a round after it exited")
+	}
+	if _, ok := in.procs.Process(301); !ok {
+		t.Error("pid 301, forked anew, was forgotten with the process that had it before")
+	}
+	if _, ok := in.procs.Process(testPID); !ok {
+		t.Error("the live process was forgotten")
+	}
+}

@@ -63,11 +63,12 @@ const KernelPID = ^uint32(0)
 // Settle, and until the next record, any number of goroutines may ask
 // it at once.
 type Tracker struct {
-	mappings []*Mapping
+	nmaps    int32 // mappings told of: the next one's ID
 	procs    map[uint32]*proc
 	kernel   proc                    // the kernel's mappings: one generation
 	comms    map[uint32][]commChange // by tid, in arrival order
 	threads  map[uint32]threadFork   // tid -> parent thread at creation
+	owner    map[uint32]uint32       // tid -> the pid it was last named in
 	buildIDs map[string]string       // path -> build-id, for mappings that carry none
 	seq      uint64                  // orders records of equal times by arrival
 
@@ -96,6 +97,12 @@ type proc struct {
 	built            bool
 	gens             []*generation
 	genStarts        []uint64 // the start of each of gens
+	// tids are the threads records named in pid, for Forget; children
+	// counts the processes forked from pid that are not forgotten, and
+	// gone says Forget was asked while some were.
+	tids     []uint32
+	children int
+	gone     bool
 }
 
 // key orders records by time, then by arrival.
@@ -157,6 +164,7 @@ func New() *Tracker {
 		procs:   map[uint32]*proc{},
 		comms:   map[uint32][]commChange{},
 		threads: map[uint32]threadFork{},
+		owner:   map[uint32]uint32{},
 		kernel:  proc{pid: KernelPID},
 	}
 }
@@ -166,10 +174,16 @@ func New() *Tracker {
 // already and those to come.
 func (t *Tracker) SetBuildIDs(ids map[string]string) {
 	t.buildIDs = ids
-	for _, m := range t.mappings {
-		if m.BuildID == "" {
-			m.BuildID = ids[m.Path]
+	set := func(ms []*Mapping) {
+		for _, m := range ms {
+			if m.BuildID == "" {
+				m.BuildID = ids[m.Path]
+			}
 		}
+	}
+	set(t.kernel.maps)
+	for _, p := range t.procs {
+		set(p.all)
 	}
 }
 
@@ -194,14 +208,14 @@ func (t *Tracker) proc(pid uint32) *proc {
 func (t *Tracker) Map(m Mapping) *Mapping {
 	t.next()
 	mp := &m
-	mp.ID = int32(len(t.mappings))
+	mp.ID = t.nmaps
+	t.nmaps++
 	if mp.Kernel {
 		mp.PID = KernelPID
 	}
 	if mp.BuildID == "" {
 		mp.BuildID = t.buildIDs[mp.Path]
 	}
-	t.mappings = append(t.mappings, mp)
 	p := &t.kernel
 	if !mp.Kernel {
 		p = t.proc(mp.PID)
@@ -222,6 +236,7 @@ func (t *Tracker) SetComm(pid, tid uint32, time uint64, comm string, exec bool) 
 	k.time = time
 	p := t.proc(pid)
 	p.info = true
+	t.addTID(p, tid)
 	if exec {
 		p.starts = append(p.starts, start{key: k, exec: true})
 		p.changed = t.version
@@ -235,18 +250,64 @@ func (t *Tracker) SetComm(pid, tid uint32, time uint64, comm string, exec bool) 
 func (t *Tracker) Fork(pid, ppid, tid, ptid uint32, time uint64) {
 	k := t.next()
 	k.time = time
+	t.addTID(t.proc(pid), tid)
 	if pid != ppid {
 		p := t.proc(pid)
 		p.info = true
 		p.starts = append(p.starts, start{key: k, ppid: ppid})
 		p.changed = t.version
 		pp := t.proc(ppid)
+		pp.children++
 		if !pp.hasRef || k.cmp(pp.ref) < 0 {
 			pp.ref, pp.hasRef = k, true
 			pp.changed = t.version
 		}
 	}
 	t.threads[tid] = threadFork{ptid, time}
+}
+
+func (t *Tracker) addTID(p *proc, tid uint32) {
+	t.owner[tid] = p.pid
+	if !slices.Contains(p.tids, tid) {
+		p.tids = append(p.tids, tid)
+	}
+}
+
+// Forget lets go of process pid, which exited, so that a Tracker fed for
+// weeks (the daemon's) keeps only the processes that live: its mappings,
+// its threads' names and forks. A process that others were forked from
+// is kept until they are forgotten too, since a child that has not
+// exec'd still looks up addresses in its parent's address space as it
+// was at the fork. Records of pid after Forget begin a new process.
+func (t *Tracker) Forget(pid uint32) {
+	p := t.procs[pid]
+	if p == nil || pid == KernelPID {
+		return
+	}
+	if p.children > 0 {
+		p.gone = true
+		return
+	}
+	t.next()
+	delete(t.procs, pid)
+	for _, tid := range p.tids {
+		if t.owner[tid] != pid {
+			continue // the tid was reused by a process that lives
+		}
+		delete(t.comms, tid)
+		delete(t.threads, tid)
+		delete(t.owner, tid)
+	}
+	for _, s := range p.starts {
+		if s.exec || s.ppid == pid {
+			continue
+		}
+		if pp := t.procs[s.ppid]; pp != nil {
+			if pp.children--; pp.children == 0 && pp.gone {
+				t.Forget(s.ppid)
+			}
+		}
+	}
 }
 
 // Version changes whenever the Tracker is told anything: answers given

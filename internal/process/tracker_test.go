@@ -289,3 +289,65 @@ func forkCycle(t *Tracker, tid uint32) bool {
 		tid = f.ptid
 	}
 }
+
+// TestForget: a Tracker that forgets the processes that exit holds only
+// those that live, however many came and went; a child that has not
+// exec'd keeps its parent's address space until it is forgotten too.
+func TestForget(t *testing.T) {
+	tr := New()
+	tr.SetComm(1, 1, 0, "init", false)
+	tr.Map(Mapping{PID: 1, Start: 0x1000, End: 0x2000, Path: "/sbin/init", Time: 1, Exec: true})
+	for i := range 10000 {
+		pid := uint32(100 + i)
+		tm := uint64(10 + 10*i)
+		tr.Fork(pid, 1, pid, 1, tm)
+		tr.Fork(pid, pid, pid+50000, pid, tm+1) // a thread
+		tr.SetComm(pid, pid, tm+2, "job", true)
+		tr.Map(Mapping{PID: pid, Start: 0x1000, End: 0x3000, Path: "/bin/job", Time: tm + 3, Exec: true})
+		if m := tr.Lookup(pid, 0x1800, tm+4, false); m == nil || m.Path != "/bin/job" {
+			t.Fatalf("pid %d: Lookup = %+v", pid, m)
+		}
+		tr.Forget(pid)
+	}
+	if len(tr.procs) != 1 || len(tr.comms) != 1 || len(tr.threads) != 0 || len(tr.owner) != 1 {
+		t.Errorf("after 10000 processes came and went: %d processes, %d threads' names, %d forks, %d owners; want init's alone",
+			len(tr.procs), len(tr.comms), len(tr.threads), len(tr.owner))
+	}
+	if m := tr.Lookup(1, 0x1800, 1<<40, false); m == nil || m.Path != "/sbin/init" || tr.Comm(1, 1, 1<<40) != "init" {
+		t.Errorf("init after the others were forgotten: %+v, %q", m, tr.Comm(1, 1, 1<<40))
+	}
+
+	// A parent that exits before its child, which never exec'd: the
+	// child still finds the parent's mappings, until it goes too.
+	tr.Fork(7, 1, 7, 1, 1<<41)
+	tr.Map(Mapping{PID: 7, Start: 0x5000, End: 0x6000, Path: "/bin/sh", Time: 1<<41 + 1, Exec: true})
+	tr.Fork(8, 7, 8, 7, 1<<41+2)
+	tr.Forget(7)
+	if m := tr.Lookup(8, 0x5800, 1<<41+3, false); m == nil || m.Path != "/bin/sh" {
+		t.Errorf("the child of a forgotten parent: Lookup = %+v, want the parent's /bin/sh", m)
+	}
+	if _, ok := tr.Process(7); !ok {
+		t.Error("a parent was forgotten while its child lives")
+	}
+	tr.Forget(8)
+	if _, ok := tr.Process(7); ok {
+		t.Error("the parent is kept after its child was forgotten")
+	}
+	if len(tr.procs) != 1 {
+		t.Errorf("%d processes, want init's alone", len(tr.procs))
+	}
+
+	// A tid reused by a process that lives keeps its name when the
+	// process that had it first is forgotten late.
+	tr.Fork(30, 1, 30, 1, 1<<42)
+	tr.Fork(31, 30, 31, 30, 1<<42+1)
+	tr.Fork(30, 30, 32, 30, 1<<42+2) // thread 32 of 30
+	tr.Forget(30)                    // kept: 31 lives
+	tr.Fork(40, 1, 40, 1, 1<<42+3)
+	tr.Fork(40, 40, 32, 40, 1<<42+4) // tid 32 again, in 40
+	tr.SetComm(40, 32, 1<<42+5, "worker", false)
+	tr.Forget(31) // and so 30
+	if c := tr.Comm(40, 32, 1<<42+6); c != "worker" {
+		t.Errorf("thread 32 of process 40 is %q after process 30 was forgotten, want worker", c)
+	}
+}
