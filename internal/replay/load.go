@@ -60,7 +60,7 @@ func load(f *perfdata.File, opts Options, nchunks, workers int) (*profile.Profil
 		return loadStream(f, opts)
 	}
 	if opts.Symbolizer == nil {
-		opts.Symbolizer = symbolize.New(symbolize.Options{})
+		opts.Symbolizer = symbolize.New(symbolize.Options{SymbolCache: true})
 	}
 	if kernelSampled(f) {
 		go opts.Symbolizer.Kernel() // parse kallsyms while the timeline is read

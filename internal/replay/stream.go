@@ -135,7 +135,7 @@ func loadStream(f *perfdata.File, opts Options) (*profile.Profile, error) {
 		}
 	}
 	if opts.Symbolizer == nil {
-		opts.Symbolizer = symbolize.New(symbolize.Options{})
+		opts.Symbolizer = symbolize.New(symbolize.Options{SymbolCache: true})
 	}
 	if kernelSampled(f) {
 		go opts.Symbolizer.Kernel()

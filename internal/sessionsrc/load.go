@@ -66,7 +66,7 @@ func Load(opts Options) (*profile.Profile, *anonbind.Binder, Info, error) {
 	procs := &images{}
 	src := &sessions{dir: opts.Dir, procs: map[uint32]anon.Process{}}
 	var binder *anonbind.Binder
-	ropts := resolve.Options{Symbolizer: symbolize.New(symbolize.Options{}), Lines: opts.Lines, LeafOnly: true}
+	ropts := resolve.Options{Symbolizer: symbolize.New(symbolize.Options{SymbolCache: true}), Lines: opts.Lines, LeafOnly: true}
 	switch {
 	case opts.Bind != nil:
 		binder = opts.Bind(src)

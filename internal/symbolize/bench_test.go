@@ -31,7 +31,7 @@ func BenchmarkLookupLibc(b *testing.B) {
 		b.Fatal(err)
 	}
 	var addrs []uint64
-	for _, e := range img.syms.entries {
+	for _, e := range img.syms.(*table).entries {
 		addrs = append(addrs, e.start+(e.end-e.start)/2)
 	}
 	b.ReportAllocs()
@@ -93,7 +93,7 @@ func BenchmarkIndexDWARF(b *testing.B) {
 func BenchmarkFrames(b *testing.B) {
 	img := goBinary(b)
 	var addrs []uint64
-	for _, e := range img.syms.entries {
+	for _, e := range img.syms.(*table).entries {
 		addrs = append(addrs, e.start+(e.end-e.start)/2)
 	}
 	if _, err := img.Frames(addrs[0]); err != nil {

@@ -74,7 +74,7 @@ func (im *Image) Frames(addr uint64) ([]Frame, error) {
 	return im.dw.frames(addr, im.syms), nil
 }
 
-func (x *dwarfIndex) frames(addr uint64, syms *table) []Frame {
+func (x *dwarfIndex) frames(addr uint64, syms symtab) []Frame {
 	file, line := x.line(addr)
 	var chain []inlined
 	outer := ""
@@ -98,11 +98,11 @@ func (x *dwarfIndex) frames(addr uint64, syms *table) []Frame {
 		} else {
 			outer = "??"
 		}
-	} else if !syms.raw {
+	} else if !syms.rawNames() {
 		outer = Demangle(outer)
 	}
 	name := func(id uint32) string {
-		if syms.raw {
+		if syms.rawNames() {
 			return x.strs[id]
 		}
 		return Demangle(x.strs[id])

@@ -43,7 +43,7 @@ func exercise(t testing.TB, data []byte) error {
 			return err
 		}
 	}
-	for _, e := range img.syms.entries[:min(len(img.syms.entries), 8)] {
+	for _, e := range img.syms.(*table).entries[:min(len(img.syms.(*table).entries), 8)] {
 		if _, err := img.Frames(e.start); err != nil {
 			return err
 		}

@@ -41,7 +41,7 @@ type Image struct {
 	debugPath string
 	buildID   string
 	loads     []segment
-	syms      *table
+	syms      symtab
 	// srcCred is whose rights the source files its debug info names are
 	// read with.
 	srcCred trust.Cred
@@ -83,20 +83,12 @@ func (im *Image) DebugPath() string { return im.debugPath }
 func (im *Image) BuildID() string { return im.buildID }
 
 // NumSymbols is the number of distinct function addresses known.
-func (im *Image) NumSymbols() int { return len(im.syms.entries) }
+func (im *Image) NumSymbols() int { return im.syms.count() }
 
 // HasFunction reports whether a function of the image is named name, as
 // Symbol.Name gives it. It reads every name: for error paths, not per
 // sample.
-func (im *Image) HasFunction(name string) bool {
-	t := im.syms
-	for _, e := range t.entries {
-		if t.names[e.name] == name || t.name(e.name) == name {
-			return true
-		}
-	}
-	return false
-}
+func (im *Image) HasFunction(name string) bool { return im.syms.hasName(name) }
 
 // LookupAddr returns the function containing the ELF virtual address addr.
 func (im *Image) LookupAddr(addr uint64) (Symbol, bool) { return im.syms.lookup(addr) }
@@ -295,6 +287,12 @@ func Load(path string, opts LoadOptions) (*Image, error) {
 // buildImage reads symbols and segments from main and the optional debug
 // file; reopen reopens the file holding DWARF later. The files are closed.
 func buildImage(main, debug *elfFile, raw bool, reopen func() (*elfFile, error)) (im *Image, err error) {
+	return buildImageCached(main, debug, raw, false, reopen)
+}
+
+// buildImageCached is buildImage that, with cache, maps the function
+// table from jitprof's cache (scache.go) or keeps it there.
+func buildImageCached(main, debug *elfFile, raw, cache bool, reopen func() (*elfFile, error)) (im *Image, err error) {
 	defer main.Close()
 	if debug != nil {
 		defer debug.Close()
@@ -314,6 +312,45 @@ func buildImage(main, debug *elfFile, raw bool, reopen func() (*elfFile, error))
 	if text := main.Section(".text"); text != nil && text.Type == elf.SHT_NOBITS {
 		im.loads = guessOffsets(main.Progs)
 	}
+	if debug != nil {
+		im.debugPath = debug.name
+	}
+	key, keep := "", false
+	if cache {
+		key, keep = scacheKey(im.buildID, debug)
+	}
+	if keep {
+		im.syms = cachedSymbols(key, raw)
+	}
+	if im.syms == nil {
+		t, err := imageTable(main, debug, raw)
+		if err != nil {
+			return nil, err
+		}
+		im.syms = t
+		if keep {
+			storeSymbols(key, t)
+		}
+	}
+	mini := main.Section(".gnu_debugdata")
+	hasMini := mini != nil && mini.Type != elf.SHT_NOBITS
+	if debug == nil && !hasMini && main.Section(".symtab") == nil {
+		im.stripped = strippedNote(main, im.buildID)
+	}
+	switch {
+	case debug != nil && hasDWARF(debug.File):
+		im.srcCred = debug.srcCred
+		name, as := debug.name, debug.as
+		im.openDWARF = func() (*dwarf.Data, uint64, error) { return dwarfOf(reopener(name, as)) }
+	case hasDWARF(main.File):
+		im.openDWARF = func() (*dwarf.Data, uint64, error) { return dwarfOf(reopen) }
+	}
+	return im, nil
+}
+
+// imageTable reads the function table of main, its MiniDebugInfo and its
+// debug file.
+func imageTable(main, debug *elfFile, raw bool) (*table, error) {
 	cands, err := funcSymbols(main, true)
 	if err != nil {
 		return nil, err
@@ -331,26 +368,13 @@ func buildImage(main, debug *elfFile, raw bool, reopen func() (*elfFile, error))
 		cands = append(cands, more...)
 	}
 	if debug != nil {
-		im.debugPath = debug.name
 		more, err := funcSymbols(debug, false)
 		if err != nil {
 			return nil, err
 		}
 		cands = append(cands, more...)
 	}
-	im.syms = newTable(cands, raw)
-	if debug == nil && mini == nil && main.Section(".symtab") == nil {
-		im.stripped = strippedNote(main, im.buildID)
-	}
-	switch {
-	case debug != nil && hasDWARF(debug.File):
-		im.srcCred = debug.srcCred
-		name, as := debug.name, debug.as
-		im.openDWARF = func() (*dwarf.Data, uint64, error) { return dwarfOf(reopener(name, as)) }
-	case hasDWARF(main.File):
-		im.openDWARF = func() (*dwarf.Data, uint64, error) { return dwarfOf(reopen) }
-	}
-	return im, nil
+	return newTable(cands, raw), nil
 }
 
 // strippedNote says where the symbols of a stripped image would be.

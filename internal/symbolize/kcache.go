@@ -222,6 +222,18 @@ func (m *mappedTable) lookup(addr uint64) (Symbol, bool) {
 	return Symbol{Name: m.name(le.Uint32(e[16:])), Start: start, Size: end - start, Module: m.rawName(le.Uint32(e[20:]))}, true
 }
 
+func (m *mappedTable) count() int     { return m.n }
+func (m *mappedTable) rawNames() bool { return m.raw }
+func (m *mappedTable) hasName(name string) bool {
+	for i := range m.n {
+		id := binary.LittleEndian.Uint32(m.ents[24*i+16:])
+		if m.rawName(id) == name || m.name(id) == name {
+			return true
+		}
+	}
+	return false
+}
+
 // name demangles lazily, as table.name does.
 func (m *mappedTable) name(id uint32) string {
 	if m.raw {
@@ -268,10 +280,25 @@ func kcacheEncode(t *table) []byte {
 // never sees half a cache, and removes the caches of other boots and
 // module sets.
 func kcacheStore(dir, path string, t *table) error {
+	if err := writeCache(dir, path, t); err != nil {
+		return err
+	}
+	old, _ := filepath.Glob(filepath.Join(dir, "kallsyms-*"))
+	for _, o := range old {
+		if o != path && !strings.HasPrefix(filepath.Base(o), ".") {
+			os.Remove(o)
+		}
+	}
+	return nil
+}
+
+// writeCache writes t to path in dir through a temporary file, so that a
+// reader never sees half a cache.
+func writeCache(dir, path string, t *table) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(dir, ".kallsyms-*")
+	tmp, err := os.CreateTemp(dir, ".cache-*")
 	if err != nil {
 		return err
 	}
@@ -283,14 +310,5 @@ func kcacheStore(dir, path string, t *table) error {
 	if err := tmp.Close(); err != nil {
 		return err
 	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return err
-	}
-	old, _ := filepath.Glob(filepath.Join(dir, "kallsyms-*"))
-	for _, o := range old {
-		if o != path && !strings.HasPrefix(filepath.Base(o), ".") {
-			os.Remove(o)
-		}
-	}
-	return nil
+	return os.Rename(tmp.Name(), path)
 }

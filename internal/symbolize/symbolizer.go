@@ -32,6 +32,9 @@ type Options struct {
 	RawNames bool
 	// Kallsyms is the kernel symbol file; "" means /proc/kallsyms.
 	Kallsyms string
+	// SymbolCache keeps the function tables of images with a build-id
+	// in jitprof's cache directory (CacheDir), for later reports.
+	SymbolCache bool
 }
 
 // Symbolizer finds and caches images. It is safe for concurrent use.
@@ -156,12 +159,12 @@ func (s *Symbolizer) load(path, host, want string, c trust.Cred) (*Image, error)
 		if debug == nil {
 			// A debug-only file: its program headers still describe the
 			// segments, so it serves for translation and symbols alike.
-			return buildImage(main, nil, s.opts.RawNames, reopener(main.name, main.as))
+			return buildImageCached(main, nil, s.opts.RawNames, s.opts.SymbolCache, reopener(main.name, main.as))
 		}
 	} else if needsDebug(main.File) {
 		debug = s.debugFile(main, host)
 	}
-	return buildImage(main, debug, s.opts.RawNames, reopener(main.name, main.as))
+	return buildImageCached(main, debug, s.opts.RawNames, s.opts.SymbolCache, reopener(main.name, main.as))
 }
 
 func reopener(name string, as trust.Cred) func() (*elfFile, error) {

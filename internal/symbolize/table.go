@@ -133,6 +133,27 @@ func betterAlias(b, a candidate) bool {
 	return len(b.name) > len(a.name)
 }
 
+// symtab is an image's or the kernel's function table: built from the
+// files (table) or mapped from jitprof's cache of it (mappedTable).
+type symtab interface {
+	lookup(addr uint64) (Symbol, bool)
+	count() int
+	rawNames() bool
+	// hasName reports whether a function is named name, raw or shown.
+	hasName(name string) bool
+}
+
+func (t *table) count() int     { return len(t.entries) }
+func (t *table) rawNames() bool { return t.raw }
+func (t *table) hasName(name string) bool {
+	for _, e := range t.entries {
+		if t.names[e.name] == name || t.name(e.name) == name {
+			return true
+		}
+	}
+	return false
+}
+
 func (t *table) lookup(addr uint64) (Symbol, bool) {
 	i, found := slices.BinarySearchFunc(t.entries, addr, func(e entry, a uint64) int { return cmp.Compare(e.start, a) })
 	if !found {

@@ -111,8 +111,8 @@ func TestVDSO(t *testing.T) {
 	// The vDSO is mapped at pgoff 0 and linked at 0, so file offsets and
 	// addresses coincide; every symbol must resolve by either.
 	found := false
-	for _, e := range img.syms.entries {
-		name := img.syms.names[e.name]
+	for _, e := range img.syms.(*table).entries {
+		name := img.syms.(*table).names[e.name]
 		byOff, ok1 := img.LookupFileOffset(e.start)
 		byAddr, ok2 := img.LookupAddr(e.start)
 		if !ok1 || !ok2 || byOff.Name != name || byAddr.Name != name {
