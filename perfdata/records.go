@@ -37,6 +37,14 @@ func (c *Common) CPUMode() uint16 { return c.Misc & MiscCPUModeMask }
 // Has reports whether the sample id fields of the record include f.
 func (c *Common) Has(f SampleFormat) bool { return c.Attr != nil && c.Attr.SampleType&f != 0 }
 
+// Timestamp is the record's time, 0 when its attr does not sample it.
+func (c *Common) Timestamp() uint64 {
+	if c.Has(SampleTime) {
+		return c.Time
+	}
+	return 0
+}
+
 // Sample is PERF_RECORD_SAMPLE. Fields are valid when the attr's
 // SampleType has the bit named in their comment.
 type Sample struct {

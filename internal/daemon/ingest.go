@@ -317,7 +317,7 @@ func (in *Ingest) Take(rec perfdata.Record) {
 	switch r := rec.(type) {
 	case *perfdata.Comm:
 		if r.Exec() && r.PID == r.TID {
-			t := recTime(&r.Common)
+			t := r.Timestamp()
 			if st := in.pids[r.PID]; st != nil && st.execAt > t {
 				break // a later exec was taken already
 			}
@@ -354,14 +354,6 @@ func (in *Ingest) SetExe(pid uint32, exe string) {
 	if st := in.pid(pid); exe != "" && st.exe == "" && !st.execing {
 		st.exe = exe
 	}
-}
-
-// recTime is a record's time, 0 when its attr does not sample it.
-func recTime(c *perfdata.Common) uint64 {
-	if c.Has(perfdata.SampleTime) {
-		return c.Time
-	}
-	return 0
 }
 
 // reset forgets a process's images and JIT data (an exec, or a pid

@@ -14,9 +14,9 @@ func (t *Tracker) Take(rec perfdata.Record) bool {
 	case *perfdata.Mmap:
 		t.Map(FromMmap(r))
 	case *perfdata.Comm:
-		t.SetComm(r.PID, r.TID, recTime(&r.Common), r.Comm, r.Exec())
+		t.SetComm(r.PID, r.TID, r.Timestamp(), r.Comm, r.Exec())
 	case *perfdata.Fork:
-		tm := recTime(&r.Common)
+		tm := r.Timestamp()
 		if tm == 0 {
 			tm = r.ForkTime
 		}
@@ -34,7 +34,7 @@ func (t *Tracker) Take(rec perfdata.Record) bool {
 func FromMmap(r *perfdata.Mmap) Mapping {
 	m := Mapping{
 		PID: r.PID, Start: r.Addr, End: r.Addr + r.Len, Pgoff: r.Pgoff,
-		Path: r.Filename, Time: recTime(&r.Common),
+		Path: r.Filename, Time: r.Timestamp(),
 		Kernel: r.PID == KernelPID || r.CPUMode() == perfdata.MiscKernel,
 	}
 	if len(r.BuildID) > 0 {
@@ -47,12 +47,4 @@ func FromMmap(r *perfdata.Mmap) Mapping {
 		m.Pgoff = 0 // JIT code: its offsets are in the memory, not a file
 	}
 	return m
-}
-
-// recTime is a record's time, 0 when its attr does not sample it.
-func recTime(c *perfdata.Common) uint64 {
-	if c.Has(perfdata.SampleTime) {
-		return c.Time
-	}
-	return 0
 }

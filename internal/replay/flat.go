@@ -182,7 +182,7 @@ func scanFlat(f *perfdata.File, i int, from, to int64, done *atomic.Int64) *flat
 		if p.indexed {
 			p.samples = append(p.samples, flatSample{cur, uint32(s.Offset - p.start)})
 		}
-		tm := recTime(&s.Common)
+		tm := s.Timestamp()
 		e.count++
 		e.period += s.Period
 		e.tmin = min(e.tmin, tm)

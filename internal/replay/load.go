@@ -263,7 +263,7 @@ func toSample(s *perfdata.Sample, events *eventIndex, out *resolve.Sample) {
 	if s.Has(perfdata.SampleCPU) {
 		out.CPU = int32(s.CPU)
 	}
-	out.PID, out.TID, out.Time = s.PID, s.TID, recTime(&s.Common)
+	out.PID, out.TID, out.Time = s.PID, s.TID, s.Timestamp()
 	out.Mode, out.IP, out.Callchain = resolve.Mode(s.CPUMode()), s.IP, s.Callchain
 	out.Event, out.Count, out.Period = events.of(s.Attr), 1, s.Period
 	out.BySeq, out.Seq = false, 0
@@ -275,14 +275,6 @@ func widen(meta *profile.Profile, tm uint64) {
 		meta.StartNS = tm
 	}
 	meta.EndNS = max(meta.EndNS, tm)
-}
-
-// recTime is a record's time, 0 when its attr does not sample it.
-func recTime(c *perfdata.Common) uint64 {
-	if c.Has(perfdata.SampleTime) {
-		return c.Time
-	}
-	return 0
 }
 
 func loadChunk(f *perfdata.File, c perfdata.Chunk, tl *Timeline, opts Options, done *atomic.Int64) (*profile.Builder, error) {

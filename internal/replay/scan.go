@@ -29,7 +29,7 @@ func ScanAnon(f *perfdata.File, tl *Timeline, leafOnly bool, fn func(pid uint32,
 		if !ok {
 			continue
 		}
-		time := recTime(&s.Common)
+		time := s.Timestamp()
 		mode := s.CPUMode()
 		if mode == perfdata.MiscUser {
 			add(s.PID, s.IP, time)

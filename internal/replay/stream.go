@@ -85,7 +85,7 @@ func (sr *streamReader) add(s *perfdata.Sample, leafOnly bool) {
 		sr.places = append(sr.places, streamPlace{key: k, tmin: ^uint64(0)})
 	}
 	pl := &sr.places[id]
-	tm := recTime(&s.Common)
+	tm := s.Timestamp()
 	pl.count++
 	pl.period += s.Period
 	pl.tmin, pl.tmax = min(pl.tmin, tm), max(pl.tmax, tm)
