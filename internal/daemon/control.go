@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
 	"os"
@@ -14,6 +15,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/jitprof/jitprof/internal/trust"
 )
 
 // SocketFile is the daemon's control socket in the session directory:
@@ -123,12 +126,29 @@ func Ask(dir, op, name string) (*Status, error) {
 // process is gone or is not a jitprof daemon (a daemon killed with
 // SIGKILL leaves it).
 func Running(dir string) (pid int, stale bool, err error) {
-	b, err := os.ReadFile(filepath.Join(dir, PIDFile))
+	// The one trust policy, as for any file jitprof reads: a session
+	// directory given to root may be another user's, so the pid file is
+	// read only if it is a regular file (never blocking on a FIFO) of a
+	// few bytes that the user running jitprof owns; anything else is not
+	// a daemon's pid file and reads as stale.
+	path := filepath.Join(dir, PIDFile)
+	f, err := trust.OpenNamed(path, trust.Unknown, 32)
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, false, nil
 	}
+	if errors.Is(err, trust.ErrUntrusted) {
+		return 0, true, nil
+	}
 	if err != nil {
 		return 0, false, err
+	}
+	defer f.Close()
+	if f.Owner.UID != os.Geteuid() {
+		return 0, true, nil
+	}
+	b := make([]byte, f.Size)
+	if _, err := io.ReadFull(f, b); err != nil {
+		return 0, false, fmt.Errorf("%s: %w", path, err)
 	}
 	pid, err = strconv.Atoi(strings.TrimSpace(string(b)))
 	if err != nil || pid <= 0 {
