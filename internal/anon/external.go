@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jitprof/jitprof/internal/codemap"
 	"github.com/jitprof/jitprof/internal/jitname"
@@ -606,14 +607,26 @@ func parseResponse(line string, version int) (response, error) {
 
 // printable is a handler's free text as jitprof shows it: control bytes
 // (a terminal's escape sequences) become '?', and at most 1 KiB is kept.
+//
+// It is idempotent, which the fuzz test checks: bytes that are not UTF-8
+// become U+FFFD (three bytes each) before the cut, and the cut falls on a
+// rune boundary with room for its "...", so a second pass changes nothing.
 func printable(s string) string {
-	s = truncate(s, 1024)
-	return strings.Map(func(r rune) rune {
+	s = strings.Map(func(r rune) rune {
 		if r < ' ' || r == 0x7f {
 			return '?'
 		}
 		return r
 	}, s)
+	const max = 1024
+	if len(s) <= max {
+		return s
+	}
+	cut := max - len("...")
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
 }
 
 func truncate(s string, n int) string {
