@@ -142,6 +142,15 @@ func (r *Reader) startsRecords() bool {
 		if !r.Next() {
 			return false
 		}
+		// A record of a type whose body has one size must have it: the
+		// last word of a sample (a callchain's garbage frame, say) can
+		// read as the header of an EXIT whose claimed size happens to
+		// end on a true boundary, and decode cleanly.
+		if body, ok := fixedBody(typ); ok {
+			if id, ok := f.uniformIDSize(); ok && size != int64(8+body+id) {
+				return false
+			}
+		}
 		c := r.rec.Base()
 		// A sample names its event, one of the file's. (The records
 		// perf synthesizes at the start may name none.)
@@ -163,4 +172,43 @@ func syncType(t RecordType) bool {
 		return t != RecordTracingData && t != RecordAuxtrace
 	}
 	return false
+}
+
+// fixedBody returns the size of a kernel record's body before its
+// sample_id trailer, for the types where it is the same in every record.
+func fixedBody(t RecordType) (int, bool) {
+	switch t {
+	case RecordExit, RecordFork: // pid, ppid, tid, ptid, time
+		return 24, true
+	case RecordThrottle, RecordUnthrottle: // time, id, stream_id
+		return 24, true
+	case RecordLost: // id, lost
+		return 16, true
+	case RecordAux: // aux_offset, aux_size, flags
+		return 24, true
+	case RecordItraceStart, RecordSwitchCPUWide: // two u32s
+		return 8, true
+	case RecordLostSamples, RecordAuxOutputHWID: // one u64
+		return 8, true
+	case RecordSwitch:
+		return 0, true
+	case RecordBPFEvent: // type, flags, id, tag[8]
+		return 16, true
+	}
+	return 0, false
+}
+
+// uniformIDSize returns the size of the sample_id trailer of non-sample
+// records when every event of the file gives it the same one.
+func (f *File) uniformIDSize() (int, bool) {
+	if len(f.Attrs) == 0 {
+		return 0, false
+	}
+	n := f.Attrs[0].sampleIDSize()
+	for _, a := range f.Attrs[1:] {
+		if a.sampleIDSize() != n {
+			return 0, false
+		}
+	}
+	return n, true
 }

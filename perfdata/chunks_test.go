@@ -2,8 +2,10 @@ package perfdata_test
 
 import (
 	"fmt"
+	"os"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/jitprof/jitprof/internal/perftest"
@@ -192,3 +194,106 @@ func TestResync(t *testing.T) {
 }
 
 func TestFixedSampleFields(t *testing.T) { checkFixedFields(t, chunkFile(t)) }
+
+// TestResyncGarbageFrame is what a system-wide recording of xz (its
+// liblzma has no frame pointers) gave: a sample whose last callchain
+// word, a garbage frame, reads as the header of an EXIT record whose
+// size ends on the next sample's end, so that 16 records in a row
+// decode from 8 bytes before a true boundary. An EXIT has one size in a
+// file, and that one is not it.
+func TestResyncGarbageFrame(t *testing.T) {
+	a := &perfdata.Attr{
+		Type: perfdata.TypeSoftware, SamplePeriod: 250000,
+		SampleType: perfdata.SampleIP | perfdata.SampleTID | perfdata.SampleTime | perfdata.SampleCPU | perfdata.SamplePeriod | perfdata.SampleCallchain,
+		Flags:      perfdata.FlagSampleIDAll | perfdata.FlagMmap2 | perfdata.FlagComm,
+	}
+	// Each sample is 8 (header) + 40 (ip, tid, time, cpu, period) + 8
+	// (nr) + 32 (callchain) = 88 bytes; a fake record of 96 bytes from
+	// the last word of one ends where the next sample ends.
+	const fake = uint64(96)<<48 | uint64(perfdata.RecordExit)
+	var recs []perfdata.Record
+	for i := range 40 {
+		recs = append(recs, &perfdata.Sample{
+			Common: perfdata.Common{Attr: a, Misc: perfdata.MiscUser, PID: 28809, TID: 28809, Time: uint64(1000 + i), CPU: 1},
+			IP:     0x7f62a477692b, Period: 250000,
+			Callchain: []uint64{perfdata.CallchainUser, 0x7f62a477692b, 0x7f62a4770000, fake},
+		})
+	}
+	f := perftest.OpenData(t, []*perfdata.Attr{a}, recs)
+	checkResync(t, f, true)
+}
+
+// TestSequential checks that a Reader that copies the file (Sequential)
+// reads what one of the mapping reads: whole, in ranges that stop
+// anywhere, and jumping from record to record, across its buffer's
+// refills (the file is a few times the buffer).
+func TestSequential(t *testing.T) {
+	a := fullAttr()
+	var recs []perfdata.Record
+	for range 2000 {
+		recs = append(recs, allRecords(a)...)
+	}
+	f := perftest.OpenData(t, []*perfdata.Attr{a}, recs)
+	if f.DataSize < 1<<20 {
+		t.Fatalf("the file has %d bytes of records: too few to refill the buffer", f.DataSize)
+	}
+	all := f.Records()
+	want := records(t, all, all.Next)
+	seq := f.Records()
+	seq.Sequential = true
+	if got := records(t, seq, seq.Next); !slices.Equal(got, want) {
+		t.Fatalf("a Sequential Reader read %d records, the mapping's %d, or other ones", len(got), len(want))
+	}
+	var offs []int64
+	for r := f.Records(); r.Next(); {
+		offs = append(offs, r.Offset())
+	}
+	end := f.DataOffset + f.DataSize
+	for _, k := range []int{0, len(offs) / 3, len(offs) - 5} {
+		for _, stop := range []int64{offs[k] + 1, (offs[k] + end) / 2, end} {
+			m, s := f.RecordsUntil(offs[k], stop), f.RecordsUntil(offs[k], stop)
+			s.Sequential = true
+			if got, w := records(t, s, s.Next), records(t, m, m.Next); !slices.Equal(got, w) || s.NextOffset() != m.NextOffset() {
+				t.Errorf("RecordsUntil(%d, %d): Sequential read %d records to %d, the mapping %d to %d", offs[k], stop, len(got), s.NextOffset(), len(w), m.NextOffset())
+			}
+		}
+	}
+	// Every 97th record, jumping: forward within the buffer and past it.
+	s := f.RecordsUntil(f.DataOffset, end)
+	s.Sequential = true
+	for i := 0; i < len(offs); i += 97 {
+		s.JumpTo(offs[i])
+		if !s.Next() || s.Offset() != offs[i] {
+			t.Fatalf("JumpTo(%d): read %v at %d", offs[i], s.Err(), s.Offset())
+		}
+		if got := fmt.Sprintf("%v@%d:%x", s.Record().Type(), s.Offset(), normalize(s.Record())); got != want[i] {
+			t.Fatalf("JumpTo(%d) read another record than the mapping's", offs[i])
+		}
+	}
+}
+
+// TestSequentialCutShort: a file cut short while a Sequential Reader
+// reads it is an error that says so, where a mapping would take SIGBUS.
+func TestSequentialCutShort(t *testing.T) {
+	a := fullAttr()
+	var recs []perfdata.Record
+	for range 2000 {
+		recs = append(recs, allRecords(a)...)
+	}
+	path := perftest.WriteData(t, []*perfdata.Attr{a}, recs, nil)
+	f, err := perfdata.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := os.Truncate(path, f.DataOffset+f.DataSize/2); err != nil {
+		t.Fatal(err)
+	}
+	r := f.Records()
+	r.Sequential = true
+	for r.Next() {
+	}
+	if err := r.Err(); err == nil || !strings.Contains(err.Error(), "cut short") {
+		t.Errorf("reading a file cut short: %v, want an error that says it was cut short", err)
+	}
+}

@@ -61,7 +61,8 @@ type File struct {
 	// features are lost.
 	Truncated bool
 
-	data     []byte // the mapped or read file; nil in pipe mode
+	data     []byte   // the mapped or read file; nil in pipe mode
+	fd       *os.File // the mapped file, for Sequential Readers; nil if not mapped
 	stream   *bufio.Reader
 	unmap    func() error
 	warnings []string
@@ -123,16 +124,25 @@ func openFD(fd *os.File, path string, closeFD func() error) (*File, error) {
 		return nil, fmt.Errorf("%s: empty file: %w", path, ErrBadMagic)
 	}
 	data, err := unix.Mmap(int(fd.Fd()), 0, int(st.Size()), unix.PROT_READ, unix.MAP_SHARED)
-	closeFD()
 	if err != nil {
+		closeFD()
 		return nil, fmt.Errorf("%s: mmap: %w", path, err)
 	}
 	f, err := Parse(data)
 	if err != nil {
 		unix.Munmap(data)
+		closeFD()
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	f.unmap = func() error { return unix.Munmap(data) }
+	// The descriptor stays open for Readers that copy (Sequential).
+	f.fd = fd
+	f.unmap = func() error {
+		err := unix.Munmap(data)
+		if cerr := closeFD(); err == nil {
+			err = cerr
+		}
+		return err
+	}
 	return f, nil
 }
 

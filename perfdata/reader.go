@@ -29,6 +29,16 @@ type Reader struct {
 	// others empty: what a flat profile needs, read at a third of the
 	// cost of the whole record.
 	FixedSampleFields bool
+	// Sequential reads a mapped file's records by copying them into a
+	// buffer of the Reader's own (pread) rather than through the
+	// mapping: for one pass over much of a big file, copying costs a
+	// fraction of the page faults of reading the mapping (a third of
+	// the time on a 93 MB file in a VM, where a fault is dear), and the
+	// pages are not charged to the process. A record, and every slice in
+	// it, is then valid only until the next call to Next. Set it before
+	// the first Next; it does nothing in pipe mode or for a File that
+	// Parse made from memory.
+	Sequential bool
 
 	f    *File
 	off  int64 // offset of the next record
@@ -46,6 +56,8 @@ type Reader struct {
 	pbuf    []byte // pipe mode: the payload following the current record
 	size    int    // of the current record
 	sink    byte   // see touchAhead
+	win     []byte // Sequential: the file's bytes from winOff
+	winOff  int64
 	counts  [128]uint64
 	// layout is the sample layout of the last SAMPLE's sample_type
 	// (valid when hasLayout): recordings mostly have one.
@@ -139,16 +151,34 @@ func (r *Reader) Next() bool {
 		if left < 8 {
 			return r.torn(off, fmt.Sprintf("%d bytes are left, less than a record header", left))
 		}
-		typ, size := r.f.header(off)
+		var typ RecordType
+		var size int64
+		copying := r.Sequential && r.f.fd != nil
+		if copying {
+			h, err := r.window(off, 8)
+			if err != nil {
+				return r.fail(err)
+			}
+			typ, size = r.f.headerOf(h)
+		} else {
+			typ, size = r.f.header(off)
+		}
 		if size < 8 {
 			return r.fail(fmt.Errorf("record at offset %d has size %d, less than its header", off, size))
 		}
 		if size > left {
 			return r.torn(off, fmt.Sprintf("record of %d bytes runs past the end of the data section (%d bytes left)", size, left))
 		}
-		raw = r.f.data[off : off+size]
+		if copying {
+			var err error
+			if raw, err = r.window(off, size); err != nil {
+				return r.fail(err)
+			}
+		} else {
+			raw = r.f.data[off : off+size]
+			r.touchAhead(off)
+		}
 		r.off = off + size
-		r.touchAhead(off)
 		if typ == RecordSample && r.FixedSampleFields {
 			if s := r.fixedSample(raw, off); s != nil {
 				r.size, r.rec = len(raw), s
@@ -202,10 +232,50 @@ func (r *Reader) touchAhead(off int64) {
 // from about 1 KiB.
 const touchDistance = 2048
 
+// windowSize is how much a Sequential Reader copies at a time: big
+// enough that the read calls cost little, small enough to stay in the
+// processor's cache.
+const windowSize = 256 << 10
+
+// window returns the n bytes of the file at off, from the Reader's
+// buffer, reading the file from off into it when they are not all there.
+// n is at most a record's size (64 KiB) and off+n within the data.
+func (r *Reader) window(off, n int64) ([]byte, error) {
+	if off >= r.winOff && off+n <= r.winOff+int64(len(r.win)) {
+		return r.win[off-r.winOff : off-r.winOff+n], nil
+	}
+	if r.win == nil {
+		r.win = make([]byte, 0, windowSize)
+	}
+	// Read no further than the data section's end, or the stop and a
+	// record past it, whichever is nearer.
+	want := min(int64(cap(r.win)), r.end-off)
+	if r.stop != 0 {
+		want = min(want, max(r.stop-off, 0)+1<<16)
+	}
+	want = max(want, n)
+	buf := r.win[:want]
+	got, err := r.f.fd.ReadAt(buf, off)
+	if int64(got) < n {
+		if err == nil || err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		r.win = r.win[:0]
+		return nil, fmt.Errorf("reading %d bytes at offset %d: %w (the file was cut short while being read)", n, off, err)
+	}
+	r.win, r.winOff = buf[:got], off
+	return r.win[:n], nil
+}
+
 // header returns the type and size of the record whose header is at off
 // in the mapped file; 8 bytes must be there.
 func (f *File) header(off int64) (RecordType, int64) {
-	h := le.Uint64(f.data[off:])
+	return f.headerOf(f.data[off:])
+}
+
+// headerOf returns the type and size of the record header h starts with.
+func (f *File) headerOf(h8 []byte) (RecordType, int64) {
+	h := le.Uint64(h8)
 	if f.Swapped {
 		return RecordType(bits.ReverseBytes32(uint32(h))), int64(bits.ReverseBytes16(uint16(h >> 48)))
 	}
