@@ -53,15 +53,15 @@ type flatEntry struct {
 
 // flatPart is what the first pass found in one part of the file.
 type flatPart struct {
-	start, end int64       // the records read: [start, end)
-	entries    []flatEntry // in the order their first samples came
+	start, end int64              // the records read: [start, end)
+	entries    chunked[flatEntry] // in the order their first samples came
 	others     []perfdata.Chunk
 	err        error
 	// samples are the part's samples in file order, by entry and offset
 	// from start, when the part is under 4 GiB (indexed): the places
 	// whose samples straddle a change are read again sample by sample,
 	// and this finds their samples without reading the others again.
-	samples []flatSample
+	samples chunked[flatSample]
 	indexed bool
 }
 
@@ -152,7 +152,10 @@ func scanFlat(f *perfdata.File, i int, from, to int64, done *atomic.Int64) *flat
 	}
 	r := f.RecordsUntil(p.start, to)
 	r.FixedSampleFields = true
-	index := map[flatKey]int32{}
+	r.Sequential = true
+	// Places grow more slowly than samples; a hint for the map from the
+	// part's size saves most of its growing, which rehashes every key.
+	index := make(map[flatKey]int32, min((to-from)>>11, 1<<16))
 	var last flatKey
 	var e *flatEntry
 	var cur int32
@@ -173,14 +176,16 @@ func scanFlat(f *perfdata.File, i int, from, to int64, done *atomic.Int64) *flat
 		if e == nil || k != last {
 			id, ok := index[k]
 			if !ok {
-				id = int32(len(p.entries))
+				id = int32(p.entries.len())
 				index[k] = id
-				p.entries = append(p.entries, flatEntry{key: k, tmin: ^uint64(0), first: s.Offset})
+				e = p.entries.add(flatEntry{key: k, tmin: ^uint64(0), first: s.Offset})
+			} else {
+				e = p.entries.at(int(id))
 			}
-			e, last, cur = &p.entries[id], k, id
+			last, cur = k, id
 		}
 		if p.indexed {
-			p.samples = append(p.samples, flatSample{cur, uint32(s.Offset - p.start)})
+			p.samples.add(flatSample{cur, uint32(s.Offset - p.start)})
 		}
 		tm := s.Timestamp()
 		e.count++
@@ -205,14 +210,14 @@ func resolveFlat(f *perfdata.File, p *flatPart, tl *Timeline, opts Options) (*pr
 	var straddle []bool        // by entry
 	from, to := p.end, p.start // the straddling samples' offsets
 	var rs resolve.Sample
-	for i := range p.entries {
-		e := &p.entries[i]
+	for i := range p.entries.len() {
+		e := p.entries.at(i)
 		pid, tid := uint32(e.key.pidTID>>32), uint32(e.key.pidTID)
 		mode := resolve.Mode(e.key.cpuMode & perfdata.MiscCPUModeMask)
 		if sp := res.Span(pid, tid, e.tmin); e.tmax >= sp.To &&
 			!tl.Tracker.Steady(pid, tid, e.key.ip, mode == resolve.ModeUser, e.tmin, e.tmax) {
 			if straddle == nil {
-				straddle = make([]bool, len(p.entries))
+				straddle = make([]bool, p.entries.len())
 			}
 			straddle[i] = true
 			from, to = min(from, e.first), max(to, e.last)
@@ -236,27 +241,28 @@ func resolveFlat(f *perfdata.File, p *flatPart, tl *Timeline, opts Options) (*pr
 		res.Add(&rs)
 	}
 	r := f.RecordsUntil(from, to+1)
+	r.Sequential = true
 	r.FixedSampleFields = true
 	rel := releaser{f: f, at: from}
 	if p.indexed {
 		// Only the straddling places' samples, in file order.
-		for _, fs := range p.samples {
+		p.samples.all(func(_ int, fs *flatSample) bool {
 			if !straddle[fs.entry] {
-				continue
+				return true
 			}
-			off := p.start + int64(fs.off)
-			r.JumpTo(off)
+			r.JumpTo(p.start + int64(fs.off))
 			if !r.Next() {
-				break
+				return false
 			}
 			add(r)
 			rel.readTo(r.NextOffset())
-		}
+			return true
+		})
 	} else {
 		keys := map[flatKey]bool{}
 		for i, st := range straddle {
 			if st {
-				keys[p.entries[i].key] = true
+				keys[p.entries.at(i).key] = true
 			}
 		}
 		for r.Next() {
