@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/jitprof/jitprof/internal/hugepages"
 )
 
 // command is one subcommand: `jitprof NAME ARGS...`.
@@ -29,6 +31,10 @@ type exitStatus int
 func (e exitStatus) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
 
 func main() {
+	// Huge pages for the heap a report is about to fill: in a virtual
+	// machine a fault per 4 KiB page is a third of a report's CPU time
+	// (internal/hugepages). 256 MiB of address space, none of it touched.
+	hugepages.Heap(256 << 20)
 	os.Exit(run(os.Args[1:], os.Stderr))
 }
 

@@ -1,0 +1,43 @@
+package hugepages
+
+import (
+	"runtime"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// hugePage is the size of an x86-64 or arm64 (4 KiB granule) huge page.
+const hugePage = 2 << 20
+
+// Heap makes the next size bytes the Go heap grows into eligible for huge
+// pages, and reports whether the kernel took the advice. It allocates
+// size bytes, which the runtime maps fresh from the system and does not
+// touch, marks them MADV_HUGEPAGE, and frees them: the runtime hands out
+// the lowest free pages first, so what the program allocates next lands
+// there, and faults in 2 MiB at a time. Nothing is touched, so nothing
+// is charged to the process until it is used; memory the runtime later
+// returns to the system (MADV_DONTNEED) keeps the advice.
+//
+// Call it once, early: it runs a garbage collection to free the block.
+// Where huge pages are off ("never") or always on, or the kernel has
+// none, it changes nothing but the heap's address space.
+func Heap(size int) bool {
+	if size < 2*hugePage {
+		return false
+	}
+	b := make([]byte, size)
+	p := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	// Rounded out to whole huge pages: the block's neighbours are heap
+	// too, and a huge page the block only partly covers is still one
+	// fault instead of 512. The range goes to the system call as
+	// numbers: it is no Go object.
+	lo := p &^ (hugePage - 1)
+	hi := (p + uintptr(size) + hugePage - 1) &^ (hugePage - 1)
+	_, _, errno := unix.Syscall(unix.SYS_MADVISE, lo, hi-lo, unix.MADV_HUGEPAGE)
+	runtime.KeepAlive(b)
+	b = nil
+	runtime.GC()
+	// ENOMEM: part of the range is not mapped, and the rest took it.
+	return errno == 0 || errno == unix.ENOMEM
+}
