@@ -1,6 +1,9 @@
 package profile
 
-import "sort"
+import (
+	"cmp"
+	"slices"
+)
 
 // ImageKind says what an image is.
 type ImageKind uint8
@@ -142,17 +145,9 @@ func (p *Profile) FuncOf(frame int32) *Func { return &p.Funcs[p.Frames[frame].Fu
 
 // SortEntries orders the entries by key, so outputs are deterministic.
 func (p *Profile) SortEntries() {
-	sort.Slice(p.Entries, func(i, j int) bool {
-		a, b := p.Entries[i].Key, p.Entries[j].Key
-		if a.Event != b.Event {
-			return a.Event < b.Event
-		}
-		if a.Stack != b.Stack {
-			return a.Stack < b.Stack
-		}
-		if a.Thread != b.Thread {
-			return a.Thread < b.Thread
-		}
-		return a.CPU < b.CPU
+	slices.SortFunc(p.Entries, func(x, y Entry) int {
+		a, b := x.Key, y.Key
+		return cmp.Or(cmp.Compare(a.Event, b.Event), cmp.Compare(a.Stack, b.Stack),
+			cmp.Compare(a.Thread, b.Thread), cmp.Compare(a.CPU, b.CPU))
 	})
 }
