@@ -30,13 +30,24 @@ func (f *File) RecordsIn(c Chunk) *Reader {
 func (r *Reader) NextNonSample() bool {
 	// The hot loop of a timeline pass: one load per record header.
 	var n uint64
+	copying := r.Sequential && r.f.fd != nil
 	for !r.f.Pipe && !r.done && r.end-r.off >= 8 && (r.stop == 0 || r.off < r.stop) {
-		typ, size := r.f.header(r.off)
+		var typ RecordType
+		var size int64
+		if copying {
+			h, err := r.window(r.off, 8)
+			if err != nil {
+				break // Next meets it again and reports it
+			}
+			typ, size = r.f.headerOf(h)
+		} else {
+			typ, size = r.f.header(r.off)
+			r.touchAhead(r.off)
+		}
 		if typ != RecordSample || size < 8 || size > r.end-r.off {
 			break // Next decodes it, or reports what is wrong with it
 		}
 		n++
-		r.touchAhead(r.off)
 		r.off += size
 	}
 	r.counts[RecordSample] += n

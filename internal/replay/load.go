@@ -281,6 +281,7 @@ func loadChunk(f *perfdata.File, c perfdata.Chunk, tl *Timeline, opts Options, d
 	res, b, events := newResolver(f, tl, opts)
 	r := f.RecordsIn(c)
 	r.SkipCallchains = opts.LeafOnly
+	r.Sequential = true // a sample is resolved before the next is read
 	rel := releaser{f, c.Start, done}
 	var rs resolve.Sample
 	meta := b.Meta()

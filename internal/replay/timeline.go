@@ -79,6 +79,7 @@ func buildTimeline(f *perfdata.File, progress func(done, total int64)) (*Timelin
 	tl := newTimeline(f)
 	total := f.DataSize * 2
 	r := f.Records()
+	r.Sequential = true // what the timeline keeps of a record is copied
 	// The samples are read later, in parts: keep only those parts in
 	// memory.
 	rel := releaser{f: f, at: f.DataOffset}
