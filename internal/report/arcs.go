@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -118,30 +119,13 @@ func ComputeArcs(p *profile.Profile, opts Options) []EventArcs {
 	return out
 }
 
-func cmpDesc(a, b uint64) int {
-	if a > b {
-		return -1
-	}
-	return 1
-}
+func cmpDesc(a, b uint64) int { return cmp.Compare(b, a) }
 
 // cmpFuncs orders functions by name, then image, then address, so that
 // ties print the same every time.
 func cmpFuncs(p *profile.Profile, a, b int32) int {
 	fa, fb := &p.Funcs[a], &p.Funcs[b]
-	if c := strings.Compare(fa.Name, fb.Name); c != 0 {
-		return c
-	}
-	if c := strings.Compare(p.Images[fa.Image].Name, p.Images[fb.Image].Name); c != 0 {
-		return c
-	}
-	switch {
-	case fa.Addr < fb.Addr:
-		return -1
-	case fa.Addr > fb.Addr:
-		return 1
-	}
-	return 0
+	return cmp.Or(cmp.Compare(fa.Name, fb.Name), cmp.Compare(p.Images[fa.Image].Name, p.Images[fb.Image].Name), cmp.Compare(fa.Addr, fb.Addr))
 }
 
 // arcsHelp says what the columns and the indentation of a call graph
