@@ -28,7 +28,7 @@ func (g *callGraphFlags) register(fs *flag.FlagSet) {
 	g.threshold = 0.5
 	spec := callGraphSpec{g}
 	for _, name := range []string{"g", "call-graph", "callgraph"} {
-		fs.Var(spec, name, "print the callchains of each row as trees, and the children column (perf's -g, --call-graph); an optional `spec` as perf's: graph or none, a threshold per cent (0.5), caller or callee (the order: caller with children)")
+		fs.Var(spec, name, "print the callchains of each row as trees, and the children column (perf's -g, --call-graph); an optional `spec` as perf's: graph or none, a threshold per cent (0.5), caller or callee (the order: caller with children); with --session, each function's callers and callees from the session's call-graph arcs, as opreport -c")
 	}
 	for _, name := range []string{"G", "inverted"} {
 		fs.BoolFunc(name, "trees in caller order, from the outermost caller to the sampled function (perf's -G); same as -g caller", func(string) error {

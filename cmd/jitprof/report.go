@@ -89,6 +89,12 @@ func runReport(args []string) error {
 			return errUsage
 		}
 	}
+	if sess.enabled() && opts.Chains.Graph && graph.set {
+		if err := sessionGraph(f, view, filter); err != nil {
+			fmt.Fprintf(fs.Output(), "jitprof report: %v\n", err)
+			return errUsage
+		}
+	}
 	if f == driver.Pprof && *output == "" && isTerminal(os.Stdout) {
 		return driver.ErrTerminal // as go tool pprof, which will not either
 	}

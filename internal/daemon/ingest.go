@@ -252,9 +252,10 @@ func (in *Ingest) app(st *pidState, pid uint32) sampledb.ImageID {
 	return st.app
 }
 
-// arcs counts the callchain's arcs, caller to callee, into {cg} files.
+// arcs counts the callchain's arcs, caller to callee, into {cg} files;
+// an end in JIT code keeps the sequence number of the code live there.
 func (in *Ingest) arcs(st *pidState, s *perfdata.Sample, leaf *sampledb.Sample) {
-	callee := *leaf
+	callee, calleeKey := leaf.Image, arcEnd(st, leaf)
 	kernel := s.CPUMode() == perfdata.MiscKernel
 	first := true
 	for _, ip := range s.Callchain {
@@ -279,13 +280,23 @@ func (in *Ingest) arcs(st *pidState, s *perfdata.Sample, leaf *sampledb.Sample) 
 		if !in.place(st, s.PID, ip, s.Time, kernel, &caller.Image, &caller.Key1, &caller.Key2) {
 			return
 		}
-		arc := sampledb.Sample{Event: in.event, App: leaf.App, Image: caller.Image, CGTo: callee.Image,
-			TGID: s.PID, TID: s.TID, CPU: s.CPU, Key1: caller.Key1, Key2: callee.Key1}
+		arc := sampledb.Sample{Event: in.event, App: leaf.App, Image: caller.Image, CGTo: callee,
+			TGID: s.PID, TID: s.TID, CPU: s.CPU, Key1: arcEnd(st, &caller), Key2: calleeKey}
 		if in.db.Add(&arc) != nil {
 			in.Errors++
 		}
-		callee = caller
+		callee, calleeKey = caller.Image, arc.Key1
 	}
+}
+
+// arcEnd is the arc key of a place just found by place: its offset, and
+// in JIT code the sequence number, packed within the range of the
+// mapping that place left in st.last (sampledb.ArcEnd).
+func arcEnd(st *pidState, p *sampledb.Sample) uint64 {
+	if p.Key2 == 0 {
+		return p.Key1 // a file, the kernel, or code no JIT data knew
+	}
+	return sampledb.ArcEnd(p.Key1, p.Key2, st.last.End-st.last.Start)
 }
 
 // BeginRound reads what every followed JIT added since the last round,

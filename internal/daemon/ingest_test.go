@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/jitprof/jitprof/internal/process"
+	"github.com/jitprof/jitprof/internal/resolve"
 	"github.com/jitprof/jitprof/internal/sampledb"
 	"github.com/jitprof/jitprof/perfdata"
 )
@@ -114,6 +115,62 @@ func TestIngest(t *testing.T) {
 			if got[k][key] != n {
 				t.Errorf("%s: key %#x has %d samples, want %d (file: %v)", k, key, got[k][key], n, got[k])
 			}
+		}
+	}
+}
+
+// TestIngestArcs: with CallGraph, each caller-callee pair of a
+// callchain is an arc in a {cg} file, keyed by the caller's and the
+// callee's offsets, and an end in JIT code keeps the sequence number of
+// the code live there at the sample's time.
+func TestIngestArcs(t *testing.T) {
+	in, db, dir := newTestIngest(t)
+	in.CallGraph = true
+	// The app calls JIT code (gen 9 at 1500) that calls the app again;
+	// the kernel's part of the chain is the leaf's own.
+	s := sample(kernelTop+0x42, 1500, true)
+	s.Callchain = []uint64{resolve.ContextKernel, kernelTop + 0x42, resolve.ContextUser, appStart + 0x500, jitStart + 0x30, appStart + 0x80}
+	in.Add(s)
+	in.EndRound()
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	spec, _ := sampledb.ParseSpec(nil)
+	sel, err := sampledb.Select(dir, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][4]uint64{}
+	for _, f := range sel.Files {
+		if f.Key.Kind() != sampledb.KeyCallGraph {
+			continue
+		}
+		r, err := sampledb.Open(dir, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for e := range r.Entries() {
+			if e.Count != 1 {
+				t.Errorf("%s: count %d, want 1", f.Name, e.Count)
+			}
+			from, seqFrom := sampledb.SplitArcEnd(f.Key.Dep, e.Key1)
+			to, seqTo := sampledb.SplitArcEnd(f.Key.CG, e.Key2)
+			got[f.Key.Dep.Name+" -> "+f.Key.CG.Name] = [4]uint64{from, seqFrom, to, seqTo}
+		}
+		r.Close()
+	}
+	// (caller offset, its sequence number, callee offset, its sequence number)
+	want := map[string][4]uint64{
+		"/usr/bin/app -> vmlinux": {0x500 + appPgoff, 0, kernelTop + 0x42, 0},
+		"jitlog -> /usr/bin/app":  {0x30, 9, 0x500 + appPgoff, 0},
+		"/usr/bin/app -> jitlog":  {0x80 + appPgoff, 0, 0x30, 9},
+	}
+	if len(got) != len(want) {
+		t.Errorf("arcs %x, want %x", got, want)
+	}
+	for k, w := range want {
+		if got[k] != w {
+			t.Errorf("%s: %#x, want %#x", k, got[k], w)
 		}
 	}
 }

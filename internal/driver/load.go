@@ -68,7 +68,8 @@ type Loaded struct {
 	// Claims say which handler named each process's JIT code; nil when
 	// JIT code was not named.
 	Claims []anonbind.Claim
-	// Callchains says the samples had callchains, before the filters.
+	// Callchains says the samples had callchains, or the source
+	// caller-callee arcs, before the filters.
 	Callchains bool
 	// LeftOut counts the JIT samples left out; Note is what Notes says
 	// of them, "" when none were.
@@ -122,7 +123,7 @@ func load(ctx context.Context, src Source, opts Options) (*Loaded, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", src.Name(), err)
 	}
-	l := &Loaded{Profile: p, Name: src.Name(), Callchains: report.HasCallchains(p), src: src}
+	l := &Loaded{Profile: p, Name: src.Name(), Callchains: report.HasCallchains(p) || p.Arcs != nil, src: src}
 	log := opts.Log
 	if log == nil {
 		log = io.Discard

@@ -141,6 +141,7 @@ func Report(ctx context.Context, src Source, o ReportOptions, open func() (io.Wr
 	o.LeafOnly = !ro.Children && !ro.Chains.Graph && o.Format != Pprof && o.Format != Folded && o.Format != HTML
 	o.ExcludeJIT = true
 	o.RequireCallchains = ro.Chains.Graph && o.GraphAsked
+	o.Arcs = o.RequireCallchains
 	l, err := Load(ctx, src, o.Options)
 	if err != nil {
 		return err

@@ -40,6 +40,10 @@ type LoadOptions struct {
 	// LeafOnly keeps only the sampled address of each stack: a flat
 	// report needs no callchains.
 	LeafOnly bool
+	// Arcs asks a source that keeps caller-callee arcs instead of stacks
+	// (a sample database's {cg} files) for them (Profile.Arcs): report
+	// -g on a session.
+	Arcs bool
 	// Progress, when set, is called now and then with how much of the
 	// source is read.
 	Progress func(done, total int64)

@@ -173,6 +173,27 @@ int main(int argc, char **argv) {
 }
 `
 
+// CallsSource is a CPU-bound C workload with a known call structure:
+// main calls call_a three times for each call of call_b, and both call
+// spin with the same work, so spin's time splits 3:1 between its two
+// callers. Frame pointers and no sibling calls keep every caller in the
+// callchains; spin ends with a call so that it has a frame too (gcc 12
+// gives a leaf none, whatever the flags, and a leaf's caller drops out
+// of its callchains). Argument: rounds (1000 ≈ 1 s of CPU).
+const CallsSource = `#include <stdlib.h>
+static volatile double sink;
+__attribute__((noinline)) double done(double s) { return s; }
+__attribute__((noinline)) double spin(long n) { double s = 0; for (long i = 0; i < n; i++) s += i * 0.5; return done(s); }
+__attribute__((noinline)) double call_a(long n) { double s = spin(n); sink += 1; return s; }
+__attribute__((noinline)) double call_b(long n) { double s = spin(n); sink += 1; return s; }
+int main(int argc, char **argv) {
+	long rounds = argc > 1 ? atol(argv[1]) : 100;
+	for (long k = 0; k < rounds; k++)
+		for (int j = 0; j < 4; j++) sink += j < 3 ? call_a(250000) : call_b(250000);
+	return 0;
+}
+`
+
 // cProgram is a C workload built once per test binary.
 type cProgram struct {
 	name, src string
@@ -184,7 +205,11 @@ type cProgram struct {
 var (
 	busy    = &cProgram{name: "busy", src: BusySource, flags: busyFlags}
 	anonJIT = &cProgram{name: "anonjit", src: AnonJITSource, flags: []string{"-O1"}}
+	calls   = &cProgram{name: "calls", src: CallsSource, flags: []string{"-O1", "-g", "-fno-omit-frame-pointer", "-fno-optimize-sibling-calls"}}
 )
+
+// Calls builds CallsSource once per test binary and returns its path.
+func Calls(t testing.TB) string { return calls.build(t) }
 
 // Busy builds BusySource once per test binary and returns its path. Its
 // arguments: iterations (100 ≈ 0.3 s of CPU), extra threads, and 1 to fork and

@@ -122,6 +122,10 @@ type Profile struct {
 	Threads []Thread
 	Strings []string
 	Entries []Entry
+	// Arcs, not nil even when empty, say the source kept caller-callee
+	// arcs instead of stacks (a sample database's {cg} files); the
+	// entries are then flat.
+	Arcs []Arc
 
 	// About the recording.
 	Cmdline          []string

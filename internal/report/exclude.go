@@ -17,6 +17,7 @@ type Excluded struct {
 // --anon-samples (seed 000: "Default is to not include anonymous samples
 // in reports"), and says how much that was so the report can tell the
 // user. Event totals shrink with it, so percentages stay of what is shown.
+// Arcs (Profile.Arcs) with an end in such memory go too.
 func ExcludeAnon(p *profile.Profile) Excluded {
 	var ex Excluded
 	if len(p.Events) > 0 {
@@ -38,6 +39,7 @@ func ExcludeAnon(p *profile.Profile) Excluded {
 		}
 	}
 	p.Entries = kept
+	excludeAnonArcs(p)
 	return ex
 }
 

@@ -345,8 +345,17 @@ func keyString(p *profile.Profile, name string, v int64) string {
 	return ""
 }
 
-// Write writes the report of p to w.
+// Write writes the report of p to w: with Chains.Graph, of a profile
+// of arcs (Profile.Arcs), its call graph (writeArcs).
 func Write(w io.Writer, p *profile.Profile, opts Options) error {
+	if p.Arcs != nil && opts.Chains.Graph {
+		bw := bufio.NewWriterSize(w, 64<<10)
+		err := writeArcs(bw, p, opts)
+		if ferr := bw.Flush(); err == nil {
+			err = ferr
+		}
+		return err
+	}
 	reps, err := Compute(p, opts)
 	if err != nil {
 		return err

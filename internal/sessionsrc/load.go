@@ -37,6 +37,8 @@ type Options struct {
 	// Bind, when set instead of Anon, makes the Binder that names JIT
 	// code from the sessions' processes (driver.Source's bind).
 	Bind func(anonbind.Processes) *anonbind.Binder
+	// Arcs reads the call-graph files into the profile's Arcs.
+	Arcs bool
 }
 
 // Info is what the report says of the sessions besides the profile.
@@ -50,6 +52,105 @@ type Info struct {
 	// CallGraph counts the {cg} files selected: arcs, not samples, which
 	// a flat report does not count.
 	CallGraph int
+}
+
+// loader is the state of one Load: the profile being built and how
+// offsets in images resolve into it.
+type loader struct {
+	b      *profile.Builder
+	r      *resolve.Resolver
+	procs  *images
+	events map[string]int32
+	// buildIDs are those of the images plain files were read for: a
+	// call-graph file's header has its caller's only.
+	buildIDs map[sampledb.Image][]byte
+	arcs     map[[3]int32]int // caller, callee, event -> index in Arcs
+}
+
+// event is the profile's event of the files of key k.
+func (l *loader) event(k sampledb.FileKey) int32 {
+	evKey := k.Event + "." + k.CountString()
+	ev, ok := l.events[evKey]
+	if !ok {
+		pe := profile.Event{Name: k.Event}
+		if k.Freq {
+			pe.Freq = k.Count
+		} else {
+			pe.Period = k.Count
+		}
+		ev = l.b.Event(pe)
+		l.events[evKey] = ev
+	}
+	return ev
+}
+
+// period is what one sample of the files of key k stands for.
+func period(k sampledb.FileKey) uint64 {
+	if k.Freq {
+		// The kernel adjusts the period to the frequency: a sample
+		// stands for about a second over it (cpu-clock counts
+		// nanoseconds).
+		return uint64(1e9) / max(k.Count, 1)
+	}
+	return k.Count
+}
+
+// place sets s to offset off of image im (in JIT memory, of the code of
+// sequence number seq), the idx-th mapping of the loader's images, in
+// process pid: file and kernel offsets are addresses of their mapping,
+// anonymous ones are from the range's start.
+func place(s *resolve.Sample, im sampledb.Image, idx uint64, pid uint32, off, seq uint64) {
+	s.PID, s.Time, s.Mode, s.IP, s.Seq, s.BySeq = pid, idx, resolve.ModeUser, off, seq, false
+	switch im.Kind {
+	case sampledb.ImageKernel:
+		s.Mode = resolve.ModeKernel
+	case sampledb.ImageAnon, sampledb.ImageJIT:
+		s.PID, s.IP = im.TGID, im.Start+off
+		s.BySeq = im.Kind == sampledb.ImageJIT
+	}
+}
+
+// samples adds the counts of the plain sample file rd of key k.
+func (l *loader) samples(rd *sampledb.Reader, k sampledb.FileKey) {
+	idx := l.procs.add(k.App, k.Dep, rd.Header.BuildID)
+	if len(rd.Header.BuildID) > 0 {
+		l.buildIDs[k.Dep] = rd.Header.BuildID
+	}
+	per := period(k)
+	s := resolve.Sample{TID: id(k.TID), CPU: cpu(k.CPU), Event: l.event(k)}
+	for e := range rd.Entries() {
+		place(&s, k.Dep, idx, id(k.TGID), e.Key1, e.Key2)
+		s.Count, s.Period = e.Count, e.Count*per
+		l.r.Add(&s)
+	}
+}
+
+// callGraph adds the arcs of the call-graph file rd of key k, each end
+// named as a plain sample at its place would be.
+func (l *loader) callGraph(rd *sampledb.Reader, k sampledb.FileKey) {
+	from := l.procs.add(k.App, k.Dep, rd.Header.BuildID)
+	to := l.procs.add(k.App, k.CG, l.buildIDs[k.CG])
+	per := period(k)
+	ev := l.event(k)
+	p := l.b.Meta()
+	var s resolve.Sample
+	for e := range rd.Entries() {
+		off, seq := sampledb.SplitArcEnd(k.Dep, e.Key1)
+		place(&s, k.Dep, from, id(k.TGID), off, seq)
+		caller := l.r.Frame(&s)
+		off, seq = sampledb.SplitArcEnd(k.CG, e.Key2)
+		place(&s, k.CG, to, id(k.TGID), off, seq)
+		callee := l.r.Frame(&s)
+		ak := [3]int32{caller, callee, ev}
+		i, ok := l.arcs[ak]
+		if !ok {
+			i = len(p.Arcs)
+			l.arcs[ak] = i
+			p.Arcs = append(p.Arcs, profile.Arc{Caller: caller, Callee: callee, Event: ev})
+		}
+		p.Arcs[i].Count += e.Count
+		p.Arcs[i].Period += e.Count * per
+	}
 }
 
 // Load reads the sample files opts.Spec selects into a profile; the
@@ -76,10 +177,14 @@ func Load(opts Options) (*profile.Profile, *anonbind.Binder, Info, error) {
 	if binder != nil {
 		ropts.Anon = binder
 	}
-	r := resolve.New(b, procs, ropts)
-	events := map[string]int32{}
+	l := &loader{b: b, r: resolve.New(b, procs, ropts), procs: procs, events: map[string]int32{},
+		buildIDs: map[sampledb.Image][]byte{}, arcs: map[[3]int32]int{}}
+	if opts.Arcs {
+		b.Meta().Arcs = []profile.Arc{}
+	}
 	seen := map[string]bool{}
 	meta := b.Meta()
+	var graphs []sampledb.Selected
 	for _, f := range sel.Files {
 		if !seen[f.Session] {
 			seen[f.Session] = true
@@ -93,59 +198,19 @@ func Load(opts Options) (*profile.Profile, *anonbind.Binder, Info, error) {
 			}
 			src.add(f.Session)
 		}
-		k := f.Key
-		if k.Kind() == sampledb.KeyCallGraph {
+		if f.Key.Kind() == sampledb.KeyCallGraph {
 			info.CallGraph++
+			graphs = append(graphs, f)
 			continue
 		}
-		evKey := k.Event + "." + k.CountString()
-		ev, ok := events[evKey]
-		if !ok {
-			pe := profile.Event{Name: k.Event}
-			if k.Freq {
-				pe.Freq = k.Count
-			} else {
-				pe.Period = k.Count
-			}
-			ev = b.Event(pe)
-			events[evKey] = ev
+		l.read(opts.Dir, f, &info, l.samples)
+	}
+	if opts.Arcs {
+		// After the plain files, whose headers say the build-ids of
+		// the arcs' callees.
+		for _, f := range graphs {
+			l.read(opts.Dir, f, &info, l.callGraph)
 		}
-		rd, err := sampledb.Open(opts.Dir, f)
-		if err != nil {
-			info.Unreadable = append(info.Unreadable, err)
-			continue
-		}
-		info.Files++
-		idx := procs.add(k, rd.Header)
-		period := k.Count
-		if k.Freq {
-			// The kernel adjusts the period to the frequency: a
-			// sample stands for about a second over it (cpu-clock
-			// counts nanoseconds).
-			period = uint64(1e9) / max(k.Count, 1)
-		}
-		s := resolve.Sample{PID: id(k.TGID), TID: id(k.TID), CPU: cpu(k.CPU), Time: idx, Event: ev, Mode: resolve.ModeUser}
-		dep := k.Dep
-		switch dep.Kind {
-		case sampledb.ImageKernel:
-			s.Mode = resolve.ModeKernel
-		case sampledb.ImageAnon, sampledb.ImageJIT:
-			s.PID = dep.TGID
-			s.BySeq = dep.Kind == sampledb.ImageJIT
-		}
-		for e := range rd.Entries() {
-			s.IP = e.Key1
-			if dep.Kind == sampledb.ImageAnon || dep.Kind == sampledb.ImageJIT {
-				s.IP = dep.Start + e.Key1
-			}
-			s.Seq = e.Key2
-			s.Count, s.Period = e.Count, e.Count*period
-			r.Add(&s)
-		}
-		if err := rd.Err(); err != nil {
-			info.Unreadable = append(info.Unreadable, err)
-		}
-		rd.Close()
 	}
 	if len(b.Meta().Events) == 0 {
 		b.Event(profile.Event{Name: "cpu-clock"})
@@ -154,6 +219,23 @@ func Load(opts Options) (*profile.Profile, *anonbind.Binder, Info, error) {
 		binder.Close()
 	}
 	return b.Profile(), binder, info, nil
+}
+
+// read opens the sample file f and adds its counts with add.
+func (l *loader) read(dir string, f sampledb.Selected, info *Info, add func(*sampledb.Reader, sampledb.FileKey)) {
+	rd, err := sampledb.Open(dir, f)
+	if err != nil {
+		info.Unreadable = append(info.Unreadable, err)
+		return
+	}
+	defer rd.Close()
+	if f.Key.Kind() != sampledb.KeyCallGraph {
+		info.Files++
+	}
+	add(rd, f.Key)
+	if err := rd.Err(); err != nil {
+		info.Unreadable = append(info.Unreadable, err)
+	}
 }
 
 func id(v uint32) uint32 {
@@ -178,25 +260,27 @@ type images struct {
 	comms []string
 }
 
-func (im *images) add(k sampledb.FileKey, h sampledb.Header) uint64 {
+// add adds the mapping of image dep, in application app, and returns
+// its index.
+func (im *images) add(app, dep sampledb.Image, buildID []byte) uint64 {
 	m := &process.Mapping{ID: int32(len(im.maps)), Exec: true}
-	switch k.Dep.Kind {
+	switch dep.Kind {
 	case sampledb.ImageFile:
-		m.Path, m.End = k.Dep.Name, math.MaxUint64
-		if len(h.BuildID) > 0 {
-			m.BuildID = hex.EncodeToString(h.BuildID)
+		m.Path, m.End = dep.Name, math.MaxUint64
+		if len(buildID) > 0 {
+			m.BuildID = hex.EncodeToString(buildID)
 		}
 	case sampledb.ImageKernel:
-		m.Kernel, m.Path, m.End = true, k.Dep.Name, math.MaxUint64
+		m.Kernel, m.Path, m.End = true, dep.Name, math.MaxUint64
 	default:
-		m.Anon, m.PID, m.Start, m.End = true, k.Dep.TGID, k.Dep.Start, k.Dep.End
+		m.Anon, m.PID, m.Start, m.End = true, dep.TGID, dep.Start, dep.End
 		m.Path = "//anon"
 	}
 	im.maps = append(im.maps, m)
-	comm := filepath.Base(k.App.Name)
-	if k.App.Kind != sampledb.ImageFile {
-		comm = k.App.String()
-		if k.App.Kind == sampledb.ImageKernel {
+	comm := filepath.Base(app.Name)
+	if app.Kind != sampledb.ImageFile {
+		comm = app.String()
+		if app.Kind == sampledb.ImageKernel {
 			comm = "[kernel]"
 		}
 	}

@@ -39,10 +39,12 @@ func (s *Session) Name() string {
 }
 
 // Load reads the selected sample files into a flat profile: sample files
-// keep no stacks ({cg} files hold caller-callee arcs, which it says it
-// leaves out).
+// keep no stacks. With lo.Arcs it reads the caller-callee arcs of the
+// {cg} files too (Profile.Arcs), and is an error for a session without
+// them; otherwise it says it leaves them out where a report would want
+// stacks.
 func (s *Session) Load(_ context.Context, lo driver.LoadOptions, bind func(anonbind.Processes) *anonbind.Binder) (*profile.Profile, error) {
-	p, _, info, err := Load(Options{Dir: s.dir, Spec: s.spec, Force: s.force, Lines: lo.Lines, Bind: bind})
+	p, _, info, err := Load(Options{Dir: s.dir, Spec: s.spec, Force: s.force, Lines: lo.Lines, Bind: bind, Arcs: lo.Arcs})
 	s.info = info
 	if err != nil {
 		return nil, err
@@ -53,11 +55,18 @@ func (s *Session) Load(_ context.Context, lo driver.LoadOptions, bind func(anonb
 	for _, e := range info.Unreadable {
 		s.warnings = append(s.warnings, fmt.Sprintf("skipped: %v", e))
 	}
-	if info.CallGraph > 0 && !lo.LeafOnly {
+	if lo.Arcs && info.CallGraph == 0 {
+		return nil, ErrNoCallGraph
+	}
+	if info.CallGraph > 0 && !lo.LeafOnly && !lo.Arcs {
 		s.warnings = append(s.warnings, fmt.Sprintf("the session's %d call-graph files hold caller-callee arcs, not stacks: this report shows flat samples", info.CallGraph))
 	}
 	return p, nil
 }
+
+// ErrNoCallGraph is Load's error for -g on sample files without
+// call-graph files.
+var ErrNoCallGraph = errors.New("-g: the selected sample files have no call-graph ({cg}) files: the daemon counts them when started with -g (jitprof daemon start -g)")
 
 // Warnings are the sample files that did not read, and what a report
 // could not show.
