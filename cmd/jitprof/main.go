@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"runtime/debug"
 	"sort"
 	"strings"
 
@@ -35,6 +36,14 @@ func main() {
 	// machine a fault per 4 KiB page is a third of a report's CPU time
 	// (internal/hugepages). 256 MiB of address space, none of it touched.
 	hugepages.Heap(256 << 20)
+	// A report lives for a second and builds tables it keeps to the end:
+	// collecting at every doubling of the heap is a sixth of its CPU
+	// time, for memory it would keep anyway. At 400 it stays below
+	// perf report's (bench/RESULTS.md). The daemon lives on, and keeps
+	// Go's default; so does a GOGC the user set.
+	if _, set := os.LookupEnv("GOGC"); !set && (len(os.Args) < 2 || os.Args[1] != "daemon") {
+		debug.SetGCPercent(400)
+	}
 	os.Exit(run(os.Args[1:], os.Stderr))
 }
 
