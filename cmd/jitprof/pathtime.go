@@ -178,7 +178,7 @@ func readSamples(path string, pid uint32, force bool) (*samplesOf, error) {
 // (seed 002), in the log's TSC ticks; with a recording, in nanoseconds by
 // its TSC calibration, and with the samples of PyPy's threads.
 func pathtimePyPy(stdout io.Writer, path string, inner pathtime.InnerBridges, input string, pid int, force bool) error {
-	f, err := os.Open(path)
+	f, err := openLog(path, force)
 	if err != nil {
 		return err
 	}

@@ -166,4 +166,22 @@ func TestPathtimePyPy(t *testing.T) {
 	if err := pathtimeMain(&stdout, &stderr, []string{"--pypylog", seed, "--inner-bridges", "often"}); err == nil {
 		t.Error("--inner-bridges often accepted")
 	}
+	// The log is the invoker's word, read as a recording (-i) is: a
+	// device is refused, and so, unless --force, is a file owned by
+	// another user than the invoker or root.
+	if err := pathtimeMain(&stdout, &stderr, []string{"--pypylog", "/dev/zero"}); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Errorf("--pypylog /dev/zero: %v, want a refusal", err)
+	}
+	if os.Geteuid() == 0 {
+		if err := os.Chown(seed, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+		err := pathtimeMain(&stdout, &stderr, []string{"--pypylog", seed})
+		if err == nil || !strings.Contains(err.Error(), "owned by uid 65534") {
+			t.Errorf("a log owned by uid 65534: %v, want a refusal", err)
+		}
+		if err := pathtimeMain(&stdout, &stderr, []string{"--pypylog", seed, "--force"}); err != nil {
+			t.Errorf("--force: %v", err)
+		}
+	}
 }

@@ -66,7 +66,7 @@ func pypyMain(stdout, stderr io.Writer, args []string) error {
 	)
 	if *logPath != "" {
 		path := strings.ReplaceAll(*logPath, "%d", strconv.Itoa(int(rec.pid)))
-		f, err := os.Open(path)
+		f, err := openLog(path, *force)
 		if err != nil {
 			return err
 		}
