@@ -67,7 +67,7 @@ type Tracker struct {
 	procs    map[uint32]*proc
 	kernel   proc                    // the kernel's mappings: one generation
 	comms    map[uint32][]commChange // by tid, in arrival order
-	threads  map[uint32]threadFork   // tid -> parent thread at creation
+	threads  map[uint32][]threadFork // tid -> its creations (a tid is reused), by time
 	owner    map[uint32]uint32       // tid -> the pid it was last named in
 	buildIDs map[string]string       // path -> build-id, for mappings that carry none
 	seq      uint64                  // orders records of equal times by arrival
@@ -163,7 +163,7 @@ func New() *Tracker {
 	return &Tracker{
 		procs:   map[uint32]*proc{},
 		comms:   map[uint32][]commChange{},
-		threads: map[uint32]threadFork{},
+		threads: map[uint32][]threadFork{},
 		owner:   map[uint32]uint32{},
 		kernel:  proc{pid: KernelPID},
 	}
@@ -263,7 +263,7 @@ func (t *Tracker) Fork(pid, ppid, tid, ptid uint32, time uint64) {
 			pp.changed = t.version
 		}
 	}
-	t.threads[tid] = threadFork{ptid, time}
+	t.threads[tid] = append(t.threads[tid], threadFork{ptid, time})
 }
 
 func (t *Tracker) addTID(p *proc, tid uint32) {
@@ -553,6 +553,9 @@ func (t *Tracker) settleThreads() {
 			return key{a.time, a.seq}.cmp(key{b.time, b.seq})
 		})
 	}
+	for _, fs := range t.threads {
+		slices.SortStableFunc(fs, func(a, b threadFork) int { return cmp.Compare(a.time, b.time) })
+	}
 	// In tid order: where corrupt fork records make a cycle, which tid
 	// is computed first decides what the others get.
 	t.tchanges = map[uint32][]uint64{}
@@ -577,15 +580,12 @@ func (t *Tracker) threadChanges(tid uint32) []uint64 {
 	for _, c := range t.comms[tid] {
 		cs = append(cs, c.time)
 	}
-	if f, ok := t.threads[tid]; ok && f.ptid != tid {
-		// Comm gives the thread its creator's name as it was at the
-		// fork: the creator's later renames are not the thread's.
+	// Comm gives a thread its creator's name as it was at the fork,
+	// one name until the thread's own next change or fork (even one of
+	// itself, which ends its creator's): the creator's renames before
+	// the fork or after it are not the thread's.
+	for _, f := range t.threads[tid] {
 		cs = append(cs, f.time)
-		for _, c := range t.threadChanges(f.ptid) {
-			if c <= f.time {
-				cs = append(cs, c)
-			}
-		}
 	}
 	slices.Sort(cs)
 	cs = slices.Compact(cs)
@@ -657,6 +657,15 @@ func (t *Tracker) Steady(pid, tid uint32, addr uint64, user bool, from, to uint6
 	return true
 }
 
+// forkBefore returns the last of a tid's creations at or before time.
+func forkBefore(fs []threadFork, time uint64) (threadFork, bool) {
+	i := sort.Search(len(fs), func(i int) bool { return fs[i].time > time })
+	if i == 0 {
+		return threadFork{}, false
+	}
+	return fs[i-1], true
+}
+
 // Comm returns the name thread tid of process pid had at time.
 func (t *Tracker) Comm(pid, tid uint32, time uint64) string {
 	t.settleThreads()
@@ -674,15 +683,16 @@ func (t *Tracker) Comm(pid, tid uint32, time uint64) string {
 		}
 		// Before its first name of its own (an exec, a
 		// PR_SET_NAME) a thread has its creator's, as perf gives a
-		// new thread its parent's comm at the fork.
-		f, ok := t.threads[tid]
+		// new thread its parent's comm at the fork. A fork after time
+		// created a later thread of the same tid, not this one.
+		f, ok := forkBefore(t.threads[tid], time)
 		if !ok || f.ptid == tid {
 			if len(cs) > 0 {
 				return cs[0].comm
 			}
 			break
 		}
-		tid, time = f.ptid, min(time, f.time)
+		tid, time = f.ptid, f.time
 	}
 	if cs := t.comms[pid]; len(cs) > 0 {
 		return cs[0].comm

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand"
 	"reflect"
+	"slices"
 	"testing"
 )
 
@@ -232,12 +233,12 @@ func TestSpansAndSteady(t *testing.T) {
 		for range 200 {
 			pid := uint32(1 + rng.Intn(4))
 			tid := pid
-			if forkCycle(tr, tid) {
+			from := uint64(rng.Intn(2600))
+			if slices.ContainsFunc(times, func(tm uint64) bool { return tm >= from && forkCycle(tr, tid, tm) }) {
 				// Corrupt fork records: which thread's name is
 				// computed first decides the others'.
 				continue
 			}
-			from := uint64(rng.Intn(2600))
 			to := from + uint64(rng.Intn(600))
 			addr := uint64(rng.Intn(8))<<12 | 0x10
 			user := rng.Intn(4) != 0
@@ -273,20 +274,48 @@ func TestSpansAndSteady(t *testing.T) {
 	}
 }
 
-// forkCycle reports whether tid's creators, as the last fork told of each
-// says, lead back to a thread met before.
-func forkCycle(t *Tracker, tid uint32) bool {
+// forkCycle reports whether tid's creators at tm, each by the last fork
+// of its tid at or before the time the one after it was made, lead back
+// to a thread met before.
+func forkCycle(t *Tracker, tid uint32, tm uint64) bool {
 	seen := map[uint32]bool{}
 	for {
 		if seen[tid] {
 			return true
 		}
 		seen[tid] = true
-		f, ok := t.threads[tid]
+		f, ok := forkBefore(t.threads[tid], tm)
 		if !ok || f.ptid == tid {
 			return false
 		}
-		tid = f.ptid
+		tid, tm = f.ptid, f.time
+	}
+}
+
+// TestCommReusedTID is what FuzzReplay found: pid 4 samples, pid 2 is
+// forked from it and named "a", and later a new pid 4 is forked from pid
+// 2. The first pid 4 was never named: it is ":4" throughout, not "a"
+// from the time pid 2 took that name (the later fork's parent is not
+// its).
+func TestCommReusedTID(t *testing.T) {
+	tr := New()
+	tr.Fork(2, 4, 2, 4, 1010)
+	tr.SetComm(2, 2, 1020, "a", false)
+	tr.Fork(4, 2, 4, 2, 5850)
+	tr.Settle()
+	for _, c := range []struct {
+		time uint64
+		want string
+	}{{1000, ":4"}, {1030, ":4"}, {5849, ":4"}, {5850, "a"}, {9000, "a"}} {
+		if got := tr.Comm(4, 4, c.time); got != c.want {
+			t.Errorf("thread 4 at %d is %q, want %q", c.time, got, c.want)
+		}
+		if sp := tr.Thread(4, 4, c.time); sp.Comm != c.want {
+			t.Errorf("Thread(4, 4, %d) = %+v, want comm %q", c.time, sp, c.want)
+		}
+	}
+	if sp := tr.Thread(4, 4, 1000); sp.To != 5850 {
+		t.Errorf("thread 4's first span ends at %d, want at the fork of the next (5850)", sp.To)
 	}
 }
 
