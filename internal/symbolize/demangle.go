@@ -2,6 +2,8 @@ package symbolize
 
 import (
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/ianlancetaylor/demangle"
 )
@@ -18,4 +20,28 @@ func Demangle(name string) string {
 		return name
 	}
 	return demangle.Filter(name, demangle.NoParams)
+}
+
+// demangled keeps the demangled forms of a table's mangled names, by
+// name id, in an array made when the first mangled name is asked for:
+// most tables' names (C's, the kernel's) are not mangled and need none,
+// and an array for each of the kernel's 200,000 names is 1.6 MB made and
+// cleared by every report.
+type demangled struct {
+	once  sync.Once
+	names []atomic.Pointer[string]
+}
+
+// name returns raw, the name of id among n, demangled.
+func (d *demangled) name(id uint32, n int, raw string) string {
+	if !strings.HasPrefix(raw, "_Z") && !strings.HasPrefix(raw, "_R") {
+		return raw // Demangle's answer, without caching it
+	}
+	d.once.Do(func() { d.names = make([]atomic.Pointer[string], n) })
+	if p := d.names[id].Load(); p != nil {
+		return *p
+	}
+	s := Demangle(raw)
+	d.names[id].Store(&s)
+	return s
 }

@@ -8,7 +8,6 @@ import (
 	"math"
 	"os"
 	"slices"
-	"sync/atomic"
 
 	"github.com/jitprof/jitprof/internal/kallsyms"
 	"github.com/jitprof/jitprof/internal/linux"
@@ -142,7 +141,6 @@ func kallsymsTable(all []kallsyms.Symbol, raw bool) *table {
 		t.names = append(t.names, s.Name)
 		i = j
 	}
-	t.demangled = make([]atomic.Pointer[string], len(t.names))
 	return t
 }
 

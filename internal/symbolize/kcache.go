@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync/atomic"
 	"unsafe"
 
 	"github.com/jitprof/jitprof/internal/linux"
@@ -155,7 +154,7 @@ type mappedTable struct {
 	text       string
 	n, nnames  int
 	raw        bool
-	demangled  []atomic.Pointer[string]
+	demangled  demangled
 }
 
 // kcacheRead checks a cache's bytes: every index and offset in range, and
@@ -194,7 +193,6 @@ func kcacheRead(b []byte) (*mappedTable, error) {
 		}
 		prevEnd = end
 	}
-	m.demangled = make([]atomic.Pointer[string], nnames)
 	return m, nil
 }
 
@@ -239,12 +237,7 @@ func (m *mappedTable) name(id uint32) string {
 	if m.raw {
 		return m.rawName(id)
 	}
-	if p := m.demangled[id].Load(); p != nil {
-		return *p
-	}
-	s := Demangle(m.rawName(id))
-	m.demangled[id].Store(&s)
-	return s
+	return m.demangled.name(id, m.nnames, m.rawName(id))
 }
 
 // kcacheEncode is kcacheRead's inverse.

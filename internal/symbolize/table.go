@@ -5,7 +5,6 @@ import (
 	"debug/elf"
 	"slices"
 	"strings"
-	"sync/atomic"
 )
 
 // Symbol is a named address range.
@@ -37,7 +36,7 @@ type entry struct {
 type table struct {
 	entries   []entry
 	names     []string
-	demangled []atomic.Pointer[string]
+	demangled demangled
 	raw       bool
 }
 
@@ -106,7 +105,6 @@ func newTable(cands []candidate, raw bool) *table {
 		t.entries = append(t.entries, entry{start: best.start, end: best.start + best.size, name: intern(best.name), mod: intern(best.mod)})
 		i = j
 	}
-	t.demangled = make([]atomic.Pointer[string], len(t.names))
 	return t
 }
 
@@ -171,10 +169,5 @@ func (t *table) name(id uint32) string {
 	if t.raw {
 		return t.names[id]
 	}
-	if p := t.demangled[id].Load(); p != nil {
-		return *p
-	}
-	s := Demangle(t.names[id])
-	t.demangled[id].Store(&s)
-	return s
+	return t.demangled.name(id, len(t.names), t.names[id])
 }
