@@ -539,7 +539,7 @@ func appendFuncSymbols(out []candidate, f *elfFile, typ elf.SectionType) ([]cand
 		if name == "" {
 			continue
 		}
-		out = append(out, candidate{name: name, start: value, size: sz, bind: elf.ST_BIND(info), limit: sec.Addr + sec.Size})
+		out = append(out, candidate{name: name, start: value, size: sz, bind: elf.ST_BIND(info), limit: sec.Addr + sec.Size, open: true})
 	}
 	return out, nil
 }

@@ -31,7 +31,10 @@ func scacheKey(buildID string, debug *elfFile) (string, bool) {
 		return "", false
 	}
 	h := sha256.New()
-	fmt.Fprintf(h, "jitprof symbols cache 1\n%s\n%d\n", buildID, os.Geteuid())
+	// The number is the version of the rules a table is made by, so that
+	// tables made by older rules are not used: 2 since sizeless ELF
+	// symbols run past their section's end to the next symbol.
+	fmt.Fprintf(h, "jitprof symbols cache 2\n%s\n%d\n", buildID, os.Geteuid())
 	if debug != nil {
 		f, ok := debug.closer.(*os.File)
 		if !ok {

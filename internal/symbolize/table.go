@@ -22,7 +22,13 @@ type candidate struct {
 	size  uint64
 	bind  elf.SymBind
 	limit uint64 // a sizeless symbol ends at the next candidate or here (section end; kallsyms: next symbol of any type, or the page end), whichever is first
-	mod   string
+	// open: the limit bounds the symbol only when no candidate follows
+	// it; otherwise it runs to the next one past its section's end, as
+	// perf's symbols__fixup_end has it (an ELF image's _init, sizeless in
+	// .init, takes the PLT header after it: perf and objdump name it
+	// _init+0x20).
+	open bool
+	mod  string
 }
 
 type entry struct {
@@ -77,7 +83,7 @@ func newTable(cands []candidate, raw bool) *table {
 			continue
 		}
 		end := c.limit
-		if i+1 < len(cands) && (end == 0 || cands[i+1].start < end) {
+		if i+1 < len(cands) && (end == 0 || c.open || cands[i+1].start < end) {
 			end = cands[i+1].start
 		}
 		c.size = max(end, c.start) - c.start

@@ -59,6 +59,8 @@ func TestSizelessSymbols(t *testing.T) {
 		{name: "memcpy", start: 0x400, bind: elf.STB_GLOBAL},
 		{name: "__memcpy", start: 0x400, bind: elf.STB_GLOBAL},
 		{name: "__pi_memcpy", start: 0x400, bind: elf.STB_GLOBAL},
+		{name: "_init", start: 0x480, limit: 0x490, open: true},
+		{name: "memset@plt", start: 0x4a0, size: 0x10},
 		{name: "last", start: 0x500},
 	}, true)
 	for _, tc := range []struct {
@@ -66,7 +68,7 @@ func TestSizelessSymbols(t *testing.T) {
 		want string
 	}{
 		{0x10f, "sized"}, {0x110, ""}, {0x2ff, "_dl_start_user"}, {0x37f, "kasm"}, {0x380, ""},
-		{0x4ff, "__pi_memcpy"}, {0x500, ""}, {0xff, ""},
+		{0x47f, "__pi_memcpy"}, {0x48f, "_init"}, {0x49f, "_init"}, {0x4a0, "memset@plt"}, {0x4b0, ""}, {0x500, ""}, {0xff, ""},
 	} {
 		got, _ := tab.lookup(tc.addr)
 		if got.Name != tc.want {
