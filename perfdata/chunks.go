@@ -158,7 +158,7 @@ func (r *Reader) startsRecords() bool {
 		// read as the header of an EXIT whose claimed size happens to
 		// end on a true boundary, and decode cleanly.
 		if body, ok := fixedBody(typ); ok {
-			if id, ok := f.uniformIDSize(); ok && size != int64(8+body+id) {
+			if f.idSize >= 0 && size != int64(8+body+f.idSize) {
 				return false
 			}
 		}
@@ -207,19 +207,4 @@ func fixedBody(t RecordType) (int, bool) {
 		return 16, true
 	}
 	return 0, false
-}
-
-// uniformIDSize returns the size of the sample_id trailer of non-sample
-// records when every event of the file gives it the same one.
-func (f *File) uniformIDSize() (int, bool) {
-	if len(f.Attrs) == 0 {
-		return 0, false
-	}
-	n := f.Attrs[0].sampleIDSize()
-	for _, a := range f.Attrs[1:] {
-		if a.sampleIDSize() != n {
-			return 0, false
-		}
-	}
-	return n, true
 }

@@ -70,6 +70,7 @@ type File struct {
 	ids          map[uint64]*Attr
 	idList       []idAttr // the same, for the few-ids case a scan beats a map
 	idPos, isPos int
+	idSize       int // the sample_id trailer's size when every attr gives it one; -1 if not
 }
 
 // Warnings returns the problems met that did not stop reading: a killed
@@ -355,10 +356,17 @@ func (f *File) indexAttrs() {
 	if len(f.idList) > maxIDScan {
 		f.idList = nil
 	}
-	f.idPos, f.isPos = -1, -1
+	f.idPos, f.isPos, f.idSize = -1, -1, -1
 	if len(f.Attrs) > 0 {
 		f.idPos = idPos(f.Attrs[0].SampleType)
 		f.isPos = isPos(f.Attrs[0].SampleType)
+		f.idSize = f.Attrs[0].sampleIDSize()
+		for _, a := range f.Attrs[1:] {
+			if a.sampleIDSize() != f.idSize {
+				f.idSize = -1
+				break
+			}
+		}
 	}
 }
 

@@ -3,7 +3,6 @@ package process
 import (
 	"cmp"
 	"fmt"
-	"maps"
 	"slices"
 	"sort"
 )
@@ -556,41 +555,25 @@ func (t *Tracker) settleThreads() {
 	for _, fs := range t.threads {
 		slices.SortStableFunc(fs, func(a, b threadFork) int { return cmp.Compare(a.time, b.time) })
 	}
-	// In tid order: where corrupt fork records make a cycle, which tid
-	// is computed first decides what the others get.
+	// A thread's changes are its own renames and forks: Comm gives it
+	// its creator's name as it was at the fork, one name until the
+	// thread's next change or fork (even one of itself, which ends its
+	// creator's), so the creator's renames are not the thread's.
 	t.tchanges = map[uint32][]uint64{}
-	tids := slices.Collect(maps.Keys(t.comms))
-	for tid := range t.threads {
-		tids = append(tids, tid)
+	for tid, cs := range t.comms {
+		for _, c := range cs {
+			t.tchanges[tid] = append(t.tchanges[tid], c.time)
+		}
 	}
-	slices.Sort(tids)
-	for _, tid := range tids {
-		t.threadChanges(tid)
+	for tid, fs := range t.threads {
+		for _, f := range fs {
+			t.tchanges[tid] = append(t.tchanges[tid], f.time)
+		}
 	}
-}
-
-// threadChanges computes t.tchanges[tid], following its creators as
-// Comm does.
-func (t *Tracker) threadChanges(tid uint32) []uint64 {
-	if cs, ok := t.tchanges[tid]; ok {
-		return cs
+	for tid, cs := range t.tchanges {
+		slices.Sort(cs)
+		t.tchanges[tid] = slices.Compact(cs)
 	}
-	t.tchanges[tid] = nil // a cycle in corrupt fork records ends here
-	var cs []uint64
-	for _, c := range t.comms[tid] {
-		cs = append(cs, c.time)
-	}
-	// Comm gives a thread its creator's name as it was at the fork,
-	// one name until the thread's own next change or fork (even one of
-	// itself, which ends its creator's): the creator's renames before
-	// the fork or after it are not the thread's.
-	for _, f := range t.threads[tid] {
-		cs = append(cs, f.time)
-	}
-	slices.Sort(cs)
-	cs = slices.Compact(cs)
-	t.tchanges[tid] = cs
-	return cs
 }
 
 // Thread returns what holds of thread tid of process pid at time: its
