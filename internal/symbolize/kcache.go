@@ -158,7 +158,11 @@ type mappedTable struct {
 }
 
 // kcacheRead checks a cache's bytes: every index and offset in range, and
-// entries sorted and not overlapping, as lookups need.
+// entries in strictly increasing order of start, as the binary search of
+// a lookup needs. An entry may be empty, or reach past the next one's
+// start: ELF tables have both (a sizeless symbol at its section's end; a
+// function whose size covers the next one's), and a table answers them
+// as it was built.
 func kcacheRead(b []byte) (*mappedTable, error) {
 	rest, ok := bytes.CutPrefix(b, []byte(kcacheMagic))
 	if !ok || len(rest) < 12 {
@@ -183,15 +187,13 @@ func kcacheRead(b []byte) (*mappedTable, error) {
 		}
 		from = to
 	}
-	prevEnd := uint64(0)
 	for i := range int(nent) {
 		e := m.ents[24*i:]
 		start, end := le.Uint64(e), le.Uint64(e[8:])
-		if end <= start || start < prevEnd ||
+		if end < start || i > 0 && start <= le.Uint64(m.ents[24*(i-1):]) ||
 			uint64(le.Uint32(e[16:])) >= nnames || uint64(le.Uint32(e[20:])) >= nnames {
 			return nil, errKcache
 		}
-		prevEnd = end
 	}
 	return m, nil
 }

@@ -2,6 +2,8 @@ package symbolize
 
 import (
 	"bytes"
+	"debug/elf"
+	"encoding/binary"
 	"errors"
 	"os"
 	"path/filepath"
@@ -38,6 +40,32 @@ func TestKcacheRoundTrip(t *testing.T) {
 		got, gok := m.lookup(a)
 		if want != got || wok != gok {
 			t.Errorf("lookup(%#x) = %+v, %v from the cache; %+v, %v parsed", a, got, gok, want, wok)
+		}
+	}
+}
+
+// TestKcacheOverlapsAndEmpty: an ELF table can hold a function whose size
+// covers the next function's start, and a sizeless symbol at the end of
+// its section, which ends where it starts. Its cache is read back, not
+// refused (which made every report read such an image's symbols anew and
+// write its cache again), and answers every lookup as the table does.
+func TestKcacheOverlapsAndEmpty(t *testing.T) {
+	tab := newTable([]candidate{
+		{name: "outer", start: 0x100, size: 0x100, bind: elf.STB_GLOBAL},
+		{name: "inner", start: 0x150, size: 0x10, bind: elf.STB_GLOBAL},
+		{name: "label", start: 0x300, limit: 0x300, bind: elf.STB_LOCAL},
+	}, true)
+	if e := tab.entries; len(e) != 3 || e[0].end <= e[1].start || e[2].end != e[2].start {
+		t.Fatalf("entries %+v: want an overlap and an empty entry to test", e)
+	}
+	m := mappedOf(t, tab)
+	for _, e := range tab.entries {
+		for _, a := range []uint64{e.start - 1, e.start, e.start + 1, e.end - 1, e.end, e.end + 1} {
+			want, wok := tab.lookup(a)
+			got, gok := m.lookup(a)
+			if want != got || wok != gok {
+				t.Errorf("lookup(%#x) = %+v, %v from the cache; %+v, %v built", a, got, gok, want, wok)
+			}
 		}
 	}
 }
@@ -150,8 +178,9 @@ func TestRunningKernelCached(t *testing.T) {
 	}
 }
 
-// FuzzKcache: any bytes are refused or give a table whose lookups find
-// each entry at its first and last byte.
+// FuzzKcache: any bytes are refused or give a table that answers every
+// lookup around its entries as the table of the same entries and names
+// does.
 func FuzzKcache(f *testing.F) {
 	k, err := ParseKallsyms(bytes.NewReader([]byte("2 T b\n1 T a\n1 W a2\n3 D d\nffffffffc0000000 t m [mod]\n")), LoadOptions{RawNames: true})
 	if err != nil {
@@ -164,14 +193,21 @@ func FuzzKcache(f *testing.F) {
 			return
 		}
 		m.raw = true
+		tab := &table{raw: true}
+		for i := range m.nnames {
+			tab.names = append(tab.names, m.rawName(uint32(i)))
+		}
+		le := binary.LittleEndian
 		for i := range m.n {
-			start := m.start(i)
-			s, ok := m.lookup(start)
-			if !ok || s.Start != start {
-				t.Fatalf("lookup(%#x) = %+v, %v; want entry %d", start, s, ok, i)
-			}
-			if s2, ok := m.lookup(start + s.Size - 1); !ok || s2 != s {
-				t.Fatalf("lookup(%#x) = %+v, %v; want %+v", start+s.Size-1, s2, ok, s)
+			e := m.ents[24*i:]
+			tab.entries = append(tab.entries, entry{start: le.Uint64(e), end: le.Uint64(e[8:]), name: le.Uint32(e[16:]), mod: le.Uint32(e[20:])})
+		}
+		for _, e := range tab.entries {
+			for _, a := range []uint64{e.start - 1, e.start, e.end - 1, e.end} {
+				want, wok := tab.lookup(a)
+				if got, gok := m.lookup(a); got != want || gok != wok {
+					t.Fatalf("lookup(%#x) = %+v, %v mapped; %+v, %v from the entries", a, got, gok, want, wok)
+				}
 			}
 		}
 	})

@@ -2,6 +2,7 @@ package symbolize
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -75,5 +76,54 @@ func TestSymbolCache(t *testing.T) {
 	}
 	if _, ok := scacheKey("", nil); ok {
 		t.Error("an image without a build-id has a key")
+	}
+}
+
+// TestSymbolCacheRealImages: the tables of real images, whose symbols
+// overlap (Node's, libgmp's) or end where they start, are kept and mapped
+// by the next Symbolizer, answering lookups as read. A table the cache
+// refused used to be read from the file and written again by every
+// report.
+func TestSymbolCacheRealImages(t *testing.T) {
+	t.Setenv("JITPROF_CACHE_DIR", t.TempDir())
+	paths := []string{"/lib/x86_64-linux-gnu/libc.so.6", "/lib/x86_64-linux-gnu/libgmp.so.10"}
+	if node, err := exec.LookPath("node"); err == nil {
+		paths = append(paths, node)
+	}
+	opts := Options{SymbolCache: true, DebugDirs: []string{}, BuildIDCaches: []string{}}
+	tried := 0
+	for _, p := range paths {
+		if _, err := os.Stat(p); err != nil {
+			continue
+		}
+		tried++
+		first, err := New(opts).Open(p, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		parsed, ok := first.syms.(*table)
+		if !ok || first.BuildID() == "" {
+			t.Fatalf("%s: the first load came from a cache, or the image has no build-id", p)
+		}
+		second, err := New(opts).Open(p, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := second.syms.(*mappedTable); !ok {
+			t.Errorf("%s: the second load did not map the kept table", p)
+			continue
+		}
+		for i := 0; i < len(parsed.entries); i += 7 {
+			e := parsed.entries[i]
+			for _, a := range []uint64{e.start, e.end - 1, e.end} {
+				want, wok := first.LookupAddr(a)
+				if got, gok := second.LookupAddr(a); got != want || gok != wok {
+					t.Fatalf("%s: LookupAddr(%#x) = %+v, %v from the cache; %+v, %v read", p, a, got, gok, want, wok)
+				}
+			}
+		}
+	}
+	if tried == 0 {
+		t.Fatal("none of the images is here")
 	}
 }

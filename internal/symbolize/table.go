@@ -37,8 +37,10 @@ type entry struct {
 	mod        uint32 // index into names; 0 means none
 }
 
-// table is a sorted, non-overlapping-by-start symbol table with interned
-// names; a lookup is one binary search.
+// table is a symbol table sorted by start, one entry for each start, with
+// interned names; a lookup is one binary search, and finds the last entry
+// starting at or before the address if the address is below its end. An
+// entry may reach past the next one's start, or be empty.
 type table struct {
 	entries   []entry
 	names     []string
