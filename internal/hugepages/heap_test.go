@@ -3,6 +3,8 @@ package hugepages
 import (
 	"bufio"
 	"os"
+	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"testing"
@@ -48,4 +50,20 @@ func TestHeap(t *testing.T) {
 		}
 	}
 	t.Fatalf("no mapping in /proc/self/smaps holds %#x", addr)
+}
+
+// TestHeapOneCollection: Heap collects once, to free its block; the
+// block's allocation must not start a collection of its own.
+func TestHeapOneCollection(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(123))
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	Heap(64 << 20)
+	runtime.ReadMemStats(&after)
+	if n := after.NumGC - before.NumGC; n != 1 {
+		t.Errorf("Heap ran %d collections, want 1", n)
+	}
+	if pct := debug.SetGCPercent(123); pct != 123 {
+		t.Errorf("GC percent after Heap = %d, want 123 as before", pct)
+	}
 }
