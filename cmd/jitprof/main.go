@@ -10,8 +10,6 @@ import (
 	"runtime/debug"
 	"sort"
 	"strings"
-
-	"github.com/jitprof/jitprof/internal/hugepages"
 )
 
 // command is one subcommand: `jitprof NAME ARGS...`.
@@ -32,10 +30,6 @@ type exitStatus int
 func (e exitStatus) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
 
 func main() {
-	// Huge pages for the heap a report is about to fill: in a virtual
-	// machine a fault per 4 KiB page is a third of a report's CPU time
-	// (internal/hugepages). 256 MiB of address space, none of it touched.
-	hugepages.Heap(256 << 20)
 	// A report lives for a second and builds tables it keeps to the end:
 	// collecting at every doubling of the heap is a sixth of its CPU
 	// time, for memory it would keep anyway. At 400 it stays below

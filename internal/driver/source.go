@@ -6,6 +6,7 @@ import (
 
 	"github.com/jitprof/jitprof/internal/anon"
 	"github.com/jitprof/jitprof/internal/anonbind"
+	"github.com/jitprof/jitprof/internal/hugepages"
 	"github.com/jitprof/jitprof/internal/jitbundle"
 	"github.com/jitprof/jitprof/internal/profile"
 	"github.com/jitprof/jitprof/internal/replay"
@@ -73,8 +74,21 @@ func OpenRecording(path string, force bool) (*Recording, error) {
 	if err != nil {
 		return nil, err
 	}
+	if f.Pipe || f.DataSize >= bigRecording {
+		// 256 MiB of address space, none of it touched.
+		hugepages.Heap(256 << 20)
+	}
 	return &Recording{path: path, f: f}, nil
 }
+
+// bigRecording is the size of data from which reading a recording asks
+// for huge pages for the heap it is about to fill (internal/hugepages):
+// in a VM that took a report of 9 MB of data from 50 to 41 ms. Below it
+// the heap is a few megabytes, and the garbage collection Heap runs costs
+// more faults than huge pages save: 3.7 MB came out even, and a report of
+// 0.9 MB took 2 to 4 ms more with huge pages than without. A stream's
+// size is not known: it gets them.
+const bigRecording = 4 << 20
 
 // File is the recording, for the commands that read its records
 // themselves (dump, pathtime, pypy).
