@@ -40,8 +40,11 @@ const (
 	calMax   = 100_000_000
 )
 
-// useTSC is whether enter and exit stamp the TSC; tests turn it off.
-var useTSC = tscUsable()
+// useTSC reports whether enter and exit stamp the TSC; tests turn it
+// off. Asked once, at the first Open, not when the package initializes:
+// every program that links jitlog (jitprof's own commands among them)
+// would read sysfs at start-up.
+var useTSC = sync.OnceValue(tscUsable)
 
 // Options configure Open. The zero value is usable.
 type Options struct {
@@ -161,7 +164,7 @@ func Open(opts Options) (*Logger, error) {
 		l.Close()
 		return nil, err
 	}
-	if useTSC {
+	if useTSC() {
 		if err := l.startTSC(); err != nil {
 			l.Close()
 			return nil, err

@@ -128,7 +128,7 @@ func TestRoundTrip(t *testing.T) {
 		&Header{Version: Version, PID: uint32(os.Getpid()), ClockID: ClockMonotonic, PageSize: uint32(os.Getpagesize()), MaxSize: DefaultMaxSize, Loggers: 1},
 		&OpenRecord{Logger: l.ID(), Name: "testjit"},
 	}
-	if useTSC {
+	if useTSC() {
 		want = append(want, &ClockRecord{Logger: l.ID()}, &ClockRecord{Logger: l.ID()})
 	}
 	for _, o := range ops {
@@ -266,7 +266,7 @@ func TestConcurrent(t *testing.T) {
 		}
 	}
 	want := map[Kind]int{KindHeader: 1, KindLoggerOpen: 2, KindLoggerClose: 2, KindCodeLoad: workers * per, KindRegionEnter: workers * per, KindRegionExit: workers * per}
-	if useTSC {
+	if useTSC() {
 		want[KindClock] = kinds[KindClock] // two per logger, then as time passes
 		if kinds[KindClock] < 4 {
 			t.Errorf("%d clock records, want at least two per logger", kinds[KindClock])
@@ -555,11 +555,11 @@ func TestDefaultDir(t *testing.T) {
 func TestRegionTimes(t *testing.T) {
 	for _, tsc := range []bool{false, true} {
 		t.Run(fmt.Sprint("tsc=", tsc), func(t *testing.T) {
-			if tsc && !useTSC {
+			if tsc && !useTSC() {
 				t.Skip("the kernel does not keep time with the TSC here, so the logger does not use it")
 			}
-			defer func(v bool) { useTSC = v }(useTSC)
-			useTSC = tsc
+			defer func(v func() bool) { useTSC = v }(useTSC)
+			useTSC = func() bool { return tsc }
 			l := openTest(t, Options{Dir: t.TempDir()})
 			type window struct{ lo, hi uint64 }
 			var want []window
@@ -616,7 +616,7 @@ func TestRegionTimes(t *testing.T) {
 
 // openKinds are the records a logger's Open writes, after the header.
 func openKinds() []Kind {
-	if useTSC {
+	if useTSC() {
 		return []Kind{KindHeader, KindLoggerOpen, KindClock, KindClock}
 	}
 	return []Kind{KindHeader, KindLoggerOpen}

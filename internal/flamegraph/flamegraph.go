@@ -9,6 +9,7 @@ import (
 	"io"
 	"slices"
 	"strconv"
+	"sync"
 
 	"github.com/jitprof/jitprof/internal/profile"
 )
@@ -41,7 +42,11 @@ var (
 	script string
 	//go:embed flamegraph.css
 	style string
-	page  = template.Must(template.New("flamegraph").Parse(pageHTML))
+	// page is parsed at the first Write, not at start-up: every
+	// jitprof command links this package, few of them write a page.
+	page = sync.OnceValue(func() *template.Template {
+		return template.Must(template.New("flamegraph").Parse(pageHTML))
+	})
 )
 
 // frame is one kind of frame the graph draws: a function or a command.
@@ -145,7 +150,7 @@ func Write(w io.Writer, p *profile.Profile, opts Options) error {
 	rows = rows[:min(len(rows), opts.Functions)]
 
 	ev := p.Events[opts.Event]
-	return page.Execute(w, map[string]any{
+	return page().Execute(w, map[string]any{
 		"Title":   opts.Title,
 		"Event":   ev.Name,
 		"Samples": root.value,
