@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -72,18 +73,20 @@ type flatSample struct {
 }
 
 // flatOK reports whether loadFlat can read f with opts: flat, with the
-// timeline not read already and no JIT names to look up per sample, and
-// a whole file (in a killed one a part could stop at a torn record and
-// warn of it, and the warning would stay if the read were redone).
+// timeline not read already, and a whole file (in a killed one a part
+// could stop at a torn record and warn of it, and the warning would stay
+// if the read were redone). JIT names are looked up sample by sample: a
+// place in anonymous memory is read again as if it straddled a change.
 func flatOK(f *perfdata.File, opts Options) bool {
-	return opts.LeafOnly && opts.Timeline == nil && opts.Anon == nil && opts.Bind == nil && !f.Pipe && !f.Truncated
+	return opts.LeafOnly && opts.Timeline == nil && !f.Pipe && !f.Truncated
 }
 
 // loadFlat is load for flatOK files. It returns false, having read no
 // more than it must, when the parts it guessed do not join up or a part
 // meets an error: load then reads the file its usual way, which reports
-// the error as one pass would.
-func loadFlat(f *perfdata.File, opts Options, nchunks, workers int) (*profile.Profile, bool) {
+// the error as one pass would. An error is opts.Bind's, which is not
+// asked twice.
+func loadFlat(f *perfdata.File, opts Options, nchunks, workers int) (*profile.Profile, bool, error) {
 	start, end := f.DataOffset, f.DataOffset+f.DataSize
 	var done atomic.Int64
 	scans := inParallel(nchunks, workers, func(i int) *flatPart {
@@ -107,12 +110,12 @@ func loadFlat(f *perfdata.File, opts Options, nchunks, workers int) (*profile.Pr
 	at := start
 	for _, p := range parts {
 		if p.err != nil || p.start != at {
-			return nil, false
+			return nil, false, nil
 		}
 		at = p.end
 	}
 	if at != end {
-		return nil, false
+		return nil, false, nil
 	}
 
 	tl := newTimeline(f)
@@ -124,12 +127,18 @@ func loadFlat(f *perfdata.File, opts Options, nchunks, workers int) (*profile.Pr
 		for _, c := range p.others {
 			r.JumpTo(c.Start)
 			if !r.Next() {
-				return nil, false // read once already: it cannot fail now
+				return nil, false, nil // read once already: it cannot fail now
 			}
 			tl.take(r.Record())
 		}
 	}
 	tl.Tracker.Settle()
+	if opts.Bind != nil {
+		var err error
+		if opts.Anon, err = opts.Bind(tl); err != nil {
+			return nil, false, err
+		}
+	}
 
 	results := inParallel(len(parts), workers, func(i int) part {
 		b, err := resolveFlat(f, parts[i], tl, opts)
@@ -137,9 +146,12 @@ func loadFlat(f *perfdata.File, opts Options, nchunks, workers int) (*profile.Pr
 	})
 	b, err := merge(f, results, func() {})
 	if err != nil {
-		return nil, false
+		if opts.Bind != nil {
+			return nil, false, fmt.Errorf("replay: %w", err) // not to bind twice
+		}
+		return nil, false, nil
 	}
-	return finishProfile(f, b, tl, opts, f.DataSize), true
+	return finishProfile(f, b, tl, opts, f.DataSize), true, nil
 }
 
 // scanFlat is the first pass over part i, nominally [from, to): a part
@@ -205,6 +217,19 @@ func scanFlat(f *perfdata.File, i int, from, to int64, done *atomic.Int64) *flat
 	return p
 }
 
+// inAnon reports whether a user address lies in anonymous memory at tm,
+// where the resolver asks the JIT data, which can change at any time
+// without a mapping changing: such a place is resolved sample by sample.
+// Only the time of the place's first sample is asked: a place whose
+// mapping changes straddles anyway.
+func inAnon(tl *Timeline, pid uint32, ip uint64, mode resolve.Mode, tm uint64) bool {
+	if mode != resolve.ModeUser {
+		return false
+	}
+	m := tl.Tracker.Lookup(pid, ip, tm, false)
+	return m != nil && m.Anon
+}
+
 // resolveFlat resolves the places of part p into a profile: once each,
 // or sample by sample for those whose samples straddle a change of
 // their thread or process, which it reads again.
@@ -219,7 +244,8 @@ func resolveFlat(f *perfdata.File, p *flatPart, tl *Timeline, opts Options) (*pr
 		pid, tid := uint32(e.key.pidTID>>32), uint32(e.key.pidTID)
 		mode := resolve.Mode(e.key.cpuMode & perfdata.MiscCPUModeMask)
 		if sp := res.Span(pid, tid, e.tmin); e.tmax >= sp.To &&
-			!tl.Tracker.Steady(pid, tid, e.key.ip, mode == resolve.ModeUser, e.tmin, e.tmax) {
+			!tl.Tracker.Steady(pid, tid, e.key.ip, mode == resolve.ModeUser, e.tmin, e.tmax) ||
+			opts.Anon != nil && inAnon(tl, pid, e.key.ip, mode, e.tmin) {
 			if straddle == nil {
 				straddle = make([]bool, p.entries.len())
 			}

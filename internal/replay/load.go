@@ -66,7 +66,11 @@ func load(f *perfdata.File, opts Options, nchunks, workers int) (*profile.Profil
 		go opts.Symbolizer.Kernel() // parse kallsyms while the timeline is read
 	}
 	if flatOK(f, opts) {
-		if p, ok := loadFlat(f, opts, nchunks, workers); ok {
+		p, ok, err := loadFlat(f, opts, nchunks, workers)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
 			return p, nil
 		}
 	}

@@ -146,7 +146,7 @@ func TestFlatFalseStart(t *testing.T) {
 	if !ok {
 		t.Fatalf("Resync(%d) found nothing", mid)
 	}
-	if _, ok := loadFlat(f, Options{LeafOnly: true, Symbolizer: symbolize.New(symbolize.Options{})}, 2, 2); ok {
+	if _, ok, _ := loadFlat(f, Options{LeafOnly: true, Symbolizer: symbolize.New(symbolize.Options{})}, 2, 2); ok {
 		t.Fatal("the flat way read parts that do not join up")
 	}
 	sameInParts(t, f)

@@ -134,3 +134,58 @@ func sorted(l []string) []string {
 	slices.Sort(l)
 	return l
 }
+
+// TestFlatBind: a flat load with JIT names (report --anon-samples) reads
+// the flat way, asks Bind once, names each sample in anonymous memory by
+// its own time, and gives the profile the sample-by-sample way gives.
+func TestFlatBind(t *testing.T) {
+	f := synth(t, func(a *perfdata.Attr) []perfdata.Record {
+		return []perfdata.Record{
+			comm(a, 10, 1, "jit", false),
+			mmap(a, 10, 2, 0x7f0000, 0x1000, "/dev/zero (deleted)"),
+			mmap(a, 10, 2, base, 0x1000, "/lib/libx.so"),
+			sample(a, 10, 10, 3, 0x7f0010),
+			sample(a, 10, 10, 4, base+0x10),
+			sample(a, 10, 10, 5, 0x7f0010),
+			sample(a, 10, 10, 6, base+0x10),
+			sample(a, 10, 10, 7, 0x7f0010),
+		}
+	})
+	binds := 0
+	opts := Options{LeafOnly: true, Symbolizer: symbolize.New(symbolize.Options{}), Bind: func(tl *Timeline) (resolve.AnonResolver, error) {
+		binds++
+		return fakeJIT{}, nil
+	}}
+	if !flatOK(f, opts) {
+		t.Fatal("a flat load with Bind does not read the flat way")
+	}
+	got, err := Load(f, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if binds != 1 {
+		t.Errorf("Bind asked %d times, want once", binds)
+	}
+	var names []string
+	for _, e := range got.Entries {
+		fn := got.FuncOf(got.Nodes[e.Stack].Frame)
+		if got.Images[fn.Image].Name == "[JIT fake]" {
+			names = append(names, fn.Name)
+		}
+	}
+	if want := []string{"jit@3", "jit@5", "jit@7"}; !reflect.DeepEqual(sorted(names), want) {
+		t.Errorf("JIT samples named %q, want %q", names, want)
+	}
+	tl, err := BuildTimeline(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Timeline = tl // the sample-by-sample way
+	want, err := load(f, opts, 1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(content(got), content(want)) {
+		t.Errorf("the flat way's profile differs: %s", firstDifference(got, want))
+	}
+}
