@@ -33,8 +33,9 @@ import (
 //
 // The file is jitprof's own, written and read only by the same user: it
 // is opened without following links, must be owned by that user and
-// writable by no one else, and is checked like any other input (kcacheRead
-// fails on anything malformed, and a failed read means a fresh parse).
+// writable by no one else, and is checked like any other input: kcacheRead
+// refuses a file whose parts do not fill it, which means a fresh parse,
+// and every index and offset a lookup reads is checked as it is read.
 
 // kcacheMagic starts a cache file; the digit is its version.
 const kcacheMagic = "jitprof kallsyms cache 1\n"
@@ -157,9 +158,14 @@ type mappedTable struct {
 	demangled  demangled
 }
 
-// kcacheRead checks a cache's bytes: every index and offset in range, and
-// entries in strictly increasing order of start, as the binary search of
-// a lookup needs. An entry may be empty, or reach past the next one's
+// kcacheRead checks a cache's header and that its parts fill it exactly.
+// The entries and names are checked where a lookup reads them (lookup,
+// rawName), not here: a report looks up a few hundred of a kernel's
+// 120,000 symbols, and checking every one took it a millisecond of CPU
+// and the page faults of reading the whole file. So a damaged cache can
+// give a wrong name, or none, but cannot make a read go outside it.
+// Entries are in strictly increasing order of start, as written, for the
+// binary search; an entry may be empty, or reach past the next one's
 // start: ELF tables have both (a sizeless symbol at its section's end; a
 // function whose size covers the next one's), and a table answers them
 // as it was built.
@@ -174,38 +180,37 @@ func kcacheRead(b []byte) (*mappedTable, error) {
 	if nnames == 0 || uint64(len(rest)) != nent*24+nnames*4+ntext {
 		return nil, errKcache
 	}
-	m := &mappedTable{
+	return &mappedTable{
 		ents: rest[:nent*24], offs: rest[nent*24 : nent*24+nnames*4],
 		text: unsafe.String(unsafe.SliceData(rest[nent*24+nnames*4:]), int(ntext)),
 		n:    int(nent), nnames: int(nnames),
-	}
-	from := uint32(0)
-	for i := range int(nnames) {
-		to := le.Uint32(m.offs[4*i:])
-		if to < from || uint64(to) > ntext {
-			return nil, errKcache
-		}
-		from = to
-	}
-	for i := range int(nent) {
-		e := m.ents[24*i:]
-		start, end := le.Uint64(e), le.Uint64(e[8:])
-		if end < start || i > 0 && start <= le.Uint64(m.ents[24*(i-1):]) ||
-			uint64(le.Uint32(e[16:])) >= nnames || uint64(le.Uint32(e[20:])) >= nnames {
-			return nil, errKcache
-		}
-	}
-	return m, nil
+	}, nil
 }
 
 func (m *mappedTable) start(i int) uint64 { return binary.LittleEndian.Uint64(m.ents[24*i:]) }
 
+// rawName returns name id, which must be below nnames; a name whose
+// offsets a damaged cache put out of order or past the text is empty.
 func (m *mappedTable) rawName(id uint32) string {
 	from := uint32(0)
 	if id > 0 {
 		from = binary.LittleEndian.Uint32(m.offs[4*(id-1):])
 	}
-	return m.text[from:binary.LittleEndian.Uint32(m.offs[4*id:])]
+	to := binary.LittleEndian.Uint32(m.offs[4*id:])
+	if from > to || int(to) > len(m.text) {
+		return ""
+	}
+	return m.text[from:to]
+}
+
+// entry returns entry i's fields, and false for an entry a damaged cache
+// made impossible: ending before it starts, or naming a name past the
+// last.
+func (m *mappedTable) entry(i int) (start, end uint64, name, mod uint32, ok bool) {
+	e := m.ents[24*i:]
+	le := binary.LittleEndian
+	start, end, name, mod = le.Uint64(e), le.Uint64(e[8:]), le.Uint32(e[16:]), le.Uint32(e[20:])
+	return start, end, name, mod, end >= start && int(name) < m.nnames && int(mod) < m.nnames
 }
 
 func (m *mappedTable) lookup(addr uint64) (Symbol, bool) {
@@ -213,21 +218,18 @@ func (m *mappedTable) lookup(addr uint64) (Symbol, bool) {
 	if i < 0 {
 		return Symbol{}, false
 	}
-	e := m.ents[24*i:]
-	le := binary.LittleEndian
-	start, end := le.Uint64(e), le.Uint64(e[8:])
-	if addr >= end {
+	start, end, name, mod, ok := m.entry(i)
+	if !ok || addr < start || addr >= end {
 		return Symbol{}, false
 	}
-	return Symbol{Name: m.name(le.Uint32(e[16:])), Start: start, Size: end - start, Module: m.rawName(le.Uint32(e[20:]))}, true
+	return Symbol{Name: m.name(name), Start: start, Size: end - start, Module: m.rawName(mod)}, true
 }
 
 func (m *mappedTable) count() int     { return m.n }
 func (m *mappedTable) rawNames() bool { return m.raw }
 func (m *mappedTable) hasName(name string) bool {
 	for i := range m.n {
-		id := binary.LittleEndian.Uint32(m.ents[24*i+16:])
-		if m.rawName(id) == name || m.name(id) == name {
+		if _, _, id, _, ok := m.entry(i); ok && (m.rawName(id) == name || m.name(id) == name) {
 			return true
 		}
 	}

@@ -71,30 +71,63 @@ func TestKcacheOverlapsAndEmpty(t *testing.T) {
 }
 
 // TestKcacheRefusesMalformed: cut or altered caches are refused, never
-// looked up.
+// looked up; a cache whose entries a lookup finds damaged names nothing
+// there, and names the others as before.
 func TestKcacheRefusesMalformed(t *testing.T) {
 	k, err := LoadKallsyms("testdata/kallsyms.txt", LoadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	good := kcacheEncode(k.syms)
-	hdr := len(kcacheMagic) + 12
-	swap := bytes.Clone(good) // the first two entries' starts swapped: unsorted
-	copy(swap[hdr:hdr+8], good[hdr+24:hdr+32])
-	copy(swap[hdr+24:hdr+32], good[hdr:hdr+8])
-	badName := bytes.Clone(good) // the first entry names a name past the last
-	copy(badName[hdr+16:hdr+20], []byte{0xff, 0xff, 0xff, 0x7f})
 	for name, b := range map[string][]byte{
-		"empty":     nil,
-		"magic":     append([]byte("jitprof kallsyms cache 0\n"), good[len(kcacheMagic):]...),
-		"cut":       good[:len(good)-1],
-		"longer":    append(bytes.Clone(good), 0),
-		"unsorted":  swap,
-		"name past": badName,
+		"empty":  nil,
+		"magic":  append([]byte("jitprof kallsyms cache 0\n"), good[len(kcacheMagic):]...),
+		"cut":    good[:len(good)-1],
+		"longer": append(bytes.Clone(good), 0),
 	} {
 		if _, err := kcacheRead(b); !errors.Is(err, errKcache) {
 			t.Errorf("%s: err = %v, want errKcache", name, err)
 		}
+	}
+
+	hdr := len(kcacheMagic) + 12
+	es := k.syms.entries
+	damaged := func(what string, at int, b []byte) {
+		t.Helper()
+		m, err := kcacheRead(b)
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		m.raw = k.syms.raw
+		if s, ok := m.lookup(es[at].start); ok {
+			t.Errorf("%s: lookup(%#x) = %+v, want nothing", what, es[at].start, s)
+		}
+		for i, e := range es {
+			if i == at {
+				continue
+			}
+			want, _ := k.syms.lookup(e.start)
+			if got, ok := m.lookup(e.start); !ok || got != want {
+				t.Errorf("%s: lookup(%#x) = %+v, %v; want %+v", what, e.start, got, ok, want)
+			}
+		}
+	}
+	badName := bytes.Clone(good) // entry 0 names a name past the last
+	copy(badName[hdr+16:hdr+20], []byte{0xff, 0xff, 0xff, 0x7f})
+	damaged("name past the last", 0, badName)
+	backwards := bytes.Clone(good) // entry 1 ends before it starts
+	binary.LittleEndian.PutUint64(backwards[hdr+24+8:], es[1].start-1)
+	damaged("end before start", 1, backwards)
+	badOffset := bytes.Clone(good) // entry 2's name ends past the text
+	offs := hdr + 24*len(es)
+	binary.LittleEndian.PutUint32(badOffset[offs+4*int(es[2].name):], 0xffffff)
+	m, err := kcacheRead(badOffset)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.raw = k.syms.raw
+	if s, ok := m.lookup(es[2].start); !ok || s.Name != "" {
+		t.Errorf("a name past the text: lookup(%#x) = %+v, %v; want the symbol without a name", es[2].start, s, ok)
 	}
 }
 
@@ -178,9 +211,10 @@ func TestRunningKernelCached(t *testing.T) {
 	}
 }
 
-// FuzzKcache: any bytes are refused or give a table that answers every
-// lookup around its entries as the table of the same entries and names
-// does.
+// FuzzKcache: any bytes are refused or give a table whose lookups stay
+// in its bytes, find only symbols that hold the address, and, where the
+// entries are in order and whole, answer every lookup around them as the
+// table of the same entries and names does.
 func FuzzKcache(f *testing.F) {
 	k, err := ParseKallsyms(bytes.NewReader([]byte("2 T b\n1 T a\n1 W a2\n3 D d\nffffffffc0000000 t m [mod]\n")), LoadOptions{RawNames: true})
 	if err != nil {
@@ -198,14 +232,31 @@ func FuzzKcache(f *testing.F) {
 			tab.names = append(tab.names, m.rawName(uint32(i)))
 		}
 		le := binary.LittleEndian
+		whole := true
 		for i := range m.n {
 			e := m.ents[24*i:]
-			tab.entries = append(tab.entries, entry{start: le.Uint64(e), end: le.Uint64(e[8:]), name: le.Uint32(e[16:]), mod: le.Uint32(e[20:])})
+			en := entry{start: le.Uint64(e), end: le.Uint64(e[8:]), name: le.Uint32(e[16:]), mod: le.Uint32(e[20:])}
+			whole = whole && en.end >= en.start && int(en.name) < m.nnames && int(en.mod) < m.nnames &&
+				(i == 0 || en.start > tab.entries[i-1].start)
+			tab.entries = append(tab.entries, en)
+		}
+		for i := range m.nnames {
+			from := uint32(0)
+			if i > 0 {
+				from = le.Uint32(m.offs[4*(i-1):])
+			}
+			whole = whole && from <= le.Uint32(m.offs[4*i:]) && int(le.Uint32(m.offs[4*i:])) <= len(m.text)
 		}
 		for _, e := range tab.entries {
 			for _, a := range []uint64{e.start - 1, e.start, e.end - 1, e.end} {
-				want, wok := tab.lookup(a)
-				if got, gok := m.lookup(a); got != want || gok != wok {
+				got, gok := m.lookup(a)
+				if gok && (a < got.Start || a-got.Start >= got.Size) {
+					t.Fatalf("lookup(%#x) = %+v, which does not hold it", a, got)
+				}
+				if !whole {
+					continue
+				}
+				if want, wok := tab.lookup(a); got != want || gok != wok {
 					t.Fatalf("lookup(%#x) = %+v, %v mapped; %+v, %v from the entries", a, got, gok, want, wok)
 				}
 			}
