@@ -56,6 +56,10 @@ func TestHeap(t *testing.T) {
 // block's allocation must not start a collection of its own.
 func TestHeapOneCollection(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(123))
+	// No collection under way to end while Heap runs and be counted: the
+	// tests before this one allocate, and with -race a cycle they started
+	// can still be marking.
+	runtime.GC()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	Heap(64 << 20)
