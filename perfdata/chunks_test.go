@@ -270,6 +270,22 @@ func TestSequential(t *testing.T) {
 			t.Fatalf("JumpTo(%d) read another record than the mapping's", offs[i])
 		}
 	}
+	// A Reader that read to its end hands its buffer on; moved back, it
+	// reads with another, while a second Reader reads with the first.
+	done := f.RecordsUntil(f.DataOffset, end)
+	done.Sequential = true
+	records(t, done, done.Next)
+	other := f.RecordsUntil(f.DataOffset, end)
+	other.Sequential = true
+	for i, j := 0, 0; i < len(offs); i, j = i+101, j+1 {
+		done.JumpTo(offs[i])
+		if !done.Next() || fmt.Sprintf("%v@%d:%x", done.Record().Type(), done.Offset(), normalize(done.Record())) != want[i] {
+			t.Fatalf("after its end, JumpTo(%d) read %v, another record than the mapping's", offs[i], done.Err())
+		}
+		if !other.Next() || fmt.Sprintf("%v@%d:%x", other.Record().Type(), other.Offset(), normalize(other.Record())) != want[j] {
+			t.Fatalf("the second Reader's record %d is not the mapping's (%v)", j, other.Err())
+		}
+	}
 }
 
 // TestSequentialCutShort: a file cut short while a Sequential Reader
