@@ -331,7 +331,8 @@ func rowName(dso, sym string) string {
 	if strings.HasPrefix(dso, "anon (tgid:") || dso == "//anon" || strings.HasPrefix(dso, "memfd:") || strings.HasPrefix(dso, "[anon") || strings.HasPrefix(dso, "[JIT] tid ") {
 		return "[anon] [unresolved]"
 	}
-	if strings.HasSuffix(name, "@plt") {
+	// The PLT's samples and _init's compare as one sum (isPLT).
+	if isPLT(name) {
 		return dso + " [plt]"
 	}
 	if _, err := strconv.ParseUint(strings.TrimPrefix(name, "0x"), 16, 64); err == nil {
