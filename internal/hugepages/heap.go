@@ -3,6 +3,7 @@ package hugepages
 import (
 	"runtime"
 	"runtime/debug"
+	"sync"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -20,14 +21,29 @@ const hugePage = 2 << 20
 // is charged to the process until it is used; memory the runtime later
 // returns to the system (MADV_DONTNEED) keeps the advice.
 //
-// Call it once, early: it runs a garbage collection to free the block,
-// and only that one. Collection is off while the block is allocated,
+// Only the first call does this, early in a program's life: it runs a
+// garbage collection to free the block, and only that one; later calls
+// (the web UI opens its recording again at each reload) return the
+// first one's answer. Collection is off while the block is allocated,
 // which would otherwise start a collection of its own: in a virtual
 // machine each one costs a report about 350 page faults (4 ms), most of
 // them the runtime's first use of its span lists.
 // Where huge pages are off ("never") or always on, or the kernel has
 // none, it changes nothing but the heap's address space.
 func Heap(size int) bool {
+	advised.Do(func() { advised.ok = heap(size) })
+	return advised.ok
+}
+
+// advised is Heap's first answer; a test starts afresh with a new one.
+var advised = new(once)
+
+type once struct {
+	sync.Once
+	ok bool
+}
+
+func heap(size int) bool {
 	if size < 2*hugePage {
 		return false
 	}

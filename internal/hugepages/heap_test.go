@@ -11,15 +11,40 @@ import (
 	"unsafe"
 )
 
-// TestHeap checks that memory allocated after Heap lies in a mapping the
-// kernel marked for huge pages (the "hg" flag of /proc/self/smaps), on
-// systems where the advice is taken.
+// TestHeap: Heap runs one collection, to free its block (its allocation
+// must not start one of its own), leaves the GC percent as it was, and a
+// second call does nothing; memory allocated after it lies in a mapping
+// the kernel marked for huge pages (the "hg" flag of /proc/self/smaps),
+// on systems where the advice is taken.
 func TestHeap(t *testing.T) {
+	advised = new(once) // the first call of this run, whatever ran before
+	defer debug.SetGCPercent(debug.SetGCPercent(123))
+	// No collection under way to end while Heap runs and be counted: with
+	// -race a cycle the test binary's start-up began can still be marking.
+	runtime.GC()
+	var before, after, again runtime.MemStats
+	runtime.ReadMemStats(&before)
+	ok := Heap(64 << 20)
+	runtime.ReadMemStats(&after)
+	if n := after.NumGC - before.NumGC; n != 1 {
+		t.Errorf("Heap ran %d collections, want 1", n)
+	}
+	if pct := debug.SetGCPercent(123); pct != 123 {
+		t.Errorf("GC percent after Heap = %d, want 123 as before", pct)
+	}
+	if Heap(64<<20) != ok {
+		t.Error("a second call answered otherwise than the first")
+	}
+	runtime.ReadMemStats(&again)
+	if n := again.NumGC - after.NumGC; n != 0 {
+		t.Errorf("a second call ran %d collections, want none", n)
+	}
+
 	mode, err := os.ReadFile("/sys/kernel/mm/transparent_hugepage/enabled")
 	if err != nil || !strings.Contains(string(mode), "[madvise]") && !strings.Contains(string(mode), "[always]") {
 		t.Skipf("transparent huge pages are not available here (%q, %v): nothing to advise", mode, err)
 	}
-	if !Heap(64 << 20) {
+	if !ok {
 		t.Fatal("the kernel refused MADV_HUGEPAGE on the heap")
 	}
 	b := make([]byte, 8<<20)
@@ -50,24 +75,4 @@ func TestHeap(t *testing.T) {
 		}
 	}
 	t.Fatalf("no mapping in /proc/self/smaps holds %#x", addr)
-}
-
-// TestHeapOneCollection: Heap collects once, to free its block; the
-// block's allocation must not start a collection of its own.
-func TestHeapOneCollection(t *testing.T) {
-	defer debug.SetGCPercent(debug.SetGCPercent(123))
-	// No collection under way to end while Heap runs and be counted: the
-	// tests before this one allocate, and with -race a cycle they started
-	// can still be marking.
-	runtime.GC()
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	Heap(64 << 20)
-	runtime.ReadMemStats(&after)
-	if n := after.NumGC - before.NumGC; n != 1 {
-		t.Errorf("Heap ran %d collections, want 1", n)
-	}
-	if pct := debug.SetGCPercent(123); pct != 123 {
-		t.Errorf("GC percent after Heap = %d, want 123 as before", pct)
-	}
 }
