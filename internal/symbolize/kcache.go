@@ -219,7 +219,7 @@ func (m *mappedTable) lookup(addr uint64) (Symbol, bool) {
 		return Symbol{}, false
 	}
 	start, end, name, mod, ok := m.entry(i)
-	if !ok || addr < start || addr >= end {
+	if !ok || addr >= end {
 		return Symbol{}, false
 	}
 	return Symbol{Name: m.name(name), Start: start, Size: end - start, Module: m.rawName(mod)}, true
