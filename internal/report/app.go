@@ -27,8 +27,11 @@ const commLen = 15
 // process-to-executable table, so it is found from the samples: the
 // image the thread ran whose base name the comm was made from; else the
 // only executable (not a shared library) the thread ran, which names a
-// thread that renamed itself; else the application of its process's
-// other threads; and failing all, the comm itself.
+// thread that renamed itself; else, for a process's main thread under
+// another comm than its process's application (a child not yet exec'd),
+// the one application that comm has in other threads; else the
+// application of its process's other threads; and failing all, the comm
+// itself.
 type appIndex struct {
 	p     *profile.Profile
 	built bool
@@ -97,7 +100,36 @@ func (a *appIndex) build() {
 		}
 		if n == 1 {
 			a.byThread[t] = int64(exe)
-		} else if im, ok := byPID[p.Threads[t].PID]; ok {
+		}
+	}
+	// The threads still unnamed ran only shared libraries and the kernel.
+	// A process's main thread whose comm is not its process's
+	// application's is most likely a child between its fork and its exec:
+	// it still runs its parent's program, under its parent's comm (perf's
+	// comm key puts it there too). So it takes the one application that
+	// comm has elsewhere, else the comm itself, never the program its
+	// process execs later. Any other thread takes its process's.
+	ofComm := map[int32]int64{} // -1: the comm names more than one
+	for t := range p.Threads {
+		if im := a.byThread[t]; im >= 0 {
+			c := p.Threads[t].Comm
+			if was, ok := ofComm[c]; ok && was != im {
+				im = -1
+			}
+			ofComm[c] = im
+		}
+	}
+	for t := range p.Threads {
+		th := &p.Threads[t]
+		if a.byThread[t] >= 0 {
+			continue
+		}
+		im, ok := byPID[th.PID]
+		if th.TID == th.PID && (!ok || commOf(p.Images[im].Name) != p.Strings[th.Comm]) {
+			im, ok = ofComm[th.Comm]
+			ok = ok && im >= 0
+		}
+		if ok {
 			a.byThread[t] = im
 		}
 	}

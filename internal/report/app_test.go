@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/jitprof/jitprof/internal/golden"
@@ -69,5 +70,47 @@ func TestAppGolden(t *testing.T) {
 			}
 			golden.Check(t, filepath.Join("testdata", c.name), buf.Bytes())
 		})
+	}
+}
+
+// TestAppBeforeExec: a shell's child that ran only libc between its fork
+// and its exec keeps the shell's comm, and so its application, not the
+// program it went on to exec (perf's comm key agrees). A thread the
+// program itself started that ran only libc is the program's. When the
+// parent's program was never seen, the child's application is its comm.
+func TestAppBeforeExec(t *testing.T) {
+	b := profile.NewBuilder()
+	ev := b.Event(profile.Event{Name: "cpu-clock", Freq: 4000})
+	dash := b.Image(profile.Image{Name: "/usr/bin/dash"})
+	busy := b.Image(profile.Image{Name: "/tmp/busy"})
+	libc := b.Image(profile.Image{Name: "/lib/libc.so.6"})
+	fr := func(im int32, name string) int32 {
+		return b.Push(-1, b.Frame(profile.Frame{Func: b.Func(profile.Func{Name: name, Image: im})}))
+	}
+	eval, work, malloc := fr(dash, "evaltree"), fr(busy, "work"), fr(libc, "malloc")
+	thread := func(pid, tid uint32, comm string) int32 {
+		return b.Thread(profile.Thread{PID: pid, TID: tid, Comm: b.String(comm)})
+	}
+	add := func(th, stack int32) {
+		b.Add(profile.Key{Stack: stack, Thread: th, CPU: -1, Event: ev}, 1, 250000)
+	}
+	shell, child, execd, worker := thread(5, 5, "sh"), thread(6, 6, "sh"), thread(6, 6, "busy"), thread(6, 7, "sh")
+	add(shell, eval)
+	add(child, malloc)
+	add(execd, work)
+	add(worker, malloc)
+	bash, bashExecd := thread(9, 9, "bash"), thread(9, 9, "busy")
+	add(bash, malloc)
+	add(bashExecd, work)
+	p := b.Profile()
+	a := appIndex{p: p}
+	for _, c := range []struct {
+		th   int32
+		want string
+	}{{shell, "/usr/bin/dash"}, {child, "/usr/bin/dash"}, {execd, "/tmp/busy"}, {worker, "/tmp/busy"}, {bash, "bash"}, {bashExecd, "/tmp/busy"}} {
+		e := p.Entries[slices.IndexFunc(p.Entries, func(e profile.Entry) bool { return e.Thread == c.th })]
+		if got := appName(p, a.key(&e, -1, true)); got != c.want {
+			t.Errorf("thread %d/%d %s: app %s, want %s", p.Threads[c.th].PID, p.Threads[c.th].TID, p.Strings[p.Threads[c.th].Comm], got, c.want)
+		}
 	}
 }
