@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/jitprof/jitprof/internal/annotate"
+	"github.com/jitprof/jitprof/internal/cli"
 	"github.com/jitprof/jitprof/internal/driver"
 )
 
@@ -27,13 +28,13 @@ func runAnnotate(args []string) error {
 	fs.BoolFunc("no-source", "do not interleave source lines", func(string) error { opts.Source = false; return nil })
 	syntax := fs.String("asm-syntax", "att", "assembly `syntax`: att or intel")
 	output := fs.String("o", "", "write to `file` instead of standard output")
-	var jit anonFlags
-	jit.register(fs)
+	var jit cli.AnonFlags
+	jit.Register(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: jitprof annotate [-i FILE] [--dso IMAGE] [--no-source] [--asm-syntax att|intel] [--anon-samples] [SYMBOL]  (no SYMBOL: every function with samples)")
-		printFlags(fs)
+		cli.PrintFlags(fs)
 	}
-	pos, err := parseArgs(fs, args)
+	pos, err := cli.ParseArgs(fs, args)
 	if err != nil {
 		return err
 	}
@@ -43,7 +44,7 @@ func runAnnotate(args []string) error {
 		opts.Symbol = pos[0]
 	} else if len(pos) > 0 {
 		fs.Usage()
-		return errUsage
+		return cli.ErrUsage
 	}
 	switch *syntax {
 	case "att":
@@ -52,15 +53,15 @@ func runAnnotate(args []string) error {
 		opts.Syntax = annotate.Intel
 	default:
 		fmt.Fprintf(fs.Output(), "jitprof annotate: unknown assembly syntax %q\n", *syntax)
-		return errUsage
+		return cli.ErrUsage
 	}
-	src, err := driver.OpenRecording(*input, jit.force)
+	src, err := driver.OpenRecording(*input, jit.Force)
 	if err != nil {
 		return err
 	}
 	o := driver.Options{
-		LoadOptions: driver.LoadOptions{Progress: progressBar(os.Stderr)},
-		JIT:         jit.options(), Command: "annotate", Log: os.Stderr,
+		LoadOptions: driver.LoadOptions{Progress: cli.ProgressBar(os.Stderr)},
+		JIT:         jit.Options(), Command: "annotate", Log: os.Stderr,
 	}
 	return driver.Annotate(context.Background(), src, o, opts, outputTo(*output))
 }

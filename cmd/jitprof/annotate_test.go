@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jitprof/jitprof/internal/cli"
 	"github.com/jitprof/jitprof/internal/perftest"
 )
 
@@ -151,7 +152,7 @@ func hottest(insts []annotated) []annotated {
 
 func TestAnnotateUsage(t *testing.T) {
 	for _, args := range [][]string{{"a", "b"}, {"--asm-syntax", "plan9", "work_a"}} {
-		if err := runAnnotate(args); err != errUsage {
+		if err := runAnnotate(args); err != cli.ErrUsage {
 			t.Errorf("%q: %v, want a usage error", args, err)
 		}
 	}

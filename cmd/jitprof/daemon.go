@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/jitprof/jitprof/internal/cli"
 	"github.com/jitprof/jitprof/internal/daemon"
 	"github.com/jitprof/jitprof/internal/perfevent"
 	"github.com/jitprof/jitprof/internal/sampledb"
@@ -47,15 +48,15 @@ func runDaemon(args []string) error {
 	flush := fs.Duration("flush", daemon.DefaultFlushEvery, "write counts to the sample files this `often`")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), daemonUsage)
-		printFlags(fs)
+		cli.PrintFlags(fs)
 	}
-	pos, err := parseArgs(fs, args)
+	pos, err := cli.ParseArgs(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) == 0 {
 		fs.Usage()
-		return errUsage
+		return cli.ErrUsage
 	}
 	if *dir == "" {
 		*dir = daemon.DefaultDir()
@@ -70,7 +71,7 @@ func runDaemon(args []string) error {
 	}
 	if len(rest) != wantArgs {
 		fs.Usage()
-		return errUsage
+		return cli.ErrUsage
 	}
 	switch op {
 	case "start", "run":
@@ -113,7 +114,7 @@ func runDaemon(args []string) error {
 		return daemonStop(cfg.Dir)
 	}
 	fs.Usage()
-	return errUsage
+	return cli.ErrUsage
 }
 
 // daemonStart starts `jitprof daemon run` in the background, in its own

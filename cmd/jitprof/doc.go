@@ -4,5 +4,6 @@
 // the work: internal/driver for report and annotate (open the input,
 // bind the JIT handlers, load, filter, write), internal/record for
 // record, internal/dump, internal/pathtime and internal/pypyview for the
-// others.
+// others. Flag groups more than one command takes are internal/cli's;
+// web execs jitprof-web (cmd/jitprof-web), an executable of its own.
 package main

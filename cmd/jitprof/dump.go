@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/jitprof/jitprof/internal/cli"
 	"github.com/jitprof/jitprof/internal/dump"
 )
 
@@ -21,9 +22,9 @@ func runDump(args []string) error {
 	force := fs.Bool("force", false, "read a recording owned by neither you nor root, as perf -f does")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: jitprof dump [-i] [FILE] [--stats | --header-only]")
-		printFlags(fs)
+		cli.PrintFlags(fs)
 	}
-	pos, err := parseArgs(fs, args)
+	pos, err := cli.ParseArgs(fs, args)
 	if err != nil {
 		return err
 	}
@@ -33,7 +34,7 @@ func runDump(args []string) error {
 		path = pos[0]
 	case len(pos) > 1 || len(pos) == 1:
 		fs.Usage()
-		return errUsage
+		return cli.ErrUsage
 	case path == "":
 		path = "perf.data"
 	}

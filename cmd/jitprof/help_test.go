@@ -1,6 +1,8 @@
 package main
 
 import (
+	"errors"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -27,11 +29,7 @@ func TestVersionText(t *testing.T) {
 // jitprofBinary builds jitprof as a user would.
 func jitprofBinary(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "jitprof")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
+	return buildJitprof(t, t.TempDir())
 }
 
 // TestVersion: jitprof version and --version say what go version -m
@@ -121,16 +119,45 @@ func TestHelp(t *testing.T) {
 	}
 }
 
-func TestOptionMessage(t *testing.T) {
-	for in, want := range map[string]string{
-		"flag provided but not defined: -bogus\n":                  "unknown option --bogus\n",
-		"flag provided but not defined: -x\n":                      "unknown option -x\n",
-		`invalid value "-5x" for flag -freq: bad` + "\n":           `invalid value "-5x" for --freq: bad` + "\n",
-		`invalid value "abc" for flag -F: want a frequency` + "\n": `invalid value "abc" for -F: want a frequency` + "\n",
-		"flag needs an argument: -sort\n":                          "option needs an argument: --sort\n",
-	} {
-		if got := optionMessage(in); got != want {
-			t.Errorf("optionMessage(%q) = %q, want %q", in, got, want)
-		}
+// TestWebExecutable: jitprof web runs the jitprof-web beside jitprof (the
+// help test sees its usage); without one there or on PATH it says what to
+// build, and one that others may write is refused, as a handler's host.
+func TestWebExecutable(t *testing.T) {
+	built := jitprofBinary(t)
+	b, err := os.ReadFile(built)
+	if err != nil {
+		t.Fatal(err)
 	}
+	alone := filepath.Join(t.TempDir(), "jitprof")
+	if err := os.WriteFile(alone, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(alone, "web", "-i", "perf.data")
+	cmd.Env = append(os.Environ(), "PATH=/usr/bin:/bin")
+	out, err := cmd.CombinedOutput()
+	if code := exitCode(err); code != 1 || !strings.Contains(string(out), "jitprof web: the web view is its own executable, jitprof-web, found neither beside "+alone+" nor in $PATH: build it with go build") {
+		t.Errorf("jitprof web without jitprof-web: exit %d\n%s", code, out)
+	}
+
+	web := filepath.Join(filepath.Dir(built), "jitprof-web")
+	if err := os.Chmod(web, 0o775); err != nil {
+		t.Fatal(err)
+	}
+	out, err = exec.Command(built, "web", "-h").CombinedOutput()
+	if code := exitCode(err); code != 1 || !strings.Contains(string(out), "writable by its group or by others") {
+		t.Errorf("jitprof web with a group-writable jitprof-web: exit %d\n%s", code, out)
+	}
+}
+
+// exitCode is a command's exit status: 0 for no error, -1 when it did not
+// run or exit.
+func exitCode(err error) int {
+	if err == nil {
+		return 0
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	return -1
 }

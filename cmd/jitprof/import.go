@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/jitprof/jitprof/internal/cli"
 	"github.com/jitprof/jitprof/internal/daemon"
 	"github.com/jitprof/jitprof/internal/sampledb"
 )
@@ -22,15 +23,15 @@ func runImport(args []string) error {
 	force := fs.Bool("force", false, "read a recording owned by neither you nor root (as perf -f)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: jitprof import [--session NAME] [--session-dir DIR] [--separate ...] [perf.data]")
-		printFlags(fs)
+		cli.PrintFlags(fs)
 	}
-	pos, err := parseArgs(fs, args)
+	pos, err := cli.ParseArgs(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) > 1 {
 		fs.Usage()
-		return errUsage
+		return cli.ErrUsage
 	}
 	input := "perf.data"
 	if len(pos) == 1 {

@@ -14,15 +14,14 @@ import (
 	"github.com/jitprof/jitprof/internal/perftest"
 )
 
-// buildTools builds jitprof and minijit into a temporary directory.
+// buildTools builds jitprof (with jitprof-web) and minijit into a
+// temporary directory.
 func buildTools(t *testing.T) (jitprof, minijit string) {
 	t.Helper()
 	dir := t.TempDir()
-	jitprof, minijit = filepath.Join(dir, "jitprof"), filepath.Join(dir, "minijit")
-	for bin, pkg := range map[string]string{jitprof: ".", minijit: "../../examples/minijit"} {
-		if out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput(); err != nil {
-			t.Fatalf("go build %s: %v\n%s", pkg, err, out)
-		}
+	jitprof, minijit = buildJitprof(t, dir), filepath.Join(dir, "minijit")
+	if out, err := exec.Command("go", "build", "-o", minijit, "../../examples/minijit").CombinedOutput(); err != nil {
+		t.Fatalf("go build minijit: %v\n%s", err, out)
 	}
 	return jitprof, minijit
 }

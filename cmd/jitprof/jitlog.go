@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/jitprof/jitprof/internal/cli"
 	"github.com/jitprof/jitprof/jitlog"
 )
 
@@ -21,7 +22,7 @@ func jitlogMain(stdout, stderr io.Writer, args []string) error {
 	const synopsis = "usage: jitprof jitlog clean [--dir DIR]\n       jitprof jitlog dump [-p PID | DATABASE] [--force]"
 	if len(args) == 0 {
 		fmt.Fprintln(stderr, synopsis)
-		return errUsage
+		return cli.ErrUsage
 	}
 	switch args[0] {
 	case "clean":
@@ -32,12 +33,12 @@ func jitlogMain(stdout, stderr io.Writer, args []string) error {
 		fmt.Fprintln(stdout, synopsis)
 		for _, fs := range []*flag.FlagSet{jitlogCleanFlags(stdout, new(string)), jitlogDumpFlags(stdout, new(int), new(bool))} {
 			fmt.Fprintf(stdout, "\njitprof %s:\n", fs.Name())
-			printFlags(fs)
+			cli.PrintFlags(fs)
 		}
 		return flag.ErrHelp
 	}
 	fmt.Fprintln(stderr, synopsis)
-	return errUsage
+	return cli.ErrUsage
 }
 
 func jitlogCleanFlags(w io.Writer, dir *string) *flag.FlagSet {
@@ -46,7 +47,7 @@ func jitlogCleanFlags(w io.Writer, dir *string) *flag.FlagSet {
 	fs.StringVar(dir, "dir", jitlog.DefaultDir(), "the jitlog `directory`")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: jitprof jitlog clean [--dir DIR]  (removes the databases of processes that are gone)")
-		printFlags(fs)
+		cli.PrintFlags(fs)
 	}
 	return fs
 }
@@ -58,7 +59,7 @@ func jitlogDumpFlags(w io.Writer, pid *int, force *bool) *flag.FlagSet {
 	fs.BoolVar(force, "force", false, "read a database owned by another user than the process's (or yours), with several links, or over the size limit")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: jitprof jitlog dump [-p PID | DATABASE] [--force]")
-		printFlags(fs)
+		cli.PrintFlags(fs)
 	}
 	return fs
 }
@@ -68,13 +69,13 @@ func jitlogDumpFlags(w io.Writer, pid *int, force *bool) *flag.FlagSet {
 func jitlogClean(stdout, stderr io.Writer, args []string) error {
 	dir := new(string)
 	fs := jitlogCleanFlags(stderr, dir)
-	pos, err := parseArgs(fs, args)
+	pos, err := cli.ParseArgs(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 0 {
 		fs.Usage()
-		return errUsage
+		return cli.ErrUsage
 	}
 	removed, err := jitlog.Cleanup(*dir)
 	for _, p := range removed {
@@ -93,7 +94,7 @@ func jitlogClean(stdout, stderr io.Writer, args []string) error {
 func jitlogDump(stdout, stderr io.Writer, args []string) error {
 	pid, force := new(int), new(bool)
 	fs := jitlogDumpFlags(stderr, pid, force)
-	pos, err := parseArgs(fs, args)
+	pos, err := cli.ParseArgs(fs, args)
 	if err != nil {
 		return err
 	}
@@ -124,7 +125,7 @@ func database(fs *flag.FlagSet, pid int, pos []string) (path string, owner int, 
 		path = pos[0]
 	default:
 		fs.Usage()
-		return "", 0, errUsage
+		return "", 0, cli.ErrUsage
 	}
 	return path, owner, nil
 }

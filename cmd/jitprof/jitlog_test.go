@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jitprof/jitprof/internal/cli"
 	"github.com/jitprof/jitprof/jitlog"
 )
 
@@ -102,13 +103,13 @@ func TestJitlogCleanAndDump(t *testing.T) {
 func TestJitlogUsage(t *testing.T) {
 	for _, args := range [][]string{nil, {"frob"}, {"dump"}, {"dump", "-p", "1", "file"}, {"clean", "extra"}} {
 		var out, errOut bytes.Buffer
-		if err := jitlogMain(&out, &errOut, args); !errors.Is(err, errUsage) {
+		if err := jitlogMain(&out, &errOut, args); !errors.Is(err, cli.ErrUsage) {
 			t.Errorf("%q: %v, want a usage error", args, err)
 		}
 	}
 	var out, errOut bytes.Buffer
 	err := jitlogMain(&out, &errOut, []string{"dump", filepath.Join(t.TempDir(), "anon.1")})
-	if err == nil || errors.Is(err, errUsage) || !strings.Contains(err.Error(), "anon.1") {
+	if err == nil || errors.Is(err, cli.ErrUsage) || !strings.Contains(err.Error(), "anon.1") {
 		t.Errorf("dump of a missing file: %v, want an error naming it", err)
 	}
 }

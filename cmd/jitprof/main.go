@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"regexp"
 	"runtime/debug"
 	"sort"
-	"strings"
+
+	"github.com/jitprof/jitprof/internal/cli"
 )
 
 // command is one subcommand: `jitprof NAME ARGS...`.
@@ -67,7 +67,7 @@ func run(args []string, stderr io.Writer) int {
 		return int(st)
 	case errors.Is(err, flag.ErrHelp):
 		return 0
-	case errors.Is(err, errUsage):
+	case errors.Is(err, cli.ErrUsage):
 		return 2
 	}
 	fmt.Fprintf(stderr, "jitprof %s: %v\n", c.name, err)
@@ -85,71 +85,4 @@ func usage(w io.Writer) {
 		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
 	}
 	fmt.Fprintln(w, "\nRun 'jitprof help COMMAND' or 'jitprof COMMAND -h' for a command's options.")
-}
-
-// errUsage reports bad arguments after the usage has been printed.
-var errUsage = errors.New("usage")
-
-// parseArgs parses flags anywhere among the positional arguments, as perf
-// does (`jitprof dump FILE --stats`); everything after "--" is positional.
-func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
-	return parse(fs, args, false)
-}
-
-// parseCommand parses flags up to the first positional argument, which
-// starts a command line to run: `jitprof record -g ./app -flag` gives
-// -flag to the app, as perf record does.
-func parseCommand(fs *flag.FlagSet, args []string) ([]string, error) {
-	return parse(fs, args, true)
-}
-
-func parse(fs *flag.FlagSet, args []string, stopAtPositional bool) ([]string, error) {
-	// The flag package prints the usage on -h and on errors alike; asked
-	// for, it goes to stdout, where it can be paged, and after an error to
-	// stderr, after the error.
-	u, out := fs.Usage, fs.Output()
-	fs.Usage = func() {}
-	var msg strings.Builder // the flag package's error, told as users type options
-	fs.SetOutput(&msg)
-	defer func() { fs.Usage = u; fs.SetOutput(out) }()
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			fs.SetOutput(out)
-			if errors.Is(err, flag.ErrHelp) {
-				writeUsage(os.Stdout, fs, u)
-				return nil, err
-			}
-			fmt.Fprintf(out, "jitprof %s: %s", fs.Name(), optionMessage(msg.String()))
-			writeUsage(out, fs, u)
-			return nil, errUsage
-		}
-		rest := fs.Args()
-		// The flag package consumes a "--" it stops at; if it did, all
-		// that follows is positional.
-		if consumed := len(args) - len(rest); consumed > 0 && args[consumed-1] == "--" {
-			return append(pos, rest...), nil
-		}
-		if len(rest) == 0 {
-			return pos, nil
-		}
-		if stopAtPositional {
-			return append(pos, rest...), nil
-		}
-		pos = append(pos, rest[0])
-		args = rest[1:]
-	}
-}
-
-// longOption is a long option with the flag package's one dash.
-var longOption = regexp.MustCompile(`(^|[ :])-([A-Za-z][-A-Za-z0-9]+)`)
-
-// optionMessage rewrites the flag package's error messages with options
-// spelled as users type them: "flag provided but not defined: -bogus"
-// is "unknown option --bogus".
-func optionMessage(msg string) string {
-	msg = strings.Replace(msg, "flag provided but not defined: ", "unknown option ", 1)
-	msg = strings.Replace(msg, " for flag ", " for ", 1)
-	msg = strings.Replace(msg, "flag needs an argument: ", "option needs an argument: ", 1)
-	return longOption.ReplaceAllString(msg, "$1--$2")
 }

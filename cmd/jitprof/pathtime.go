@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jitprof/jitprof/internal/anon"
+	"github.com/jitprof/jitprof/internal/cli"
 	"github.com/jitprof/jitprof/internal/jitbundle"
 	"github.com/jitprof/jitprof/internal/pathtime"
 	"github.com/jitprof/jitprof/internal/pypylog"
@@ -35,9 +36,9 @@ func pathtimeMain(stdout, stderr io.Writer, args []string) error {
 	innerFlag := fs.String("inner-bridges", "ignore", "with --pypylog, the `policy` for bridges that jump back to their own loop: ignore (charged to the loop) or record (regions of their own)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: jitprof pathtime [-p PID | DATABASE] [-i perf.data] [--nested]\n       jitprof pathtime --pypylog FILE [--inner-bridges ignore|record] [-i perf.data [-p PID]]")
-		printFlags(fs)
+		cli.PrintFlags(fs)
 	}
-	pos, err := parseArgs(fs, args)
+	pos, err := cli.ParseArgs(fs, args)
 	if err != nil {
 		return err
 	}

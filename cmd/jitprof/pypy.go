@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/jitprof/jitprof/internal/anon"
+	"github.com/jitprof/jitprof/internal/cli"
 	"github.com/jitprof/jitprof/internal/jitbundle"
 	"github.com/jitprof/jitprof/internal/pypylog"
 	"github.com/jitprof/jitprof/internal/pypyview"
@@ -30,7 +31,7 @@ func pypyMain(stdout, stderr io.Writer, args []string) error {
 	}
 	if len(args) == 0 || args[0] != "loops" {
 		fmt.Fprintln(stderr, "usage: jitprof pypy loops [-i perf.data] [--pypylog FILE] [-p PID] [--traces] [--format text|json] [--percent-limit P]")
-		return errUsage
+		return cli.ErrUsage
 	}
 	fs := flag.NewFlagSet("pypy loops", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -43,15 +44,15 @@ func pypyMain(stdout, stderr io.Writer, args []string) error {
 	limit := fs.Float64("percent-limit", 0.5, "hide loops and bridges under this `percent` of the process's samples")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: jitprof pypy loops [-i perf.data] [--pypylog FILE] [-p PID] [--traces] [--format text|json] [--percent-limit P]")
-		printFlags(fs)
+		cli.PrintFlags(fs)
 	}
-	pos, err := parseArgs(fs, args[1:])
+	pos, err := cli.ParseArgs(fs, args[1:])
 	if err != nil {
 		return err
 	}
 	if len(pos) > 0 {
 		fs.Usage()
-		return errUsage
+		return cli.ErrUsage
 	}
 	if *format != "text" && *format != "json" {
 		return fmt.Errorf("--format %s: want text or json", *format)

@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/jitprof/jitprof/internal/cli"
 	"github.com/jitprof/jitprof/internal/linux"
 	"github.com/jitprof/jitprof/internal/perfevent"
 	"github.com/jitprof/jitprof/internal/record"
@@ -119,9 +120,9 @@ func recordFlags(args []string) (cfg record.Config, out string, quiet bool, err 
 	fs.BoolVar(&quiet, "quiet", false, "same as -q")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: jitprof record [-e EVENT] [-F HZ | -c PERIOD] [-g] [-a | -p PID[,PID] | -t TID] [-C CPUS] [-o FILE] [-m PAGES] [--duration D] [-q] [-- CMD ARGS]")
-		printFlags(fs)
+		cli.PrintFlags(fs)
 	}
-	cmdArgs, err := parseCommand(fs, args)
+	cmdArgs, err := cli.ParseCommand(fs, args)
 	if err != nil {
 		return cfg, "", false, err
 	}
@@ -129,7 +130,7 @@ func recordFlags(args []string) (cfg record.Config, out string, quiet bool, err 
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if (set["c"] || set["count"]) && (set["F"] || set["freq"]) {
 		fmt.Fprintln(fs.Output(), "jitprof record: -F and -c cannot both be given")
-		return cfg, "", false, errUsage
+		return cfg, "", false, cli.ErrUsage
 	}
 	// Without -F, cfg.Freq is 0: perf's 4000 Hz, or every hit of a tracepoint.
 	if cfg.PIDs, err = intList(*pids); err == nil {
@@ -140,7 +141,7 @@ func recordFlags(args []string) (cfg record.Config, out string, quiet bool, err 
 	}
 	if err != nil {
 		fmt.Fprintf(fs.Output(), "jitprof record: %v\n", err)
-		return cfg, "", false, errUsage
+		return cfg, "", false, cli.ErrUsage
 	}
 	targets := 0
 	for _, on := range []bool{cfg.SystemWide, len(cfg.PIDs) > 0, len(cfg.TIDs) > 0} {
@@ -153,7 +154,7 @@ func recordFlags(args []string) (cfg record.Config, out string, quiet bool, err 
 	if targets > 1 || targets == 0 && len(cmdArgs) == 0 {
 		fmt.Fprintln(fs.Output(), "jitprof record: give a command, or one of -a, -p and -t (with a command, it runs while they are recorded)")
 		fs.Usage()
-		return cfg, "", false, errUsage
+		return cfg, "", false, cli.ErrUsage
 	}
 	cfg.Command = cmdArgs
 	return cfg, out, quiet, nil

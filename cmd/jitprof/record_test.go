@@ -15,19 +15,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jitprof/jitprof/internal/cli"
 	"github.com/jitprof/jitprof/internal/linux"
 	"github.com/jitprof/jitprof/internal/perftest"
 	"github.com/jitprof/jitprof/perfdata"
 )
 
-// buildJitprof builds this command into dir.
+// buildJitprof builds this command into dir as the README does, with
+// jitprof-web beside it (jitprof web runs it), and returns jitprof's path.
 func buildJitprof(t *testing.T, dir string) string {
 	t.Helper()
-	bin := filepath.Join(dir, "jitprof")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-o", dir+"/", ".", "../jitprof-web").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	return bin
+	return filepath.Join(dir, "jitprof")
 }
 
 // countSamples reads a file as far as it goes; a recording in progress
@@ -261,7 +262,7 @@ func TestRecordUsage(t *testing.T) {
 		{"-F", "fast", "-a"},
 		{"--call-graph", "dwarf", "-a"}, // frame pointers only
 	} {
-		if err := runRecord(args); !errors.Is(err, errUsage) {
+		if err := runRecord(args); !errors.Is(err, cli.ErrUsage) {
 			t.Errorf("record %q: %v, want a usage error", args, err)
 		}
 	}

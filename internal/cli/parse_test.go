@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"flag"
@@ -29,12 +29,26 @@ func TestParse(t *testing.T) {
 		var pos []string
 		var err error
 		if c.command {
-			pos, err = parseCommand(fs, c.args)
+			pos, err = ParseCommand(fs, c.args)
 		} else {
-			pos, err = parseArgs(fs, c.args)
+			pos, err = ParseArgs(fs, c.args)
 		}
 		if err != nil || !reflect.DeepEqual(pos, c.pos) || *stats != c.stats {
 			t.Errorf("%q (command %v): %q, stats %v, %v; want %q, stats %v", c.args, c.command, pos, *stats, err, c.pos, c.stats)
+		}
+	}
+}
+
+func TestOptionMessage(t *testing.T) {
+	for in, want := range map[string]string{
+		"flag provided but not defined: -bogus\n":                  "unknown option --bogus\n",
+		"flag provided but not defined: -x\n":                      "unknown option -x\n",
+		`invalid value "-5x" for flag -freq: bad` + "\n":           `invalid value "-5x" for --freq: bad` + "\n",
+		`invalid value "abc" for flag -F: want a frequency` + "\n": `invalid value "abc" for -F: want a frequency` + "\n",
+		"flag needs an argument: -sort\n":                          "option needs an argument: --sort\n",
+	} {
+		if got := optionMessage(in); got != want {
+			t.Errorf("optionMessage(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

@@ -1,0 +1,95 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/jitprof/jitprof/internal/cli"
+	"github.com/jitprof/jitprof/internal/driver"
+	"github.com/jitprof/jitprof/internal/web"
+)
+
+func runWeb(args []string) error {
+	fs := flag.NewFlagSet("web", flag.ContinueOnError)
+	input := fs.String("i", "perf.data", "input `file`")
+	fs.StringVar(input, "input", "perf.data", "same as -i")
+	addr := fs.String("http", "localhost:0", "serve on `host:port` (port 0: a free one); another host than a loopback one lets anyone who reaches it read the profile")
+	open := fs.Bool("open", false, "open the view in a browser (not when CI is set)")
+	var filter cli.FilterFlags
+	filter.Register(fs)
+	var jit cli.AnonFlags
+	jit.Register(fs)
+	var sess cli.SessionFlags // the daemon's sessions: session.go
+	sess.Register(fs)
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: jitprof web [-i FILE | --session[=NAME] [SPEC...]] [--http HOST:PORT] [--open] [--anon-samples] [--comms ...] [--pid ...] [--tid ...] [--dsos ...] [--cpu ...]")
+		cli.PrintFlags(fs)
+	}
+	pos, err := cli.ParseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 && !sess.Enabled() {
+		fs.Usage()
+		return cli.ErrUsage
+	}
+	f, err := filter.Parse()
+	if err != nil {
+		fmt.Fprintf(fs.Output(), "jitprof web: %v\n", err)
+		return cli.ErrUsage
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	name := *input
+	if sess.Enabled() {
+		name = "the daemon's session"
+	}
+	load := func(ctx context.Context) (*web.Recording, error) {
+		var src driver.Source
+		if sess.Enabled() {
+			src, err = sess.Source(&jit, pos) // read again at each reload, as the daemon counts on
+		} else {
+			src, err = driver.OpenRecording(*input, jit.Force)
+		}
+		if err != nil {
+			return nil, err
+		}
+		// Lines and addresses: the source and disassembly views use them.
+		l, err := driver.Load(ctx, src, driver.Options{
+			LoadOptions: driver.LoadOptions{Lines: true, Addresses: true, Progress: cli.ProgressBar(os.Stderr)},
+			JIT:         jit.Options(), Filter: f, ExcludeJIT: true, Command: "web", Log: os.Stderr,
+		})
+		if err != nil {
+			return nil, err
+		}
+		return &web.Recording{Profile: l.Profile, Name: l.Name, Notes: l.Notes, Claims: l.Claims, Close: func() { l.Close() }}, nil
+	}
+	srv, err := web.New(ctx, web.Options{Load: load, Log: os.Stderr})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		srv.Close()
+		return err
+	}
+	// The address carries the server's token: only who has it may look.
+	url := srv.URL(ln.Addr())
+	fmt.Printf("jitprof web: serving %s on %s (Ctrl-C stops)\n", name, url)
+	if ta, ok := ln.Addr().(*net.TCPAddr); !ok || !ta.IP.IsLoopback() {
+		fmt.Fprintf(os.Stderr, "jitprof web: warning: listening on %s, not a loopback address: whoever reaches it can read the profile (command lines, paths, JIT code)\n", ln.Addr())
+	}
+	if *open {
+		if os.Getenv("CI") != "" {
+			fmt.Fprintln(os.Stderr, "jitprof web: CI is set: not opening a browser")
+		} else if err := web.OpenBrowser(url); err != nil {
+			fmt.Fprintf(os.Stderr, "jitprof web: %v\n", err)
+		}
+	}
+	return srv.Serve(ctx, ln)
+}

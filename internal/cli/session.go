@@ -1,0 +1,72 @@
+package cli
+
+import (
+	"flag"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/jitprof/jitprof/internal/daemon"
+	"github.com/jitprof/jitprof/internal/driver"
+	"github.com/jitprof/jitprof/internal/sampledb"
+	"github.com/jitprof/jitprof/internal/sessionsrc"
+)
+
+// SessionFlags are report's options for the daemon's sessions:
+// --session[=NAME] and --session-dir; the positional arguments are then
+// OProfile's profile specification (image:, lib-image:, event:, tgid:,
+// tid:, cpu:, session:, bare words meaning image:).
+type SessionFlags struct {
+	name string
+	on   bool
+	dir  string
+}
+
+// Register defines --session and --session-dir on fs.
+func (s *SessionFlags) Register(fs *flag.FlagSet) {
+	fs.Var((*sessionFlag)(s), "session", "report the daemon's session `NAME` (--session alone: current, or the first word if it names a session) instead of a recording; the arguments are then a profile specification: image:, lib-image:, event:, count:, tgid:, tid:, cpu:, session:, bare words for image:")
+	fs.StringVar(&s.dir, "session-dir", "", "the daemon's session `directory` (default as jitprof daemon's)")
+}
+
+// sessionFlag is --session with an optional value.
+type sessionFlag SessionFlags
+
+func (s *sessionFlag) String() string   { return s.name }
+func (s *sessionFlag) IsBoolFlag() bool { return true }
+func (s *sessionFlag) Set(v string) error {
+	s.on = true
+	if v != "true" {
+		s.name = v
+	}
+	return nil
+}
+
+func (s *SessionFlags) Enabled() bool { return s.on }
+
+// Source returns the driver's Source of the sessions, with words the
+// profile specification.
+func (s *SessionFlags) Source(jit *AnonFlags, words []string) (driver.Source, error) {
+	dir := s.dir
+	if dir == "" {
+		dir = daemon.DefaultDir()
+	}
+	avail, err := sampledb.Sessions(dir)
+	if err != nil {
+		return nil, err
+	}
+	if len(avail) == 0 {
+		return nil, fmt.Errorf("%s: no sessions (jitprof daemon start records one)", dir)
+	}
+	name := s.name
+	if name == "" && len(words) > 0 && !strings.Contains(words[0], ":") && slices.Contains(avail, words[0]) {
+		name, words = words[0], words[1:]
+	}
+	if name != "" {
+		words = append([]string{"session:" + name}, words...)
+	}
+	spec, err := sampledb.ParseSpec(words)
+	if err != nil {
+		return nil, err
+	}
+	return sessionsrc.NewSession(dir, spec, avail, jit.Force), nil
+}
