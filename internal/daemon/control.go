@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -36,36 +35,11 @@ type response struct {
 	Status *Status `json:"status,omitempty"`
 }
 
-// listen makes the control socket, readable and writable by the
-// daemon's user only (the umask is tightened around its creation: a
-// chmod after bind would leave a moment in which anyone could connect).
-func listen(dir string) (*net.UnixListener, error) {
-	path := filepath.Join(dir, SocketFile)
-	// A socket left by a killed daemon: the session lock, which this
-	// process holds, says no other daemon uses it.
-	if fi, err := os.Lstat(path); err == nil && fi.Mode()&fs.ModeSocket != 0 {
-		os.Remove(path)
-	}
-	old := unix.Umask(0o077)
-	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
-	unix.Umask(old)
-	if err != nil {
-		return nil, fmt.Errorf("control socket: %w", err)
-	}
-	ln.SetUnlinkOnClose(true)
-	// The umask made it 0700; a socket needs no x.
-	if err := os.Chmod(path, 0o600); err != nil {
-		ln.Close()
-		return nil, err
-	}
-	return ln, nil
-}
-
 // serve hands each connection's request to the daemon's loop, which
 // owns the database, and writes its answer back.
-func serve(ln *net.UnixListener, reqs chan<- request) {
+func serve(ln *listener, reqs chan<- request) {
 	for {
-		c, err := ln.AcceptUnix()
+		c, err := ln.accept()
 		if err != nil {
 			return
 		}
@@ -94,7 +68,7 @@ var ErrNotRunning = errors.New("no daemon is running")
 // Ask sends a request to the daemon of session directory dir and returns
 // its status after the request.
 func Ask(dir, op, name string) (*Status, error) {
-	c, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: filepath.Join(dir, SocketFile), Net: "unix"})
+	c, err := dial(filepath.Join(dir, SocketFile))
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ECONNREFUSED) {
 			return nil, fmt.Errorf("%s: %w", dir, ErrNotRunning)

@@ -1,10 +1,15 @@
 package daemon
 
 import (
+	"bufio"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -34,5 +39,121 @@ func TestRunningReadsPIDFileSafely(t *testing.T) {
 		if pid, stale, _ := Running(dir); pid != 0 || !stale {
 			t.Errorf("a pid file another user owns: %d, stale %v; want it disregarded", pid, stale)
 		}
+	}
+}
+
+// TestControlSocket: the control socket is made over a stale one, mode
+// 0600; a request and its answer cross it, a line that is no request is
+// answered so; closing the listener ends serve's pending accept and
+// removes the socket file, after which Ask finds no daemon.
+func TestControlSocket(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, SocketFile)
+	staleSocket(t, path)
+	ln, err := listen(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(path); err != nil || fi.Mode()&fs.ModeSocket == 0 || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("the socket: %v, %v; want a socket of mode 0600", fi.Mode(), err)
+	}
+	reqs := make(chan request)
+	served := make(chan struct{})
+	go func() {
+		serve(ln, reqs)
+		close(served)
+	}()
+	go func() {
+		for r := range reqs {
+			r.reply <- response{Status: &Status{PID: 42, Target: r.Op + " " + r.Name}}
+		}
+	}()
+	defer close(reqs)
+
+	st, err := Ask(dir, "save", "x")
+	if err != nil || st == nil || st.PID != 42 || st.Target != "save x" {
+		t.Fatalf("Ask: %+v, %v; want pid 42, target \"save x\"", st, err)
+	}
+	c, err := dial(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.SetDeadline(time.Now().Add(time.Minute))
+	c.WriteString("no json\n")
+	if line, err := bufio.NewReader(c).ReadString('\n'); err != nil || !strings.Contains(line, "bad request") {
+		t.Errorf("a line that is no request: %q, %v; want a bad request error", line, err)
+	}
+	c.Close()
+
+	if err := ln.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-served:
+	case <-time.After(10 * time.Second):
+		t.Fatal("serve still accepting after the listener was closed")
+	}
+	if _, err := os.Lstat(path); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the socket file after Close: %v; want it removed", err)
+	}
+	if _, err := Ask(dir, "status", ""); !errors.Is(err, ErrNotRunning) {
+		t.Errorf("Ask after Close: %v; want ErrNotRunning", err)
+	}
+}
+
+// TestAskNoDaemon: Ask on a directory with no socket, or with a socket
+// a killed daemon left (no one listens: ECONNREFUSED), says no daemon
+// runs there and names the directory.
+func TestAskNoDaemon(t *testing.T) {
+	dir := t.TempDir()
+	_, err := Ask(dir, "status", "")
+	if !errors.Is(err, ErrNotRunning) || !strings.Contains(err.Error(), dir) {
+		t.Errorf("no socket: %v; want ErrNotRunning naming %s", err, dir)
+	}
+	staleSocket(t, filepath.Join(dir, SocketFile))
+	if _, err := Ask(dir, "status", ""); !errors.Is(err, ErrNotRunning) {
+		t.Errorf("a stale socket: %v; want ErrNotRunning", err)
+	}
+}
+
+// TestSocketPathTooLong: a session directory too deep for sockaddr_un
+// gets an error naming the socket's path, from listen and from Ask.
+func TestSocketPathTooLong(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), strings.Repeat("d", 120))
+	path := filepath.Join(dir, SocketFile)
+	if _, err := listen(dir); err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "too long") {
+		t.Errorf("listen: %v; want a path too long error naming %s", err, path)
+	}
+	if _, err := Ask(dir, "status", ""); err == nil || errors.Is(err, ErrNotRunning) || !strings.Contains(err.Error(), "too long") {
+		t.Errorf("Ask: %v; want a path too long error", err)
+	}
+}
+
+// TestSocketRelativeAt: a relative session directory whose name starts
+// with @ still gets a socket file, not an abstract socket.
+func TestSocketRelativeAt(t *testing.T) {
+	t.Chdir(t.TempDir())
+	os.Mkdir("@s", 0o700)
+	ln, err := listen("@s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	if fi, err := os.Lstat(filepath.Join("@s", SocketFile)); err != nil || fi.Mode()&fs.ModeSocket == 0 {
+		t.Errorf("@s/%s: %v, %v; want a socket", SocketFile, fi, err)
+	}
+}
+
+// staleSocket leaves at path a socket no one listens on, as a killed
+// daemon does.
+func staleSocket(t *testing.T, path string) {
+	t.Helper()
+	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	if err := unix.Bind(fd, &unix.SockaddrUnix{Name: path}); err != nil {
+		t.Fatal(err)
 	}
 }

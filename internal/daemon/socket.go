@@ -1,0 +1,169 @@
+package daemon
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// The control socket is made with golang.org/x/sys/unix rather than the
+// net package: importing net links runtime/cgo (for its DNS resolver)
+// into the binary, which costs every jitprof command about 3 ms of
+// start-up. Its descriptors are non-blocking and wrapped in an os.File,
+// so that reads, writes, accepts and connects wait in the runtime's
+// poller, and deadlines and Close work on them as on a net.Conn.
+
+// listener is a listening unix socket; Close wakes a pending accept and
+// removes the socket file (what net.UnixListener.SetUnlinkOnClose did).
+type listener struct {
+	f    *os.File
+	path string
+}
+
+// sockaddr is path's unix socket address, or an error naming path if it
+// is too long for sockaddr_un.
+func sockaddr(path string) (*unix.SockaddrUnix, error) {
+	// A leading @ would name a socket in the abstract namespace, not
+	// the file.
+	if strings.HasPrefix(path, "@") {
+		path = "./" + path
+	}
+	// sun_path holds the path and its NUL.
+	if limit := len(unix.RawSockaddrUnix{}.Path) - 1; len(path) > limit {
+		return nil, fmt.Errorf("control socket %s: path too long for a unix socket (%d bytes, at most %d)", path, len(path), limit)
+	}
+	return &unix.SockaddrUnix{Name: path}, nil
+}
+
+func socket(path string) (int, error) {
+	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return -1, fmt.Errorf("control socket %s: %w", path, os.NewSyscallError("socket", err))
+	}
+	return fd, nil
+}
+
+// listen makes the control socket, readable and writable by the
+// daemon's user only (the umask is tightened around its creation: a
+// chmod after bind would leave a moment in which anyone could connect).
+func listen(dir string) (*listener, error) {
+	path := filepath.Join(dir, SocketFile)
+	sa, err := sockaddr(path)
+	if err != nil {
+		return nil, err
+	}
+	// A socket left by a killed daemon: the session lock, which this
+	// process holds, says no other daemon uses it.
+	if fi, err := os.Lstat(path); err == nil && fi.Mode()&fs.ModeSocket != 0 {
+		os.Remove(path)
+	}
+	fd, err := socket(path)
+	if err != nil {
+		return nil, err
+	}
+	old := unix.Umask(0o077)
+	err = unix.Bind(fd, sa)
+	unix.Umask(old)
+	if err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("control socket %s: %w", path, os.NewSyscallError("bind", err))
+	}
+	if err := unix.Listen(fd, unix.SOMAXCONN); err != nil {
+		unix.Close(fd)
+		os.Remove(path)
+		return nil, fmt.Errorf("control socket %s: %w", path, os.NewSyscallError("listen", err))
+	}
+	ln := &listener{f: os.NewFile(uintptr(fd), path), path: path}
+	// The umask made it 0700; a socket needs no x.
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	return ln, nil
+}
+
+// accept waits for a connection; it fails once ln is closed.
+func (ln *listener) accept() (*os.File, error) {
+	rc, err := ln.f.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	var nfd int
+	var aerr error
+	err = rc.Read(func(fd uintptr) bool {
+		for {
+			nfd, _, aerr = unix.Accept4(int(fd), unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC)
+			// ECONNABORTED: a client gave up while queued.
+			if aerr != unix.EINTR && aerr != unix.ECONNABORTED {
+				return aerr != unix.EAGAIN // EAGAIN: wait in the poller
+			}
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("control socket %s: %w", ln.path, err)
+	}
+	if aerr != nil {
+		return nil, fmt.Errorf("control socket %s: %w", ln.path, os.NewSyscallError("accept4", aerr))
+	}
+	return os.NewFile(uintptr(nfd), ln.path), nil
+}
+
+// Close stops listening and removes the socket file; only the first
+// Close removes it.
+func (ln *listener) Close() error {
+	if err := ln.f.Close(); err != nil {
+		return err
+	}
+	return os.Remove(ln.path)
+}
+
+// dial connects to the unix socket at path. A missing socket file gives
+// an error that is fs.ErrNotExist, a socket no one listens on one that
+// is ECONNREFUSED.
+func dial(path string) (*os.File, error) {
+	sa, err := sockaddr(path)
+	if err != nil {
+		return nil, err
+	}
+	fd, err := socket(path)
+	if err != nil {
+		return nil, err
+	}
+	cerr := unix.Connect(fd, sa)
+	f := os.NewFile(uintptr(fd), path)
+	// A unix socket connects at once or fails (EAGAIN when the
+	// listener's backlog is full, as with net.Dial); should it be in
+	// progress, wait until it is writable and ask how the connect went.
+	if cerr == unix.EINPROGRESS || cerr == unix.EINTR {
+		cerr = nil
+		rc, err := f.SyscallConn()
+		if err == nil {
+			err = rc.Write(func(fd uintptr) bool {
+				n, err := unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_ERROR)
+				if err == nil && n != 0 {
+					err = unix.Errno(n)
+				}
+				if err != nil {
+					cerr = err
+					return true
+				}
+				// No error yet: connected, or still connecting.
+				_, err = unix.Getpeername(int(fd))
+				return err == nil
+			})
+		}
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("control socket %s: connect: %w", path, err)
+		}
+	}
+	if cerr != nil {
+		f.Close()
+		return nil, fmt.Errorf("control socket %s: %w", path, os.NewSyscallError("connect", cerr))
+	}
+	return f, nil
+}
