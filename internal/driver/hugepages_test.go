@@ -12,8 +12,8 @@ import (
 // since there the collection Heap runs costs more than huge pages save.
 func TestHugePagesForBigRecordings(t *testing.T) {
 	defer func(f func(int) bool) { adviseHeap = f }(adviseHeap)
-	asked := 0
-	adviseHeap = func(int) bool { asked++; return true }
+	asked, size := 0, 0
+	adviseHeap = func(n int) bool { asked, size = asked+1, n; return true }
 	a := &perfdata.Attr{Type: perfdata.TypeSoftware, SamplePeriod: 1000,
 		SampleType: perfdata.SampleIP | perfdata.SampleTID | perfdata.SampleTime | perfdata.SamplePeriod,
 		Flags:      perfdata.FlagSampleIDAll | perfdata.FlagComm, IDs: []uint64{1}}
@@ -34,10 +34,27 @@ func TestHugePagesForBigRecordings(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		size := r.File().DataSize
+		dataSize := r.File().DataSize
 		r.Close()
 		if asked != c.asks {
-			t.Errorf("%s (%d bytes of data): huge pages asked for %d times on opening, want %d", c.name, size, asked, c.asks)
+			t.Errorf("%s (%d bytes of data): huge pages asked for %d times on opening, want %d", c.name, dataSize, asked, c.asks)
+		}
+		if c.asks > 0 && size != 32<<20 {
+			t.Errorf("%s (%d bytes of data): huge pages asked for %d bytes of heap, want 32 MiB", c.name, dataSize, size)
+		}
+	}
+}
+
+// TestHeapBlock: the heap advised is half the data, within 32 and 256
+// MiB, and the most for a stream.
+func TestHeapBlock(t *testing.T) {
+	for _, c := range []struct {
+		data int64
+		pipe bool
+		want int
+	}{{4 << 20, false, 32 << 20}, {195 << 20, false, 195 << 19}, {1 << 30, false, 256 << 20}, {0, true, 256 << 20}} {
+		if got := heapBlock(&perfdata.File{DataSize: c.data, Pipe: c.pipe}); got != c.want {
+			t.Errorf("%d bytes of data (stream %v): %d, want %d", c.data, c.pipe, got, c.want)
 		}
 	}
 }

@@ -2,13 +2,17 @@ package hugepages
 
 import (
 	"bufio"
+	"fmt"
 	"os"
+	"os/exec"
 	"runtime"
 	"runtime/debug"
 	"strconv"
 	"strings"
 	"testing"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestHeap: Heap runs one collection, to free its block (its allocation
@@ -75,4 +79,41 @@ func TestHeap(t *testing.T) {
 		}
 	}
 	t.Fatalf("no mapping in /proc/self/smaps holds %#x", addr)
+}
+
+// TestHeapGuard: in a young program, as jitprof is when it opens a
+// recording, the guard lies just below the block, and no page of the
+// huge page's range that holds the block's start is in memory, so the
+// first allocations after Heap fault in whole huge pages. It runs in a
+// child process: the test binary's heap is not young.
+func TestHeapGuard(t *testing.T) {
+	if os.Getenv("JITPROF_HEAP_GUARD_CHILD") == "1" {
+		Heap(64 << 20)
+		g := uintptr(unsafe.Pointer(unsafe.SliceData(guard)))
+		if g+guardSize != lastBlock {
+			fmt.Printf("guard %#x-%#x, block at %#x: not just below it\n", g, g+guardSize, lastBlock)
+			os.Exit(1)
+		}
+		lo := lastBlock &^ (hugePage - 1)
+		if lo == lastBlock {
+			os.Exit(0) // the block starts a range of its own
+		}
+		vec := make([]byte, (lastBlock-lo)/uintptr(os.Getpagesize()))
+		if _, _, errno := unix.Syscall(unix.SYS_MINCORE, lo, lastBlock-lo, uintptr(unsafe.Pointer(&vec[0]))); errno != 0 {
+			fmt.Printf("mincore: %v\n", errno)
+			os.Exit(1)
+		}
+		for i, v := range vec {
+			if v&1 != 0 {
+				fmt.Printf("page %#x, below the block at %#x in its huge page's range, is in memory\n", lo+uintptr(i*os.Getpagesize()), lastBlock)
+				os.Exit(1)
+			}
+		}
+		os.Exit(0)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHeapGuard$")
+	cmd.Env = append(os.Environ(), "JITPROF_HEAP_GUARD_CHILD=1")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("%v\n%s", err, out)
+	}
 }
