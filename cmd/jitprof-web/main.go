@@ -1,9 +1,6 @@
 package main
 
 import (
-	"errors"
-	"flag"
-	"fmt"
 	"os"
 	"runtime/debug"
 
@@ -17,13 +14,5 @@ func main() {
 	if _, set := os.LookupEnv("GOGC"); !set {
 		debug.SetGCPercent(400)
 	}
-	err := runWeb(os.Args[1:])
-	switch {
-	case err == nil, errors.Is(err, flag.ErrHelp):
-		os.Exit(0)
-	case errors.Is(err, cli.ErrUsage):
-		os.Exit(2)
-	}
-	fmt.Fprintf(os.Stderr, "jitprof web: %v\n", err)
-	os.Exit(1)
+	os.Exit(cli.ExitStatus("web", runWeb(os.Args[1:]), os.Stderr))
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -59,19 +58,10 @@ func run(args []string, stderr io.Writer) int {
 		return 2
 	}
 	err := c.run(args[1:])
-	var st exitStatus
-	switch {
-	case err == nil:
-		return 0
-	case errors.As(err, &st):
+	if st := exitStatus(0); errors.As(err, &st) {
 		return int(st)
-	case errors.Is(err, flag.ErrHelp):
-		return 0
-	case errors.Is(err, cli.ErrUsage):
-		return 2
 	}
-	fmt.Fprintf(stderr, "jitprof %s: %v\n", c.name, err)
-	return 1
+	return cli.ExitStatus(c.name, err, stderr)
 }
 
 func usage(w io.Writer) {

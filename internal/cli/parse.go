@@ -15,6 +15,20 @@ import (
 // ErrUsage reports bad arguments after the usage has been printed.
 var ErrUsage = errors.New("usage")
 
+// ExitStatus is what jitprof exits with after command name returned err:
+// 0 for none or for -h, 2 for bad arguments (the usage said why), and
+// otherwise 1, once err is written to stderr.
+func ExitStatus(name string, err error, stderr io.Writer) int {
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.Is(err, ErrUsage):
+		return 2
+	}
+	fmt.Fprintf(stderr, "jitprof %s: %v\n", name, err)
+	return 1
+}
+
 // ParseArgs parses flags anywhere among the positional arguments, as perf
 // does (`jitprof dump FILE --stats`); everything after "--" is positional.
 func ParseArgs(fs *flag.FlagSet, args []string) ([]string, error) {

@@ -1,9 +1,12 @@
 package cli
 
 import (
+	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -49,6 +52,24 @@ func TestOptionMessage(t *testing.T) {
 	} {
 		if got := optionMessage(in); got != want {
 			t.Errorf("optionMessage(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestExitStatus(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		code int
+		msg  string
+	}{
+		{nil, 0, ""},
+		{flag.ErrHelp, 0, ""},
+		{fmt.Errorf("report: %w", ErrUsage), 2, ""},
+		{errors.New("no perf.data"), 1, "jitprof web: no perf.data\n"},
+	} {
+		var b strings.Builder
+		if code := ExitStatus("web", c.err, &b); code != c.code || b.String() != c.msg {
+			t.Errorf("ExitStatus(%v) = %d, wrote %q; want %d, %q", c.err, code, b.String(), c.code, c.msg)
 		}
 	}
 }
