@@ -123,7 +123,9 @@ func (ln *listener) Close() error {
 
 // dial connects to the unix socket at path. A missing socket file gives
 // an error that is fs.ErrNotExist, a socket no one listens on one that
-// is ECONNREFUSED.
+// is ECONNREFUSED. A unix socket connects at once or fails, never "in
+// progress" (EAGAIN when the listener's backlog is full, as with
+// net.Dial).
 func dial(path string) (*os.File, error) {
 	sa, err := sockaddr(path)
 	if err != nil {
@@ -133,37 +135,9 @@ func dial(path string) (*os.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	cerr := unix.Connect(fd, sa)
-	f := os.NewFile(uintptr(fd), path)
-	// A unix socket connects at once or fails (EAGAIN when the
-	// listener's backlog is full, as with net.Dial); should it be in
-	// progress, wait until it is writable and ask how the connect went.
-	if cerr == unix.EINPROGRESS || cerr == unix.EINTR {
-		cerr = nil
-		rc, err := f.SyscallConn()
-		if err == nil {
-			err = rc.Write(func(fd uintptr) bool {
-				n, err := unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_ERROR)
-				if err == nil && n != 0 {
-					err = unix.Errno(n)
-				}
-				if err != nil {
-					cerr = err
-					return true
-				}
-				// No error yet: connected, or still connecting.
-				_, err = unix.Getpeername(int(fd))
-				return err == nil
-			})
-		}
-		if err != nil {
-			f.Close()
-			return nil, fmt.Errorf("control socket %s: connect: %w", path, err)
-		}
+	if err := unix.Connect(fd, sa); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("control socket %s: %w", path, os.NewSyscallError("connect", err))
 	}
-	if cerr != nil {
-		f.Close()
-		return nil, fmt.Errorf("control socket %s: %w", path, os.NewSyscallError("connect", cerr))
-	}
-	return f, nil
+	return os.NewFile(uintptr(fd), path), nil
 }
