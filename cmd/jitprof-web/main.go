@@ -3,11 +3,18 @@ package main
 import (
 	"os"
 	"runtime/debug"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/jitprof/jitprof/internal/cli"
 )
 
 func main() {
+	// jitprof runs this file through the descriptor it checked
+	// (/proc/self/fd/N), which the kernel makes the process's name:
+	// give ps, top and perf the executable's.
+	unix.Prctl(unix.PR_SET_NAME, uintptr(unsafe.Pointer(&[]byte("jitprof-web\x00")[0])), 0, 0, 0)
 	// As every jitprof command but the daemon (cmd/jitprof's main): a
 	// profile loaded once and kept is not worth collecting at every
 	// doubling of the heap; a GOGC the user set wins.

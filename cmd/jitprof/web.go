@@ -29,13 +29,16 @@ func runWeb(args []string) error {
 		return err
 	}
 	// Code jitprof runs, as root often: it passes the checks an anon
-	// handler's host passes (docs/security.md, "Code jitprof runs").
+	// handler's host passes (docs/security.md, "Code jitprof runs"), and
+	// what runs is the file checked, through its descriptor, not
+	// whatever the path names by then.
 	f, err := trust.OpenCode(path)
 	if err != nil {
 		return fmt.Errorf("%s: %w", webCommand, err)
 	}
-	f.Close()
-	return unix.Exec(path, append([]string{path}, args...), os.Environ())
+	defer f.Close()
+	err = unix.Exec(fmt.Sprintf("/proc/self/fd/%d", f.Fd()), append([]string{path}, args...), os.Environ())
+	return fmt.Errorf("%s: %w", path, err)
 }
 
 // webExecutable finds jitprof-web beside this executable, as go build -o

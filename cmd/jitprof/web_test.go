@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -214,6 +215,11 @@ func startWeb(t *testing.T, jitprof string, env []string, args ...string) (strin
 	m := regexp.MustCompile(`on (http://127\.0\.0\.1:\d+/\?t=[0-9a-f]{32}) `).FindStringSubmatch(line)
 	if m == nil {
 		t.Fatalf("jitprof web printed %q (%v), no address\n%s", line, err, stderr.String())
+	}
+	// jitprof ran jitprof-web through the descriptor it checked, and
+	// jitprof-web took back its name.
+	if comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", cmd.Process.Pid)); err != nil || string(comm) != "jitprof-web\n" {
+		t.Errorf("jitprof web runs as %q (%v), want jitprof-web", comm, err)
 	}
 	return m[1], stderr.String
 }
