@@ -2,9 +2,9 @@
 // cmd/jitprof-web, share on their command lines: flags parsed anywhere
 // among the positional arguments as perf parses them, errors and usage
 // that spell options as users type them (--name, -x), the exit status a
-// command's error gives, and the flag groups
-// more than one command takes: the JIT options (AnonFlags), perf report's
-// sample filters (FilterFlags) and the daemon's sessions (SessionFlags).
+// command's error gives, and the flag groups more than one command takes:
+// the JIT options (AnonFlags), perf report's sample filters (FilterFlags)
+// and the daemon's sessions (SessionFlags).
 // Each group turns its flags into the options of internal/driver; none
 // does any work of its own.
 package cli
