@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -358,7 +359,25 @@ func TestTornRecord(t *testing.T) {
 	}
 }
 
+// TestTail polls a database step by step: each poll returns what the
+// step logged, a pending record holds back those after it, and a torn
+// one is skipped with ErrTorn once its writer is gone. With the TSC on
+// (forced where the kernel does not keep time by it: the tail reads the
+// stamps as numbers) Enter and Exit also log clock records.
 func TestTail(t *testing.T) {
+	for _, tsc := range []bool{false, true} {
+		t.Run(fmt.Sprint("tsc=", tsc), func(t *testing.T) {
+			if tsc && runtime.GOARCH != "amd64" {
+				t.Skip("the logger stamps the TSC on x86-64 only")
+			}
+			defer func(v func() bool) { useTSC = v }(useTSC)
+			useTSC = func() bool { return tsc }
+			testTail(t)
+		})
+	}
+}
+
+func testTail(t *testing.T) {
 	l := openTest(t, Options{Name: "tailed"})
 	defer l.Close()
 	tl, err := OpenTail(l.Path(), nil)
@@ -368,11 +387,32 @@ func TestTail(t *testing.T) {
 	defer tl.Close()
 	alive := true
 	tl.Alive = func(*Header) bool { return alive }
+	// After the two clock records at open, the logger writes another
+	// whenever the TSC passes its next calibration point, which Enter
+	// and Exit check: how many fall between two steps depends on the
+	// machine's speed, not on what the step did. Each step's records
+	// are compared without them, and those are checked to be clocks.
+	// calibrateNow makes the next Enter or Exit due for one, as a slow
+	// step would, so that the test meets the case on every machine.
+	opened, clocks := false, 0
+	calibrateNow := func() {
+		if l.tsc {
+			l.nextCal.Store(0)
+		}
+	}
 	kinds := func(recs []Record) []Kind {
 		var ks []Kind
 		for _, r := range recs {
+			if r.Kind() == KindClock && opened {
+				if c, ok := r.(*ClockRecord); !ok || c.TSC == 0 || c.Time == 0 {
+					t.Errorf("clock record %+v: want a TSC and a time", r)
+				}
+				clocks++
+				continue
+			}
 			ks = append(ks, r.Kind())
 		}
+		opened = true
 		return ks
 	}
 	steps := []struct {
@@ -386,10 +426,14 @@ func TestTail(t *testing.T) {
 		{"one load", func() { l.CodeLoad(1, 1, "a", nil) }, []Kind{KindCodeLoad}, nil},
 		{"pending holds back", func() {
 			l.reserve(exitSize)
+			calibrateNow()
 			l.Enter(1, 1)
 		}, nil, nil},
 		{"writer died: torn skipped", func() { alive = false }, []Kind{KindRegionEnter}, ErrTorn},
-		{"goes on after torn", func() { l.Exit(1) }, []Kind{KindRegionExit}, nil},
+		{"goes on after torn", func() {
+			calibrateNow()
+			l.Exit(1)
+		}, []Kind{KindRegionExit}, nil},
 	}
 	for _, s := range steps {
 		s.do()
@@ -400,6 +444,9 @@ func TestTail(t *testing.T) {
 		if got := kinds(recs); !reflect.DeepEqual(got, s.want) {
 			t.Fatalf("%s: got %v, want %v", s.name, got, s.want)
 		}
+	}
+	if l.tsc && clocks < 2 {
+		t.Errorf("%d clock records after the open's, want the two the steps made due", clocks)
 	}
 }
 
