@@ -14,16 +14,42 @@ import (
 	"github.com/jitprof/jitprof/perfdata"
 )
 
-// libcSource spends its time in libc (memset, memchr) through the PLT.
+// libcSource spends its time in libc through the PLT: memset and
+// memchr, half each, in turns of 10 ms of CPU time, until it has used
+// the CPU time its argument gives (in ms). memchr scans the whole
+// buffer for the zero at its end, so its share is its turns' and not
+// the machine's speed. Bounded by CPU time, not by a count of calls, the
+// run has the same number of cpu-clock samples and the same rows on a
+// machine several times faster or slower, loaded or not.
 const libcSource = `#include <string.h>
 #include <stdlib.h>
+#include <time.h>
 static volatile char sink;
+static double cpu_ms(void) {
+	struct timespec t;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+	return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
 int main(int argc, char **argv) {
-	long n = argc > 1 ? atol(argv[1]) : 2000;
-	char *buf = malloc(1 << 20);
-	for (long i = 0; i < n; i++) {
-		memset(buf, (int)i, 1 << 20);
-		sink = *(char *)memchr(buf, (int)i & 0xff, 1 << 20);
+	double ms = argc > 1 ? atof(argv[1]) : 500;
+	size_t n = 1 << 20;
+	char *buf = malloc(n);
+	double end = cpu_ms() + ms;
+	for (int turn = 0; cpu_ms() < end; turn++) {
+		double until = cpu_ms() + 10;
+		/* The clock is read every 32 calls (a millisecond or two),
+		   so that reading it stays far below the 1% rows whose trees
+		   are compared. */
+		while (cpu_ms() < until) {
+			for (int i = 0; i < 32; i++) {
+				if (turn % 2 == 0) {
+					memset(buf, 1 + turn % 200, n - 1);
+					buf[n - 1] = 0;
+				} else {
+					sink = *(char *)memchr(buf, 0, n);
+				}
+			}
+		}
 	}
 	return 0;
 }
@@ -58,7 +84,9 @@ func TestAgreesWithPerf(t *testing.T) {
 		images []string // compare only these images' rows; nil: all
 	}{
 		{"fp", []string{"-g", "-F", "4000", "--", busy, "100", "1", "1"}, nil},
-		{"libc", []string{"-g", "-c", "100000", "--", libc, "3000"}, nil},
+		// 600 ms of CPU at one sample in 100 µs: 6,000 samples, 3,000 in
+		// each of memset and memchr, whatever the machine's speed.
+		{"libc", []string{"-g", "-c", "100000", "--", libc, "600"}, nil},
 		{"system", []string{"-a", "-g", "-F", "2000", "--", busy, "100", "1"}, system},
 		// Samples in execve after the exec's COMM still carry the old
 		// image's addresses, and a child's exec may be written before
