@@ -100,9 +100,14 @@ func Stats(t testing.TB, path string) map[string]uint64 {
 
 // BusySource is a CPU-bound C workload with two functions whose time
 // splits about 1:2, built with frame pointers so -g callchains are whole.
+// Each thread works until it has used its CPU time (the first argument,
+// in units of 3 ms), not for a count of calls: cpu-clock and task-clock
+// sample by CPU time, so a run has the same number of samples on a
+// machine several times faster or slower than this one, loaded or not.
 const BusySource = `#include <stdio.h>
 #include <stdlib.h>
 #include <pthread.h>
+#include <time.h>
 #include <unistd.h>
 #include <sys/wait.h>
 __attribute__((noinline)) double work_a(long n) { double s = 0; for (long i = 0; i < n; i++) s += i * 0.5; return s; }
@@ -112,7 +117,16 @@ static long iters = 100;
 /* volatile, so the compiler can neither drop nor hoist the pure work. */
 static volatile double sink;
 static volatile long step = 1000000;
-static void *thread_main(void *arg) { for (long k = 0; k < iters; k++) sink += outer(step); return arg; }
+static double thread_cpu_ms(void) {
+	struct timespec t;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+	return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+static void *thread_main(void *arg) {
+	double end = thread_cpu_ms() + 3.0 * iters;
+	do sink += outer(step); while (thread_cpu_ms() < end);
+	return arg;
+}
 int main(int argc, char **argv) {
 	if (argc > 1) iters = atol(argv[1]);
 	int threads = argc > 2 ? atoi(argv[2]) : 0;
@@ -179,17 +193,25 @@ int main(int argc, char **argv) {
 // callers. Frame pointers and no sibling calls keep every caller in the
 // callchains; spin ends with a call so that it has a frame too (gcc 12
 // gives a leaf none, whatever the flags, and a leaf's caller drops out
-// of its callchains). Argument: rounds (1000 ≈ 1 s of CPU).
+// of its callchains). Argument: ms of CPU time to use (whole rounds of
+// four calls, so the split stays 3:1), as BusySource bounds its run.
 const CallsSource = `#include <stdlib.h>
+#include <time.h>
 static volatile double sink;
 __attribute__((noinline)) double done(double s) { return s; }
 __attribute__((noinline)) double spin(long n) { double s = 0; for (long i = 0; i < n; i++) s += i * 0.5; return done(s); }
 __attribute__((noinline)) double call_a(long n) { double s = spin(n); sink += 1; return s; }
 __attribute__((noinline)) double call_b(long n) { double s = spin(n); sink += 1; return s; }
+static double cpu_ms(void) {
+	struct timespec t;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+	return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
 int main(int argc, char **argv) {
-	long rounds = argc > 1 ? atol(argv[1]) : 100;
-	for (long k = 0; k < rounds; k++)
+	double end = cpu_ms() + (argc > 1 ? atof(argv[1]) : 100);
+	do
 		for (int j = 0; j < 4; j++) sink += j < 3 ? call_a(250000) : call_b(250000);
+	while (cpu_ms() < end);
 	return 0;
 }
 `
@@ -212,8 +234,8 @@ var (
 func Calls(t testing.TB) string { return calls.build(t) }
 
 // Busy builds BusySource once per test binary and returns its path. Its
-// arguments: iterations (100 ≈ 0.3 s of CPU), extra threads, and 1 to fork and
-// exec itself once.
+// arguments: CPU time per thread in units of 3 ms (100: 0.3 s), extra
+// threads, and 1 to fork and exec itself once.
 func Busy(t testing.TB) string { return busy.build(t) }
 
 // AnonJIT builds AnonJITSource once per test binary and returns its path,
