@@ -48,6 +48,9 @@ done
 command -v pypy3 >/dev/null 2>&1 && pypy3 --version >/dev/null 2>&1 || need_apt+=(pypy3)
 [ -x /usr/bin/chromium ] || need_apt+=(chromium)
 command -v dot >/dev/null 2>&1 || need_apt+=(graphviz)
+# Not for ./test.sh itself: scripts/fresh-check.sh --load keeps the CPUs
+# busy with it while the tests run.
+command -v stress-ng >/dev/null 2>&1 || need_apt+=(stress-ng)
 if [ ${#need_apt[@]} -gt 0 ]; then
 	if [ "$(id -u)" -ne 0 ]; then
 		echo "setup: need root to install: ${need_apt[*]} (apt-get install -y ${need_apt[*]})" >&2
