@@ -138,6 +138,13 @@ func Stream(ctx context.Context, cfg Config, open func(attr *perfdata.Attr, trac
 	if err := r.begin(set, cfg, tg); err != nil {
 		return nil, nil, tg.abort(err)
 	}
+	// What the events wrote while /proc was read goes before the command
+	// runs: on a busy machine that reading takes long enough to fill the
+	// rings, and a full ring drops the command's first records (its
+	// exec's COMM) as lost.
+	if r.drain(set) != nil {
+		return nil, nil, tg.abort(r.err)
+	}
 	if err := tg.run(); err != nil {
 		return nil, nil, tg.abort(err)
 	}

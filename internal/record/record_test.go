@@ -498,7 +498,7 @@ func TestWorkload(t *testing.T) {
 				t.Errorf("samples of pids %v; -p %d records that one only", s.pids, pid)
 			}
 			if got := comms(t, path); systemWide != got["sleep"] {
-				t.Errorf("the workload's exec of sleep recorded: %v, want %v (it is in the target only system-wide)", got["sleep"], systemWide)
+				t.Errorf("the workload's exec of sleep recorded: %v, want %v (it is in the target only system-wide); %d records lost", got["sleep"], systemWide, s.lost)
 			}
 		})
 	}
