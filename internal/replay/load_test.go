@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -21,13 +22,18 @@ func TestParallelLoadIsSequential(t *testing.T) {
 	for _, c := range replayCases {
 		t.Run(c.name, func(t *testing.T) { sameInParts(t, synth(t, c.recs)) })
 	}
+	// A system-wide recording has a sample per CPU per period of wall
+	// time, whatever runs: its size follows the workload's wall time,
+	// which grows with the machine's load. timeout (which signals the
+	// whole process group, busy's forked child too) bounds it to a
+	// second: at most 4,000 samples a CPU.
 	for name, args := range map[string][]string{
-		"system":  {"-a", "-g", "-F", "4000", "--", "BUSY", "100", "2", "1"},
+		"system":  {"-a", "-g", "-F", "4000", "--", "sh", "-c", `timeout 1 "$0" 1000000 2 1; exit 0`, "BUSY"},
 		"process": {"-g", "-F", "4000", "--", "BUSY", "100", "1", "1"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			perftest.Perf(t)
-			args[len(args)-4] = perftest.Busy(t)
+			args[slices.Index(args, "BUSY")] = perftest.Busy(t)
 			f, err := perfdata.Open(perftest.Record(t, name+".data", args...))
 			if err != nil {
 				t.Fatal(err)

@@ -91,7 +91,12 @@ func TestAgreesWithPerf(t *testing.T) {
 		// Samples in execve after the exec's COMM still carry the old
 		// image's addresses, and a child's exec may be written before
 		// its fork: both made a system-wide run lose libc's execve.
-		{"exec", []string{"-a", "-g", "-F", "4000", "--", "sh", "-c", "for i in $(seq 1500); do /bin/true; done"}, system},
+		// Execs for two seconds of wall time (about 1,500 on a quiet
+		// machine of two CPUs), not a count of them: a system-wide
+		// recording has a sample per CPU per period whatever runs, so
+		// its size, and perf report's time on it, follow the wall time,
+		// which a count of execs lets grow with the machine's load.
+		{"exec", []string{"-a", "-g", "-F", "4000", "--", "sh", "-c", "timeout 2 sh -c 'while :; do /bin/true; done'; exit 0"}, system},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
