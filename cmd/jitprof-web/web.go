@@ -20,6 +20,8 @@ func runWeb(args []string) error {
 	fs.StringVar(input, "input", "perf.data", "same as -i")
 	addr := fs.String("http", "localhost:0", "serve on `host:port` (port 0: a free one); another host than a loopback one lets anyone who reaches it read the profile")
 	open := fs.Bool("open", false, "open the view in a browser (not when CI is set)")
+	diffBase := fs.String("diff-base", "", "compare with the recording or session (session:NAME) `BASE`, as pprof -diff_base: its samples negated, JIT code matched by name across runs")
+	exact := fs.Bool("exact-names", false, "with --diff-base, match JIT code by its names as reported, generations and tier marks included")
 	var filter cli.FilterFlags
 	filter.Register(fs)
 	var jit cli.AnonFlags
@@ -49,6 +51,11 @@ func runWeb(args []string) error {
 	if sess.Enabled() {
 		name = "the daemon's session"
 	}
+	// Lines and addresses: the source and disassembly views use them.
+	opts := driver.Options{
+		LoadOptions: driver.LoadOptions{Lines: true, Addresses: true, Progress: cli.ProgressBar(os.Stderr)},
+		JIT:         jit.Options(), Filter: f, ExcludeJIT: true, Command: "web", Log: os.Stderr,
+	}
 	load := func(ctx context.Context) (*web.Recording, error) {
 		var src driver.Source
 		if sess.Enabled() {
@@ -59,15 +66,29 @@ func runWeb(args []string) error {
 		if err != nil {
 			return nil, err
 		}
-		// Lines and addresses: the source and disassembly views use them.
-		l, err := driver.Load(ctx, src, driver.Options{
-			LoadOptions: driver.LoadOptions{Lines: true, Addresses: true, Progress: cli.ProgressBar(os.Stderr)},
-			JIT:         jit.Options(), Filter: f, ExcludeJIT: true, Command: "web", Log: os.Stderr,
-		})
+		l, err := driver.Load(ctx, src, opts)
 		if err != nil {
 			return nil, err
 		}
-		return &web.Recording{Profile: l.Profile, Name: l.Name, Notes: l.Notes, Claims: l.Claims, Close: func() { l.Close() }}, nil
+		rec := &web.Recording{Profile: l.Profile, Name: l.Name, Notes: l.Notes, Claims: l.Claims, Close: func() { l.Close() }, ExactNames: *exact}
+		if *diffBase == "" {
+			return rec, nil
+		}
+		src, err = sess.Input(&jit, *diffBase)
+		if err == nil {
+			var b *driver.Loaded
+			if b, err = driver.Load(ctx, src, opts); err == nil {
+				rec.Base = b.Profile
+				rec.Notes = append(rec.Notes, fmt.Sprintf("compared with %s, as pprof -diff_base: its samples negated, percentages of its total; the process selection is this recording's, the base is compared whole", b.Name))
+				for _, n := range b.Notes {
+					rec.Notes = append(rec.Notes, b.Name+": "+n)
+				}
+				rec.Close = func() { l.Close(); b.Close() }
+				return rec, nil
+			}
+		}
+		l.Close()
+		return nil, fmt.Errorf("--diff-base: %w", err)
 	}
 	srv, err := web.New(ctx, web.Options{Load: load, Log: os.Stderr})
 	if err != nil {
