@@ -28,6 +28,8 @@ func runWeb(args []string) error {
 	jit.Register(fs)
 	var sess cli.SessionFlags // the daemon's sessions: session.go
 	sess.Register(fs)
+	var arch cli.ArchiveFlags
+	arch.Register(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: jitprof web [-i FILE | --session[=NAME] [SPEC...]] [--http HOST:PORT] [--open] [--anon-samples] [--comms ...] [--pid ...] [--tid ...] [--dsos ...] [--cpu ...]")
 		cli.PrintFlags(fs)
@@ -48,8 +50,14 @@ func runWeb(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	name := *input
-	if sess.Enabled() {
+	switch {
+	case sess.Enabled() && arch.Enabled():
+		fmt.Fprintln(fs.Output(), "jitprof web: --session or --archive, not both")
+		return cli.ErrUsage
+	case sess.Enabled():
 		name = "the daemon's session"
+	case arch.Enabled():
+		name = "the archive"
 	}
 	// Lines and addresses: the source and disassembly views use them.
 	opts := driver.Options{
@@ -58,9 +66,12 @@ func runWeb(args []string) error {
 	}
 	load := func(ctx context.Context) (*web.Recording, error) {
 		var src driver.Source
-		if sess.Enabled() {
+		switch {
+		case sess.Enabled():
 			src, err = sess.Source(&jit, pos) // read again at each reload, as the daemon counts on
-		} else {
+		case arch.Enabled():
+			src, err = arch.Source(&jit)
+		default:
 			src, err = driver.OpenRecording(*input, jit.Force)
 		}
 		if err != nil {
@@ -70,7 +81,8 @@ func runWeb(args []string) error {
 		if err != nil {
 			return nil, err
 		}
-		rec := &web.Recording{Profile: l.Profile, Name: l.Name, Notes: l.Notes, Claims: l.Claims, Close: func() { l.Close() }, ExactNames: *exact}
+		rec := &web.Recording{Profile: l.Profile, Name: l.Name, Notes: l.Notes, Claims: l.Claims, Close: func() { l.Close() }, ExactNames: *exact,
+			Symbolizer: l.Files.Symbolizer, OpenSource: l.Files.OpenSource}
 		if *diffBase == "" {
 			return rec, nil
 		}

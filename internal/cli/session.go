@@ -73,8 +73,12 @@ func (s *SessionFlags) Source(jit *AnonFlags, words []string) (driver.Source, er
 
 // Input opens an input named on the command line: session:NAME, a
 // session of the daemon's in --session-dir (session: alone, the current
-// one), or else a recording's path.
+// one), archive:FILE, an archive (OpenArchive), or else a recording's
+// path.
 func (s *SessionFlags) Input(jit *AnonFlags, arg string) (driver.Source, error) {
+	if path, ok := strings.CutPrefix(arg, "archive:"); ok {
+		return OpenArchive(path, jit)
+	}
 	if name, ok := strings.CutPrefix(arg, "session:"); ok {
 		t := *s
 		t.name, t.on = name, true

@@ -32,6 +32,9 @@ type Options struct {
 	RawNames bool
 	// Kallsyms is the kernel symbol file; "" means /proc/kallsyms.
 	Kallsyms string
+	// VDSO is a file holding the vDSO image "[vdso]" is symbolized
+	// from (an archive's); "" means the running process's.
+	VDSO string
 	// SymbolCache keeps the function tables of images with a build-id
 	// in jitprof's cache directory (CacheDir), for later reports.
 	SymbolCache bool
@@ -101,6 +104,10 @@ func (s *Symbolizer) OpenAs(path, buildID string, c trust.Cred) (*Image, error) 
 	}
 	s.mu.Unlock()
 	slot.once.Do(func() {
+		if path == VDSOPath && s.opts.VDSO != "" {
+			slot.img, slot.err = Load(s.opts.VDSO, LoadOptions{RawNames: s.opts.RawNames})
+			return
+		}
 		if path == VDSOPath {
 			slot.img, slot.err = LoadVDSO(LoadOptions{RawNames: s.opts.RawNames})
 			return

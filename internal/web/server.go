@@ -2,6 +2,7 @@ package web
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"embed"
 	"encoding/json"
@@ -21,10 +22,12 @@ import (
 
 	pprof "github.com/google/pprof/profile"
 
+	"github.com/jitprof/jitprof/internal/annotate"
 	"github.com/jitprof/jitprof/internal/anonbind"
 	"github.com/jitprof/jitprof/internal/diff"
 	"github.com/jitprof/jitprof/internal/profile"
 	"github.com/jitprof/jitprof/internal/symbolize"
+	"github.com/jitprof/jitprof/internal/trust"
 )
 
 // Recording is what the server shows: a profile and what loading it
@@ -55,6 +58,10 @@ type Recording struct {
 	// the base is compared whole.
 	Base       *profile.Profile
 	ExactNames bool
+	// Symbolizer and OpenSource, when set, read the images and source
+	// files of this recording instead of Options' (an archive's files).
+	Symbolizer *symbolize.Symbolizer
+	OpenSource func(file string, as trust.Cred) (io.ReadCloser, error)
 }
 
 // Options configure a Server.
@@ -65,6 +72,9 @@ type Options struct {
 	// Symbolizer opens ELF images for disassembly and source lines; nil
 	// means symbolize.New with defaults.
 	Symbolizer *symbolize.Symbolizer
+	// OpenSource opens the source files the source views show; nil
+	// means annotate.OpenSource, the machine's files.
+	OpenSource func(file string, as trust.Cred) (io.ReadCloser, error)
 	// Log receives pprof's error messages; nil discards them.
 	Log io.Writer
 }
@@ -176,7 +186,13 @@ func (s *Server) load(ctx context.Context) (*state, error) {
 	b, err := json.Marshal(marks)
 	if err == nil {
 		var src *sources
-		if src, err = newSources(); err == nil {
+		open := annotate.OpenSource
+		for _, o := range []func(string, trust.Cred) (io.ReadCloser, error){s.opts.OpenSource, rec.OpenSource} {
+			if o != nil {
+				open = o
+			}
+		}
+		if src, err = newSources(open); err == nil {
 			return &state{rec: rec, marks: b, src: src, views: map[Selection]*viewSlot{}, procs: map[int][]process{}}, nil
 		}
 	}
@@ -276,7 +292,7 @@ func (st *state) view(sel Selection, opts *Options) (map[string]http.Handler, er
 				return
 			}
 		}
-		slot.handlers, slot.err = newPprofView(sel.apply(st.rec.Profile), sel.Event, base, st.rec.ExactNames, opts.Symbolizer, st.src, opts.Log)
+		slot.handlers, slot.err = newPprofView(sel.apply(st.rec.Profile), sel.Event, base, st.rec.ExactNames, cmp.Or(st.rec.Symbolizer, opts.Symbolizer), st.src, opts.Log)
 	})
 	return slot.handlers, slot.err
 }
