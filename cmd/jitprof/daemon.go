@@ -79,7 +79,7 @@ func runDaemon(args []string) error {
 		if cfg.Separate, err = sampledb.ParseSeparate(*sep); err != nil {
 			return err
 		}
-		if cfg.PIDs, err = intList(*pids); err != nil {
+		if cfg.PIDs, err = cli.IDList(*pids); err != nil {
 			return err
 		}
 		cfg.SystemWide = len(cfg.PIDs) == 0
