@@ -77,7 +77,7 @@ func runDiff(args []string) error {
 	if err := driver.DiffFormat(o.Format, len(pos)); err != nil {
 		return usageErr(err)
 	}
-	if o.Format == driver.Pprof && *output == "" && isTerminal(os.Stdout) {
+	if o.Format == driver.Pprof && *output == "" && cli.IsTerminal(os.Stdout) {
 		return driver.ErrTerminal
 	}
 	var srcs []driver.Source

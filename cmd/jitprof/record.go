@@ -12,8 +12,6 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/jitprof/jitprof/internal/cli"
 	"github.com/jitprof/jitprof/internal/record"
 )
@@ -39,7 +37,7 @@ func runRecord(args []string) error {
 		}
 	}
 	var prog *progressLine
-	if !quiet && isTerminal(os.Stderr) {
+	if !quiet && cli.IsTerminal(os.Stderr) {
 		prog = &progressLine{w: os.Stderr}
 		cfg.Progress = prog.update
 	}
@@ -160,11 +158,6 @@ func createOutput(path string) (*os.File, error) {
 		return nil, err
 	}
 	return os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
-}
-
-func isTerminal(f *os.File) bool {
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
-	return err == nil
 }
 
 // progressLine rewrites one status line on a terminal, a few times a

@@ -85,7 +85,7 @@ func runReport(args []string) error {
 			return cli.ErrUsage
 		}
 	}
-	if f == driver.Pprof && *output == "" && isTerminal(os.Stdout) {
+	if f == driver.Pprof && *output == "" && cli.IsTerminal(os.Stdout) {
 		return driver.ErrTerminal // as go tool pprof, which will not either
 	}
 	var src driver.Source

@@ -28,6 +28,18 @@ func (ff *FilterFlags) RegisterDiff(fs *flag.FlagSet) {
 	ff.register(fs, []string{"comms", "comm", "C"}, []string{"cpu"})
 }
 
+// RegisterTop defines the filter flags on fs that perf top has:
+// --comms and --dsos (its -c, -C, -d, -p and -t are other options, and
+// --pid, --tid and --cpu choose what it samples).
+func (ff *FilterFlags) RegisterTop(fs *flag.FlagSet) {
+	for _, name := range []string{"comms", "comm"} {
+		fs.StringVar(&ff.comms, name, "", "only the samples of these `commands` (comma-separated); --comms and --comm are one")
+	}
+	for _, name := range []string{"dsos", "dso"} {
+		fs.StringVar(&ff.dsos, name, "", "only the samples whose leaf is in these `images` (paths or base names, comma-separated); --dsos and --dso are one")
+	}
+}
+
 func (ff *FilterFlags) register(fs *flag.FlagSet, comms, cpus []string) {
 	for _, name := range comms {
 		fs.StringVar(&ff.comms, name, "", "only the samples of these `commands` (comma-separated); "+spellings(comms)+" are one")

@@ -18,7 +18,6 @@ import (
 type SampleFlags struct {
 	cfg              record.Config
 	pids, tids, cpus string
-	set              map[string]bool
 }
 
 // Register defines the flags on fs.
