@@ -80,11 +80,14 @@ func runTop(args []string) error {
 	if err != nil {
 		return err
 	}
-	o.Record, o.Title = cfg, topTitle(&cfg, notice)
+	o.Record, o.Title = cfg, top.Describe(&cfg, notice)
 	jo := jit.Options()
 	o.JIT = top.JIT{
 		Handlers: func() ([]anon.Handler, error) { return anon.ExternalOptions{Budget: jo.Budget}.Select(jo.Handlers) },
 		PyPyLog:  jo.PyPyLog, Force: jo.Force,
+	}
+	if _, err := o.JIT.Handlers(); err != nil {
+		return usageErr(err)
 	}
 	if o.JIT.PyPyLog == "" && len(cmdArgs) > 0 {
 		o.JIT.PyPyLog = record.PyPyLogFile(cfg.Env)
@@ -92,35 +95,4 @@ func runTop(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	return top.Run(ctx, o)
-}
-
-// topTitle says what top samples.
-func topTitle(cfg *record.Config, notice string) string {
-	var what string
-	switch {
-	case len(cfg.PIDs) > 0 && notice == "":
-		what = fmt.Sprintf("pids %v", cfg.PIDs)
-	case len(cfg.TIDs) > 0:
-		what = fmt.Sprintf("tids %v", cfg.TIDs)
-	case len(cfg.Command) > 0 && !cfg.SystemWide:
-		what = strings.Join(cfg.Command, " ")
-	case cfg.SystemWide && len(cfg.CPUs) > 0:
-		what = fmt.Sprintf("CPUs %v", cfg.CPUs)
-	case cfg.SystemWide:
-		what = "every CPU"
-	}
-	rate := "4000 Hz"
-	switch {
-	case cfg.MaxFreq:
-		rate = "the most frequent rate"
-	case cfg.Period > 0:
-		rate = fmt.Sprintf("every %d events", cfg.Period)
-	case cfg.Freq > 0:
-		rate = fmt.Sprintf("%d Hz", cfg.Freq)
-	}
-	t := fmt.Sprintf("%s at %s, %s", cfg.Event, rate, what)
-	if notice != "" {
-		t += " (" + notice + ")"
-	}
-	return t
 }

@@ -173,7 +173,7 @@ func annotate(w io.Writer, p *profile.Profile, t *target, opts Options, src sour
 	}
 	sym, ok := im.LookupAddr(f.Addr)
 	if !ok || sym.Start != f.Addr {
-		return fmt.Errorf("no symbol at %#x in %s", f.Addr, im.Path())
+		return fmt.Errorf("no symbol at %#x in %s", f.Addr, pim.Name)
 	}
 	code, err := ReadCode(im, sym.Start, sym.Size)
 	if err != nil {

@@ -1,6 +1,7 @@
 package symbolize
 
 import (
+	"bytes"
 	"debug/elf"
 	"errors"
 	"fmt"
@@ -105,7 +106,11 @@ func (s *Symbolizer) OpenAs(path, buildID string, c trust.Cred) (*Image, error) 
 	s.mu.Unlock()
 	slot.once.Do(func() {
 		if path == VDSOPath && s.opts.VDSO != "" {
-			slot.img, slot.err = Load(s.opts.VDSO, LoadOptions{RawNames: s.opts.RawNames})
+			// Named as the running one is, whatever file holds it.
+			var b []byte
+			if b, slot.err = os.ReadFile(s.opts.VDSO); slot.err == nil {
+				slot.img, slot.err = LoadReader(VDSOPath, bytes.NewReader(b), LoadOptions{RawNames: s.opts.RawNames})
+			}
 			return
 		}
 		if path == VDSOPath {
@@ -141,6 +146,12 @@ func (s *Symbolizer) Kernel() (*Kernel, error) {
 // rejected with ErrBuildIDMismatch.
 func (s *Symbolizer) load(path, host, want string, c trust.Cred) (*Image, error) {
 	main, err := openELF(host, c)
+	var pe *fs.PathError
+	if errors.As(err, &pe) && pe.Path == host {
+		// Under a Root (an archive's directory, a process's root) a
+		// report names the file as the recording does.
+		pe.Path = path
+	}
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}

@@ -292,7 +292,6 @@ func (lp *liveProcs) Process(pid uint32) anon.Process {
 type liveAnon struct {
 	b    *anonbind.Binder
 	last time.Time
-	err  error
 }
 
 func (a *liveAnon) Resolve(pid uint32, addr, time uint64) (resolve.AnonFrame, bool) {
@@ -308,10 +307,9 @@ func (a *liveAnon) renew(procs *liveProcs, jit JIT) bool {
 	if a.b != nil && time.Since(a.last) < renewEvery {
 		return false
 	}
-	hs, err := jit.Handlers()
+	hs, err := jit.Handlers() // checked when top started: no new error
 	if err != nil {
-		a.err = err
-		hs = nil
+		return false
 	}
 	if jit.PyPyLog != "" {
 		hs = anon.WithPyPyLog(hs, jit.PyPyLog)

@@ -285,3 +285,35 @@ func Target(cfg *record.Config) (notice string, err error) {
 	}
 	return fmt.Sprintf("not root: your %d processes and the children they start, user space only (root sees every process and the kernel)", len(pids)), nil
 }
+
+// Describe says what cfg samples, for the header, with the notice
+// Target gave.
+func Describe(cfg *record.Config, notice string) string {
+	var what string
+	switch {
+	case len(cfg.PIDs) > 0 && notice == "":
+		what = fmt.Sprintf("pids %v", cfg.PIDs)
+	case len(cfg.TIDs) > 0:
+		what = fmt.Sprintf("tids %v", cfg.TIDs)
+	case len(cfg.Command) > 0 && !cfg.SystemWide:
+		what = strings.Join(cfg.Command, " ")
+	case cfg.SystemWide && len(cfg.CPUs) > 0:
+		what = fmt.Sprintf("CPUs %v", cfg.CPUs)
+	case cfg.SystemWide:
+		what = "every CPU"
+	}
+	rate := "4000 Hz"
+	switch {
+	case cfg.MaxFreq:
+		rate = "the most frequent rate"
+	case cfg.Period > 0:
+		rate = fmt.Sprintf("every %d events", cfg.Period)
+	case cfg.Freq > 0:
+		rate = fmt.Sprintf("%d Hz", cfg.Freq)
+	}
+	t := fmt.Sprintf("%s at %s, %s", cfg.Event, rate, what)
+	if notice != "" {
+		t += " (" + notice + ")"
+	}
+	return t
+}
