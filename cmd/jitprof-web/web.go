@@ -20,12 +20,16 @@ func runWeb(args []string) error {
 	fs.StringVar(input, "input", "perf.data", "same as -i")
 	addr := fs.String("http", "localhost:0", "serve on `host:port` (port 0: a free one); another host than a loopback one lets anyone who reaches it read the profile")
 	open := fs.Bool("open", false, "open the view in a browser (not when CI is set)")
+	diffBase := fs.String("diff-base", "", "compare with the recording or session (session:NAME) `BASE`, as pprof -diff_base: its samples negated, JIT code matched by name across runs")
+	exact := fs.Bool("exact-names", false, "with --diff-base, match JIT code by its names as reported, generations and tier marks included")
 	var filter cli.FilterFlags
 	filter.Register(fs)
 	var jit cli.AnonFlags
 	jit.Register(fs)
 	var sess cli.SessionFlags // the daemon's sessions: session.go
 	sess.Register(fs)
+	var arch cli.ArchiveFlags
+	arch.Register(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: jitprof web [-i FILE | --session[=NAME] [SPEC...]] [--http HOST:PORT] [--open] [--anon-samples] [--comms ...] [--pid ...] [--tid ...] [--dsos ...] [--cpu ...]")
 		cli.PrintFlags(fs)
@@ -46,28 +50,57 @@ func runWeb(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	name := *input
-	if sess.Enabled() {
+	switch {
+	case sess.Enabled() && arch.Enabled():
+		fmt.Fprintln(fs.Output(), "jitprof web: --session or --archive, not both")
+		return cli.ErrUsage
+	case sess.Enabled():
 		name = "the daemon's session"
+	case arch.Enabled():
+		name = "the archive"
+	}
+	// Lines and addresses: the source and disassembly views use them.
+	opts := driver.Options{
+		LoadOptions: driver.LoadOptions{Lines: true, Addresses: true, Progress: cli.ProgressBar(os.Stderr)},
+		JIT:         jit.Options(), Filter: f, ExcludeJIT: true, Command: "web", Log: os.Stderr,
 	}
 	load := func(ctx context.Context) (*web.Recording, error) {
 		var src driver.Source
-		if sess.Enabled() {
+		switch {
+		case sess.Enabled():
 			src, err = sess.Source(&jit, pos) // read again at each reload, as the daemon counts on
-		} else {
+		case arch.Enabled():
+			src, err = arch.Source(&jit)
+		default:
 			src, err = driver.OpenRecording(*input, jit.Force)
 		}
 		if err != nil {
 			return nil, err
 		}
-		// Lines and addresses: the source and disassembly views use them.
-		l, err := driver.Load(ctx, src, driver.Options{
-			LoadOptions: driver.LoadOptions{Lines: true, Addresses: true, Progress: cli.ProgressBar(os.Stderr)},
-			JIT:         jit.Options(), Filter: f, ExcludeJIT: true, Command: "web", Log: os.Stderr,
-		})
+		l, err := driver.Load(ctx, src, opts)
 		if err != nil {
 			return nil, err
 		}
-		return &web.Recording{Profile: l.Profile, Name: l.Name, Notes: l.Notes, Claims: l.Claims, Close: func() { l.Close() }}, nil
+		rec := &web.Recording{Profile: l.Profile, Name: l.Name, Notes: l.Notes, Claims: l.Claims, Close: func() { l.Close() }, ExactNames: *exact,
+			Symbolizer: l.Files.Symbolizer, OpenSource: l.Files.OpenSource}
+		if *diffBase == "" {
+			return rec, nil
+		}
+		src, err = sess.Input(&jit, *diffBase)
+		if err == nil {
+			var b *driver.Loaded
+			if b, err = driver.Load(ctx, src, opts); err == nil {
+				rec.Base = b.Profile
+				rec.Notes = append(rec.Notes, fmt.Sprintf("compared with %s, as pprof -diff_base: its samples negated, percentages of its total; the process selection is this recording's, the base is compared whole", b.Name))
+				for _, n := range b.Notes {
+					rec.Notes = append(rec.Notes, b.Name+": "+n)
+				}
+				rec.Close = func() { l.Close(); b.Close() }
+				return rec, nil
+			}
+		}
+		l.Close()
+		return nil, fmt.Errorf("--diff-base: %w", err)
 	}
 	srv, err := web.New(ctx, web.Options{Load: load, Log: os.Stderr})
 	if err != nil {

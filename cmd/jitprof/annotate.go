@@ -30,8 +30,10 @@ func runAnnotate(args []string) error {
 	output := fs.String("o", "", "write to `file` instead of standard output")
 	var jit cli.AnonFlags
 	jit.Register(fs)
+	var arch cli.ArchiveFlags
+	arch.Register(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: jitprof annotate [-i FILE] [--dso IMAGE] [--no-source] [--asm-syntax att|intel] [--anon-samples] [SYMBOL]  (no SYMBOL: every function with samples)")
+		fmt.Fprintln(fs.Output(), "usage: jitprof annotate [-i FILE | --archive FILE] [--dso IMAGE] [--no-source] [--asm-syntax att|intel] [--anon-samples] [SYMBOL]  (no SYMBOL: every function with samples)")
 		cli.PrintFlags(fs)
 	}
 	pos, err := cli.ParseArgs(fs, args)
@@ -55,7 +57,12 @@ func runAnnotate(args []string) error {
 		fmt.Fprintf(fs.Output(), "jitprof annotate: unknown assembly syntax %q\n", *syntax)
 		return cli.ErrUsage
 	}
-	src, err := driver.OpenRecording(*input, jit.Force)
+	var src driver.Source
+	if arch.Enabled() {
+		src, err = arch.Source(&jit)
+	} else {
+		src, err = driver.OpenRecording(*input, jit.Force)
+	}
 	if err != nil {
 		return err
 	}

@@ -29,7 +29,7 @@ func init() {
 
 const daemonUsage = `usage: jitprof daemon start [-a | -p PID[,PID]] [-e EVENT] [-F HZ | -c PERIOD] [-g] [--separate=none,lib,kernel,thread,cpu,all] [--session-dir DIR]
        jitprof daemon status|dump|stop|reset [--session-dir DIR]
-       jitprof daemon save NAME [--session-dir DIR]`
+       jitprof daemon save NAME [--archive] [--session-dir DIR]`
 
 // startTimeout bounds how long start waits for the daemon to sample.
 const startTimeout = time.Minute
@@ -46,6 +46,7 @@ func runDaemon(args []string) error {
 	sep := fs.String("separate", "none", "keep sample files apart by: a comma list of none, lib, kernel, thread, cpu, all")
 	dir := fs.String("session-dir", "", "the session `directory` (default $JITPROF_SESSION_DIR, else /var/lib/jitprof for root, ~/.local/share/jitprof for others)")
 	flush := fs.Duration("flush", daemon.DefaultFlushEvery, "write counts to the sample files this `often`")
+	archiveIt := fs.Bool("archive", false, "save: also write NAME.jitprof.tar.gz here, the session with the images, debug and source files and kernel symbols its reports read (report it anywhere with jitprof report --archive)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), daemonUsage)
 		cli.PrintFlags(fs)
@@ -78,7 +79,7 @@ func runDaemon(args []string) error {
 		if cfg.Separate, err = sampledb.ParseSeparate(*sep); err != nil {
 			return err
 		}
-		if cfg.PIDs, err = intList(*pids); err != nil {
+		if cfg.PIDs, err = cli.IDList(*pids); err != nil {
 			return err
 		}
 		cfg.SystemWide = len(cfg.PIDs) == 0
@@ -104,12 +105,15 @@ func runDaemon(args []string) error {
 			// Without a daemon, the session is reset or saved directly.
 			switch op {
 			case "reset":
-				return sampledb.Reset(cfg.Dir)
+				err = sampledb.Reset(cfg.Dir)
 			case "save":
-				return sampledb.Save(cfg.Dir, name)
+				err = sampledb.Save(cfg.Dir, name)
 			}
 		}
-		return err
+		if err != nil || !*archiveIt || op != "save" {
+			return err
+		}
+		return cli.ArchiveSession(cfg.Dir, name, name+".jitprof.tar.gz", os.Stderr)
 	case "stop":
 		return daemonStop(cfg.Dir)
 	}

@@ -5,5 +5,6 @@
 // bind the JIT handlers, load, filter, write), internal/record for
 // record, internal/dump, internal/pathtime and internal/pypyview for the
 // others. Flag groups more than one command takes are internal/cli's;
-// web execs jitprof-web (cmd/jitprof-web), an executable of its own.
+// web and top exec jitprof-web and jitprof-top (cmd/jitprof-web,
+// cmd/jitprof-top), executables of their own.
 package main

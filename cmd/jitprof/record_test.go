@@ -22,10 +22,11 @@ import (
 )
 
 // buildJitprof builds this command into dir as the README does, with
-// jitprof-web beside it (jitprof web runs it), and returns jitprof's path.
+// jitprof-web and jitprof-top beside it (jitprof web and top run them),
+// and returns jitprof's path.
 func buildJitprof(t *testing.T, dir string) string {
 	t.Helper()
-	if out, err := exec.Command("go", "build", "-o", dir+"/", ".", "../jitprof-web").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-o", dir+"/", ".", "../jitprof-web", "../jitprof-top").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	return filepath.Join(dir, "jitprof")

@@ -44,8 +44,10 @@ func runReport(args []string) error {
 	jit.Register(fs)
 	var sess cli.SessionFlags // the daemon's sessions: session.go
 	sess.Register(fs)
+	var arch cli.ArchiveFlags
+	arch.Register(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: jitprof report [-i FILE] [-l] [-g [caller|callee]] [-s|--sort KEYS] [--format text|json|csv|pprof|folded|html] [-o FILE]")
+		fmt.Fprintln(fs.Output(), "usage: jitprof report [-i FILE | --archive FILE] [-l] [-g [caller|callee]] [-s|--sort KEYS] [--format text|json|csv|pprof|folded|html] [-o FILE]")
 		cli.PrintFlags(fs)
 	}
 	pos, err := cli.ParseArgs(fs, joinCallGraphSpec(args))
@@ -83,13 +85,19 @@ func runReport(args []string) error {
 			return cli.ErrUsage
 		}
 	}
-	if f == driver.Pprof && *output == "" && isTerminal(os.Stdout) {
+	if f == driver.Pprof && *output == "" && cli.IsTerminal(os.Stdout) {
 		return driver.ErrTerminal // as go tool pprof, which will not either
 	}
 	var src driver.Source
-	if sess.Enabled() {
+	switch {
+	case sess.Enabled() && arch.Enabled():
+		fmt.Fprintln(fs.Output(), "jitprof report: --session or --archive, not both")
+		return cli.ErrUsage
+	case sess.Enabled():
 		src, err = sess.Source(&jit, pos)
-	} else {
+	case arch.Enabled():
+		src, err = arch.Source(&jit)
+	default:
 		src, err = driver.OpenRecording(*input, jit.Force)
 	}
 	if err != nil {

@@ -15,6 +15,7 @@ type options struct {
 	JitlogDir string
 	Jitdump   bool
 	PerfMap   bool
+	Prelude   int
 }
 
 func main() {
@@ -23,10 +24,11 @@ func main() {
 	flag.StringVar(&opts.JitlogDir, "jitlog-dir", "", "directory of the jitlog database (default $JITPROF_JITLOG_DIR or /tmp/jitprof-<euid>)")
 	flag.BoolVar(&opts.Jitdump, "jitdump", false, "also write perf's jitdump, jit-<pid>.dump, next to the jitlog database")
 	flag.BoolVar(&opts.PerfMap, "perfmap", false, "also append every load to /tmp/perf-<pid>.map, as V8's --perf-basic-prof does (a map has no times: re-generated code makes it ambiguous)")
+	flag.IntVar(&opts.Prelude, "prelude", 0, "first compile this many generations that never run, which shifts the sequence numbers of the schedule's (as differs between runs of a real JIT)")
 	truthPath := flag.String("truth", "", "write the measured split of JIT CPU time to this file as JSON")
 	quiet := flag.Bool("quiet", false, "print nothing")
 	flag.Parse()
-	if flag.NArg() > 0 || opts.Duration <= 0 {
+	if flag.NArg() > 0 || opts.Duration <= 0 || opts.Prelude < 0 {
 		flag.Usage()
 		os.Exit(2)
 	}

@@ -43,6 +43,18 @@ func jit(opts options, out io.Writer) (truth *Truth, err error) {
 	}
 	r.perCall = min(max(opts.Duration.Nanoseconds()/2000, int64(20*time.Microsecond)), int64(time.Millisecond))
 	live := make([]*Generation, numSlots)
+	// Code compiled and replaced before the schedule (never called)
+	// shifts every later sequence number, as a real JIT's numbers shift
+	// with what it compiled first.
+	for range opts.Prelude {
+		prelude := fib
+		prelude.Name = "prelude"
+		g, err := r.load(run{Slot: 0, Prog: prelude}, live[0])
+		if err != nil {
+			return nil, err
+		}
+		live[0] = g
+	}
 	var gens []*Generation
 	cum := 0.0
 	for i, ph := range schedule {

@@ -42,6 +42,9 @@ type Options struct {
 	Syntax Syntax
 	// Symbolizer finds the images; nil means symbolize.New with defaults.
 	Symbolizer *symbolize.Symbolizer
+	// OpenSource opens the source files whose lines are shown; nil
+	// means OpenSource, the machine's files.
+	OpenSource func(file string, as trust.Cred) (io.ReadCloser, error)
 }
 
 // ErrNoSamples is returned when no sample's leaf is in the symbol.
@@ -117,7 +120,10 @@ func Write(w io.Writer, p *profile.Profile, opts Options) error {
 	slices.SortFunc(list, func(a, b *target) int {
 		return cmp.Or(cmp.Compare(a.event, b.event), cmp.Compare(b.period, a.period), cmp.Compare(a.fn, b.fn))
 	})
-	src := sourceCache{}
+	src := sourceCache{lines: map[sourceKey][]string{}, open: opts.OpenSource}
+	if src.open == nil {
+		src.open = OpenSource
+	}
 	for _, t := range list {
 		f := &p.Funcs[t.fn]
 		im := &p.Images[f.Image]
@@ -167,7 +173,7 @@ func annotate(w io.Writer, p *profile.Profile, t *target, opts Options, src sour
 	}
 	sym, ok := im.LookupAddr(f.Addr)
 	if !ok || sym.Start != f.Addr {
-		return fmt.Errorf("no symbol at %#x in %s", f.Addr, im.Path())
+		return fmt.Errorf("no symbol at %#x in %s", f.Addr, pim.Name)
 	}
 	code, err := ReadCode(im, sym.Start, sym.Size)
 	if err != nil {
@@ -329,7 +335,20 @@ func withPeriods(insts []Inst) []inst {
 // sourceCache holds the lines of the source files read so far, by file
 // and by whose rights they were read with; a file that cannot be read is
 // remembered as nil.
-type sourceCache map[sourceKey][]string
+type sourceCache struct {
+	lines map[sourceKey][]string
+	open  func(file string, as trust.Cred) (io.ReadCloser, error)
+}
+
+// OpenSource opens a source file an image's debug info names with as's
+// rights (trust.OpenNamed): Options.OpenSource's default.
+func OpenSource(file string, as trust.Cred) (io.ReadCloser, error) {
+	f, err := trust.OpenNamed(file, as, 0)
+	if err != nil {
+		return nil, err
+	}
+	return f, nil
+}
 
 type sourceKey struct {
 	file string
@@ -344,10 +363,10 @@ const maxSource = 8 << 20
 // and a line shown is a file's bytes.
 func (c sourceCache) line(file string, n int, as trust.Cred) (string, bool) {
 	k := sourceKey{file, as}
-	lines, ok := c[k]
+	lines, ok := c.lines[k]
 	if !ok {
-		lines = readLines(file, as)
-		c[k] = lines
+		lines = c.readLines(file, as)
+		c.lines[k] = lines
 	}
 	if n < 1 || n > len(lines) {
 		return "", false
@@ -355,8 +374,8 @@ func (c sourceCache) line(file string, n int, as trust.Cred) (string, bool) {
 	return lines[n-1], true
 }
 
-func readLines(file string, as trust.Cred) []string {
-	fh, err := trust.OpenNamed(file, as, 0)
+func (c sourceCache) readLines(file string, as trust.Cred) []string {
+	fh, err := c.open(file, as)
 	if err != nil {
 		return nil
 	}

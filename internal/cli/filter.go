@@ -16,19 +16,60 @@ type FilterFlags struct {
 	comms, pids, tids, dsos, cpus string
 }
 
-// Register defines the filter flags on fs.
+// Register defines the filter flags on fs, spelled as perf report's:
+// -c for --comms, -d for --dsos, -C for --cpu.
 func (ff *FilterFlags) Register(fs *flag.FlagSet) {
-	for _, name := range []string{"comms", "comm", "c"} {
-		fs.StringVar(&ff.comms, name, "", "only the samples of these `commands` (comma-separated); --comms, --comm and -c are one")
+	ff.register(fs, []string{"comms", "comm", "c"}, []string{"cpu", "C"})
+}
+
+// RegisterDiff defines the filter flags on fs, spelled as perf diff's,
+// whose -c is the computation: -C for --comms, -d for --dsos, --cpu.
+func (ff *FilterFlags) RegisterDiff(fs *flag.FlagSet) {
+	ff.register(fs, []string{"comms", "comm", "C"}, []string{"cpu"})
+}
+
+// RegisterTop defines the filter flags on fs that perf top has:
+// --comms and --dsos (its -c, -C, -d, -p and -t are other options, and
+// --pid, --tid and --cpu choose what it samples).
+func (ff *FilterFlags) RegisterTop(fs *flag.FlagSet) {
+	for _, name := range []string{"comms", "comm"} {
+		fs.StringVar(&ff.comms, name, "", "only the samples of these `commands` (comma-separated); --comms and --comm are one")
+	}
+	for _, name := range []string{"dsos", "dso"} {
+		fs.StringVar(&ff.dsos, name, "", "only the samples whose leaf is in these `images` (paths or base names, comma-separated); --dsos and --dso are one")
+	}
+}
+
+func (ff *FilterFlags) register(fs *flag.FlagSet, comms, cpus []string) {
+	for _, name := range comms {
+		fs.StringVar(&ff.comms, name, "", "only the samples of these `commands` (comma-separated); "+spellings(comms)+" are one")
 	}
 	fs.StringVar(&ff.pids, "pid", "", "only the samples of these `pids` (comma-separated)")
 	fs.StringVar(&ff.tids, "tid", "", "only the samples of these `tids` (comma-separated)")
-	for _, name := range []string{"dsos", "dso", "d"} {
-		fs.StringVar(&ff.dsos, name, "", "only the samples whose leaf is in these `images` (paths or base names, comma-separated); --dsos, --dso and -d are one")
+	dsos := []string{"dsos", "dso", "d"}
+	for _, name := range dsos {
+		fs.StringVar(&ff.dsos, name, "", "only the samples whose leaf is in these `images` (paths or base names, comma-separated); "+spellings(dsos)+" are one")
 	}
-	for _, name := range []string{"cpu", "C"} {
-		fs.StringVar(&ff.cpus, name, "", "only the samples of these `cpus` (e.g. 0-3,5), percentages of theirs as perf's; --cpu and -C are one")
+	for _, name := range cpus {
+		usage := "only the samples of these `cpus` (e.g. 0-3,5), percentages of theirs as perf's"
+		if len(cpus) > 1 {
+			usage += "; " + spellings(cpus) + " are one"
+		}
+		fs.StringVar(&ff.cpus, name, "", usage)
 	}
+}
+
+// spellings lists an option's names as users type them: "--comms,
+// --comm and -c".
+func spellings(names []string) string {
+	s := make([]string, len(names))
+	for i, n := range names {
+		s[i] = "--" + n
+		if len(n) == 1 {
+			s[i] = "-" + n
+		}
+	}
+	return strings.Join(s[:len(s)-1], ", ") + " and " + s[len(s)-1]
 }
 
 // Parse returns the filter the flags ask for.

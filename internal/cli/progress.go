@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // ProgressBar returns a progress callback that draws on w when w is a
@@ -29,4 +31,10 @@ func ProgressBar(w *os.File) func(done, total int64) {
 			fmt.Fprint(w, "\r\033[K")
 		}
 	}
+}
+
+// IsTerminal reports whether f is a terminal.
+func IsTerminal(f *os.File) bool {
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
 }

@@ -70,3 +70,19 @@ func (s *SessionFlags) Source(jit *AnonFlags, words []string) (driver.Source, er
 	}
 	return sessionsrc.NewSession(dir, spec, avail, jit.Force), nil
 }
+
+// Input opens an input named on the command line: session:NAME, a
+// session of the daemon's in --session-dir (session: alone, the current
+// one), archive:FILE, an archive (OpenArchive), or else a recording's
+// path.
+func (s *SessionFlags) Input(jit *AnonFlags, arg string) (driver.Source, error) {
+	if path, ok := strings.CutPrefix(arg, "archive:"); ok {
+		return OpenArchive(path, jit)
+	}
+	if name, ok := strings.CutPrefix(arg, "session:"); ok {
+		t := *s
+		t.name, t.on = name, true
+		return t.Source(jit, nil)
+	}
+	return driver.OpenRecording(arg, jit.Force)
+}

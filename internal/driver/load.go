@@ -75,6 +75,9 @@ type Loaded struct {
 	// of them, "" when none were.
 	LeftOut report.Excluded
 	Note    string
+	// Files says where the source's images and source files are read:
+	// the machine's (zero), or an archive's.
+	Files Files
 
 	src Source
 }
@@ -99,6 +102,11 @@ func Load(ctx context.Context, src Source, opts Options) (*Loaded, error) {
 }
 
 func load(ctx context.Context, src Source, opts Options) (*Loaded, error) {
+	var files Files
+	if fs, ok := src.(interface{ Files() Files }); ok {
+		files = fs.Files()
+		opts.Symbolizer = files.Symbolizer
+	}
 	var binder *anonbind.Binder
 	var bind func(anonbind.Processes) *anonbind.Binder
 	if opts.JIT.Enabled() {
@@ -110,7 +118,7 @@ func load(ctx context.Context, src Source, opts Options) (*Loaded, error) {
 			hs = anon.WithPyPyLog(hs, opts.JIT.PyPyLog)
 		}
 		bind = func(procs anonbind.Processes) *anonbind.Binder {
-			binder = anonbind.New(procs, anonbind.Options{Handlers: hs, Force: opts.JIT.Force})
+			binder = anonbind.New(procs, anonbind.Options{Handlers: hs, Force: opts.JIT.Force, ProcRoot: files.ProcRoot})
 			return binder
 		}
 	}
@@ -123,7 +131,7 @@ func load(ctx context.Context, src Source, opts Options) (*Loaded, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", src.Name(), err)
 	}
-	l := &Loaded{Profile: p, Name: src.Name(), Callchains: report.HasCallchains(p) || p.Arcs != nil, src: src}
+	l := &Loaded{Profile: p, Name: src.Name(), Callchains: report.HasCallchains(p) || p.Arcs != nil, Files: files, src: src}
 	log := opts.Log
 	if log == nil {
 		log = io.Discard

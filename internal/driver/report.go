@@ -214,6 +214,12 @@ func Annotate(ctx context.Context, src Source, o Options, ao annotate.Options, o
 		return err
 	}
 	defer l.Close()
+	if l.Files.Symbolizer != nil {
+		ao.Symbolizer = l.Files.Symbolizer
+	}
+	if l.Files.OpenSource != nil {
+		ao.OpenSource = l.Files.OpenSource
+	}
 	w, err := open()
 	if err != nil {
 		return err

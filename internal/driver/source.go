@@ -11,6 +11,7 @@ import (
 	"github.com/jitprof/jitprof/internal/profile"
 	"github.com/jitprof/jitprof/internal/replay"
 	"github.com/jitprof/jitprof/internal/resolve"
+	"github.com/jitprof/jitprof/internal/symbolize"
 	"github.com/jitprof/jitprof/internal/trust"
 	"github.com/jitprof/jitprof/perfdata"
 )
@@ -48,6 +49,9 @@ type LoadOptions struct {
 	// Progress, when set, is called now and then with how much of the
 	// source is read.
 	Progress func(done, total int64)
+	// Symbolizer finds the images; nil means the machine's files
+	// (Files.Symbolizer of an archive's source sets it).
+	Symbolizer *symbolize.Symbolizer
 }
 
 // Recording is the Source of a perf.data file or pipe-mode stream,
@@ -128,7 +132,7 @@ func (r *Recording) Load(ctx context.Context, opts LoadOptions, bind func(anonbi
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	ropts := replay.Options{Lines: opts.Lines, Addresses: opts.Addresses, LeafOnly: opts.LeafOnly, Progress: opts.Progress}
+	ropts := replay.Options{Lines: opts.Lines, Addresses: opts.Addresses, LeafOnly: opts.LeafOnly, Progress: opts.Progress, Symbolizer: opts.Symbolizer}
 	if bind != nil {
 		ropts.Bind = func(tl *replay.Timeline) (resolve.AnonResolver, error) {
 			bundle, err := jitbundle.Load(r.f)

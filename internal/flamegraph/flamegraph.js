@@ -16,9 +16,22 @@
   function kind(n) { return n[0] < 0 ? 3 : frames[n[0]][1]; }
   function info(n) { return n[0] < 0 ? '' : frames[n[0]][2]; }
   function pct(v) { return (100 * v / Math.max(root[1], 1)).toFixed(2) + '%'; }
+  // A differential graph (flameData.base, the base's samples) has each
+  // node's base samples as n[3]: its change is of shares, in points.
+  const base = flameData.base;
+  function change(n) { return 100 * (n[1] / Math.max(root[1], 1) - (n[3] || 0) / Math.max(base, 1)); }
+  let maxChange = 0;
+  if (base !== undefined) {
+    (function walk(n) { maxChange = Math.max(maxChange, Math.abs(change(n))); n[2].forEach(walk); })(root);
+  }
   function describe(n) {
     const i = info(n);
-    return name(n) + ' — ' + n[1] + ' samples (' + pct(n[1]) + ')' + (i ? ' — ' + i : '');
+    let s = name(n) + ' — ' + n[1] + ' samples (' + pct(n[1]) + ')';
+    if (base !== undefined) {
+      const c = change(n);
+      s += ', base ' + (n[3] || 0) + ' samples (' + (100 * (n[3] || 0) / Math.max(base, 1)).toFixed(2) + '%), ' + (c >= 0 ? '+' : '') + c.toFixed(2) + ' points';
+    }
+    return s + (i ? ' — ' + i : '');
   }
 
   // Native frames get warm hues, by name so that a function keeps its
@@ -29,6 +42,13 @@
     return h % 40;
   }
   function colour(n) {
+    if (base !== undefined && n[0] >= 0) {
+      // Red for a larger share, blue for a smaller one, as Brendan
+      // Gregg's differential flame graphs; white for no change.
+      const c = change(n);
+      const light = 100 - 45 * Math.abs(c) / Math.max(maxChange, 0.01);
+      return 'hsl(' + (c >= 0 ? 0 : 220) + ', 80%, ' + light.toFixed(0) + '%)';
+    }
     switch (kind(n)) {
       case 0: return 'hsl(' + (10 + hue(name(n))) + ', 85%, 70%)';
       case 1: return 'hsl(' + (120 + hue(name(n))) + ', 50%, 62%)';

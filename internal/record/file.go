@@ -73,7 +73,7 @@ func (s *fileSink) finish(r *Recorder, cfg Config) (buildIDs, jitFiles int, err 
 	}
 	var pypyLog string
 	if len(cfg.Command) > 0 {
-		pypyLog = pypyLogFile(cfg.Env)
+		pypyLog = PyPyLogFile(cfg.Env)
 	}
 	jitFiles = s.embedJITData(r, pypyLog, cfg.Notice)
 	return len(ids), jitFiles, s.w.Close()

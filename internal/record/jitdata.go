@@ -99,11 +99,11 @@ func runsJIT(p process.Process) bool {
 	return false
 }
 
-// pypyLogFile is the file PyPy logs to under env's PYPYLOG, as PyPy's
+// PyPyLogFile is the file PyPy logs to under env's PYPYLOG, as PyPy's
 // debug_print.c reads the variable: "FILE" or "SECTIONS:FILE", where
 // "-" is standard error; relative to the working directory the command
 // starts in, which is the recorder's. "" when there is none.
-func pypyLogFile(env []string) string {
+func PyPyLogFile(env []string) string {
 	var v string
 	for _, kv := range env {
 		if val, ok := strings.CutPrefix(kv, "PYPYLOG="); ok {

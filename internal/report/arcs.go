@@ -251,7 +251,7 @@ func writeArcsJSON(w io.Writer, p *profile.Profile, reps []EventArcs, opts Optio
 	}
 	end := func(fn int32, samples uint64, total uint64) jsonArcEnd {
 		e := jsonArcEnd{Image: p.Images[p.Funcs[fn].Image].Name, Samples: samples, Percent: round(pct(samples, total))}
-		e.Level, e.Symbol = splitLevel(keyString(p, KeySym, int64(fn)))
+		e.Level, e.Symbol = SplitLevel(keyString(p, KeySym, int64(fn)))
 		return e
 	}
 	for _, rep := range reps {
@@ -260,7 +260,7 @@ func writeArcsJSON(w io.Writer, p *profile.Profile, reps []EventArcs, opts Optio
 			in, outN := arcSum(f.Callers), arcSum(f.Callees)
 			jf := jsonArcFunc{Image: p.Images[p.Funcs[f.Func].Image].Name, Samples: f.Samples, Self: f.Self,
 				SelfPercent: round(pct(f.Self, rep.Event.Total)), Callers: []jsonArcEnd{}, Callees: []jsonArcEnd{}}
-			jf.Level, jf.Symbol = splitLevel(keyString(p, KeySym, int64(f.Func)))
+			jf.Level, jf.Symbol = SplitLevel(keyString(p, KeySym, int64(f.Func)))
 			for _, c := range f.Callers {
 				jf.Callers = append(jf.Callers, end(c.Func, c.Samples, in))
 			}

@@ -44,6 +44,10 @@ var keyTitles = map[string]string{
 	KeyApp: "Application", KeyUserApp: "Application",
 }
 
+// KeyTitle is a sort key's column title, as perf's ("Shared Object"
+// for dso).
+func KeyTitle(key string) string { return keyTitles[key] }
+
 // ErrBadKey is returned for a sort key Write does not know.
 var ErrBadKey = errors.New("unknown sort key")
 
@@ -518,7 +522,7 @@ func writeJSON(w io.Writer, p *profile.Profile, keys []string, reps []EventRepor
 			for i, k := range keys {
 				jr.Keys[k] = r.Keys[i]
 				if k == KeySym {
-					jr.Level, jr.Keys[k] = splitLevel(r.Keys[i])
+					jr.Level, jr.Keys[k] = SplitLevel(r.Keys[i])
 				}
 			}
 			if opts.Children {
@@ -540,9 +544,9 @@ func round(f float64) float64 {
 	return v
 }
 
-// splitLevel splits a sym key's text into perf's marker, [.] or [k], and
+// SplitLevel splits a sym key's text into perf's marker, [.] or [k], and
 // the name; the text of no symbol, [unknown], has no marker.
-func splitLevel(sym string) (level, name string) {
+func SplitLevel(sym string) (level, name string) {
 	for _, l := range []string{"[.]", "[k]"} {
 		if n, ok := strings.CutPrefix(sym, l+" "); ok {
 			return l, n
@@ -571,7 +575,7 @@ func writeCSV(w io.Writer, keys []string, reps []EventReport, opts Options) erro
 			rec := []string{rep.Event.Name}
 			rec = append(rec, r.Keys...)
 			if sym >= 0 {
-				level, name := splitLevel(r.Keys[sym])
+				level, name := SplitLevel(r.Keys[sym])
 				rec = slices.Insert(rec, 2+sym, level)
 				rec[1+sym] = name
 			}

@@ -39,6 +39,9 @@ type Options struct {
 	Bind func(anonbind.Processes) *anonbind.Binder
 	// Arcs reads the call-graph files into the profile's Arcs.
 	Arcs bool
+	// Symbolizer finds the images; nil means the machine's files, their
+	// function tables cached.
+	Symbolizer *symbolize.Symbolizer
 }
 
 // Info is what the report says of the sessions besides the profile.
@@ -167,7 +170,11 @@ func Load(opts Options) (*profile.Profile, *anonbind.Binder, Info, error) {
 	procs := &images{}
 	src := &sessions{dir: opts.Dir, procs: map[uint32]anon.Process{}}
 	var binder *anonbind.Binder
-	ropts := resolve.Options{Symbolizer: symbolize.New(symbolize.Options{SymbolCache: true}), Lines: opts.Lines, LeafOnly: true}
+	sym := opts.Symbolizer
+	if sym == nil {
+		sym = symbolize.New(symbolize.Options{SymbolCache: true})
+	}
+	ropts := resolve.Options{Symbolizer: sym, Lines: opts.Lines, LeafOnly: true}
 	switch {
 	case opts.Bind != nil:
 		binder = opts.Bind(src)

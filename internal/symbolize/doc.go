@@ -21,7 +21,8 @@
 // recording is never read in its place: that is [ErrBuildIDMismatch].
 //
 // The kernel is symbolized from /proc/kallsyms ([Kernel]) and the vDSO from
-// the running process's own copy ([LoadVDSO]).
+// the running process's own copy ([LoadVDSO]), or both from files
+// (Options.Kallsyms, Options.VDSO: an archive's).
 //
 // Formats:
 //   - ELF: System V gABI and the x86-64 psABI (PLT layout, .plt.sec for IBT).

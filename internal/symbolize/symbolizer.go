@@ -1,6 +1,7 @@
 package symbolize
 
 import (
+	"bytes"
 	"debug/elf"
 	"errors"
 	"fmt"
@@ -32,6 +33,9 @@ type Options struct {
 	RawNames bool
 	// Kallsyms is the kernel symbol file; "" means /proc/kallsyms.
 	Kallsyms string
+	// VDSO is a file holding the vDSO image "[vdso]" is symbolized
+	// from (an archive's); "" means the running process's.
+	VDSO string
 	// SymbolCache keeps the function tables of images with a build-id
 	// in jitprof's cache directory (CacheDir), for later reports.
 	SymbolCache bool
@@ -101,6 +105,14 @@ func (s *Symbolizer) OpenAs(path, buildID string, c trust.Cred) (*Image, error) 
 	}
 	s.mu.Unlock()
 	slot.once.Do(func() {
+		if path == VDSOPath && s.opts.VDSO != "" {
+			// Named as the running one is, whatever file holds it.
+			var b []byte
+			if b, slot.err = os.ReadFile(s.opts.VDSO); slot.err == nil {
+				slot.img, slot.err = LoadReader(VDSOPath, bytes.NewReader(b), LoadOptions{RawNames: s.opts.RawNames})
+			}
+			return
+		}
 		if path == VDSOPath {
 			slot.img, slot.err = LoadVDSO(LoadOptions{RawNames: s.opts.RawNames})
 			return
@@ -134,6 +146,12 @@ func (s *Symbolizer) Kernel() (*Kernel, error) {
 // rejected with ErrBuildIDMismatch.
 func (s *Symbolizer) load(path, host, want string, c trust.Cred) (*Image, error) {
 	main, err := openELF(host, c)
+	var pe *fs.PathError
+	if errors.As(err, &pe) && pe.Path == host {
+		// Under a Root (an archive's directory, a process's root) a
+		// report names the file as the recording does.
+		pe.Path = path
+	}
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/google/pprof/driver"
 	pprof "github.com/google/pprof/profile"
 
+	"github.com/jitprof/jitprof/internal/diff"
 	"github.com/jitprof/jitprof/internal/profile"
 	"github.com/jitprof/jitprof/internal/report"
 	"github.com/jitprof/jitprof/internal/symbolize"
@@ -26,8 +27,14 @@ var pprofMu sync.Mutex
 // jitprof's object tool, and returns its handlers (path -> handler, to
 // mount under a prefix: its links are relative). One driver serves one
 // profile, so each selection has its own. The source files pprof reads
-// are src's copies (sources.go), never the files the profile names.
-func newPprofView(p *profile.Profile, event int, sym *symbolize.Symbolizer, src *sources, log io.Writer) (map[string]http.Handler, error) {
+// are src's copies (sources.go), never the files the profile names. With
+// a base (diff.BasePprof), the view compares p with it as pprof
+// -diff_base does, p's JIT code named as the base's (diff.Normalized)
+// unless exact.
+func newPprofView(p *profile.Profile, event int, base *pprof.Profile, exact bool, sym *symbolize.Symbolizer, src *sources, log io.Writer) (map[string]http.Handler, error) {
+	if base != nil {
+		p = diff.Normalized(p, exact)
+	}
 	pp, err := report.Pprof(p, event)
 	if err != nil {
 		return nil, err
@@ -51,6 +58,11 @@ func newPprofView(p *profile.Profile, event int, sym *symbolize.Symbolizer, src 
 		}
 		// The export numbers functions from 1 in p.Funcs' order.
 		fn.Filename = obj.source(fn.Filename, p.Funcs[fn.ID-1].Image)
+	}
+	if base != nil {
+		if pp, err = diff.MergeBase(pp, base); err != nil {
+			return nil, err
+		}
 	}
 	var handlers map[string]http.Handler
 	pprofMu.Lock()

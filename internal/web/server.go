@@ -2,6 +2,7 @@ package web
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"embed"
 	"encoding/json"
@@ -19,9 +20,14 @@ import (
 	"strings"
 	"sync"
 
+	pprof "github.com/google/pprof/profile"
+
+	"github.com/jitprof/jitprof/internal/annotate"
 	"github.com/jitprof/jitprof/internal/anonbind"
+	"github.com/jitprof/jitprof/internal/diff"
 	"github.com/jitprof/jitprof/internal/profile"
 	"github.com/jitprof/jitprof/internal/symbolize"
+	"github.com/jitprof/jitprof/internal/trust"
 )
 
 // Recording is what the server shows: a profile and what loading it
@@ -44,6 +50,18 @@ type Recording struct {
 	// recording holds the JIT code's bytes); the server calls it once it
 	// shows the recording no more.
 	Close func()
+	// Base, when set, is the profile pprof's views compare the
+	// recording with, as pprof -diff_base (jitprof web --diff-base): the
+	// base's samples of the selection's code and event, negated, JIT
+	// code of both matched by name across runs (internal/diff) unless
+	// ExactNames. The process and thread selection is the recording's:
+	// the base is compared whole.
+	Base       *profile.Profile
+	ExactNames bool
+	// Symbolizer and OpenSource, when set, read the images and source
+	// files of this recording instead of Options' (an archive's files).
+	Symbolizer *symbolize.Symbolizer
+	OpenSource func(file string, as trust.Cred) (io.ReadCloser, error)
 }
 
 // Options configure a Server.
@@ -54,6 +72,9 @@ type Options struct {
 	// Symbolizer opens ELF images for disassembly and source lines; nil
 	// means symbolize.New with defaults.
 	Symbolizer *symbolize.Symbolizer
+	// OpenSource opens the source files the source views show; nil
+	// means annotate.OpenSource, the machine's files.
+	OpenSource func(file string, as trust.Cred) (io.ReadCloser, error)
 	// Log receives pprof's error messages; nil discards them.
 	Log io.Writer
 }
@@ -147,10 +168,31 @@ func (s *Server) load(ctx context.Context) (*state, error) {
 			marks[f.Name] = jitMark(&f, im)
 		}
 	}
+	// A comparison names JIT code as matched across runs: one name
+	// stands for every generation, of either profile.
+	for _, q := range []*profile.Profile{p, rec.Base} {
+		if rec.Base == nil {
+			break
+		}
+		for _, f := range q.Funcs {
+			if im := &q.Images[f.Image]; isJIT(im) {
+				if n, r := diff.Normalize(f.Name); r != 0 && !rec.ExactNames {
+					f.Gen = 0
+					marks[n] = jitMark(&f, im) + " (matched across runs by " + r.String() + ")"
+				}
+			}
+		}
+	}
 	b, err := json.Marshal(marks)
 	if err == nil {
 		var src *sources
-		if src, err = newSources(); err == nil {
+		open := annotate.OpenSource
+		for _, o := range []func(string, trust.Cred) (io.ReadCloser, error){s.opts.OpenSource, rec.OpenSource} {
+			if o != nil {
+				open = o
+			}
+		}
+		if src, err = newSources(open); err == nil {
 			return &state{rec: rec, marks: b, src: src, views: map[Selection]*viewSlot{}, procs: map[int][]process{}}, nil
 		}
 	}
@@ -238,7 +280,19 @@ func (st *state) view(sel Selection, opts *Options) (map[string]http.Handler, er
 	st.lru = append(st.lru, sel)
 	st.mu.Unlock()
 	slot.once.Do(func() {
-		slot.handlers, slot.err = newPprofView(sel.apply(st.rec.Profile), sel.Event, opts.Symbolizer, st.src, opts.Log)
+		var base *pprof.Profile
+		if b := st.rec.Base; b != nil {
+			ev := diff.EventOf(b, st.rec.Profile, sel.Event)
+			if ev < 0 {
+				slot.err = fmt.Errorf("the base has no %s event", st.rec.Profile.Events[sel.Event].Name)
+				return
+			}
+			bsel := Selection{PID: -1, TID: -1, Code: sel.Code, Event: ev}
+			if base, slot.err = diff.BasePprof(bsel.apply(b), ev, st.rec.ExactNames); slot.err != nil {
+				return
+			}
+		}
+		slot.handlers, slot.err = newPprofView(sel.apply(st.rec.Profile), sel.Event, base, st.rec.ExactNames, cmp.Or(st.rec.Symbolizer, opts.Symbolizer), st.src, opts.Log)
 	})
 	return slot.handlers, slot.err
 }

@@ -19,8 +19,8 @@ import (
 // get it shown. So pprof never gets an original path: every source file
 // name it sees (the functions' file names, the object tool's source
 // lines) is that of a copy in a snapshot directory of jitprof's own,
-// made through trust.OpenNamed with the rights of the user whose data
-// named the file. A file that user may not read gets a name in the
+// made through trust.OpenNamed (annotate.OpenSource) with the rights of
+// the user whose data named the file, or from an archive's copies. A file that user may not read gets a name in the
 // snapshot where nothing is, which pprof reports as missing.
 
 const (
@@ -43,6 +43,8 @@ type sources struct {
 	dir   string
 	shown *regexp.Regexp // a copy's directories in a page: dir/N/
 
+	open func(file string, as trust.Cred) (io.ReadCloser, error) // annotate.OpenSource or Options.OpenSource
+
 	mu     sync.Mutex
 	copies map[sourceKey]string // original and whose rights -> its path in dir
 	size   int64                // bytes copied so far
@@ -53,12 +55,12 @@ type sourceKey struct {
 	as   trust.Cred
 }
 
-func newSources() (*sources, error) {
+func newSources(open func(file string, as trust.Cred) (io.ReadCloser, error)) (*sources, error) {
 	dir, err := os.MkdirTemp("", "jitprof-web-src-") // mode 0700
 	if err != nil {
 		return nil, err
 	}
-	return &sources{dir: dir, shown: regexp.MustCompile(regexp.QuoteMeta(dir) + `/[0-9]+/`), copies: map[sourceKey]string{}}, nil
+	return &sources{dir: dir, shown: regexp.MustCompile(regexp.QuoteMeta(dir) + `/[0-9]+/`), open: open, copies: map[sourceKey]string{}}, nil
 }
 
 // unname takes the snapshot's directories out of a page of pprof's,
@@ -95,7 +97,7 @@ func (s *sources) path(file string, as trust.Cred) string {
 
 // copy copies file, read with as's rights, to dst.
 func (s *sources) copy(dst, file string, as trust.Cred) (int64, error) {
-	src, err := trust.OpenNamed(file, as, 0)
+	src, err := s.open(file, as)
 	if err != nil {
 		return 0, err
 	}

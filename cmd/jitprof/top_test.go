@@ -1,0 +1,338 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jitprof/jitprof/internal/perftest"
+)
+
+// topRow is a row of jitprof top --stdio.
+type topRow struct {
+	percent float64
+	samples uint64
+	dso     string
+	sym     string
+}
+
+var topRowRe = regexp.MustCompile(`^\s+(\d+\.\d+)%\s+(\d+)\s+(.*?)\s+(\[[.k]\] .*)$`)
+
+// topRefreshes splits jitprof top --stdio's output into its refreshes:
+// each a header and rows (sort keys dso,sym).
+func topRefreshes(out string) (headers []string, refreshes [][]topRow) {
+	for _, line := range strings.Split(out, "\n") {
+		switch {
+		case strings.HasPrefix(line, "# jitprof top:"):
+			headers = append(headers, line)
+			refreshes = append(refreshes, nil)
+		case len(refreshes) > 0:
+			if m := topRowRe.FindStringSubmatch(line); m != nil {
+				pc, _ := strconv.ParseFloat(m[1], 64)
+				n, _ := strconv.ParseUint(m[2], 10, 64)
+				refreshes[len(refreshes)-1] = append(refreshes[len(refreshes)-1], topRow{pc, n, m[3], m[4]})
+			}
+		}
+	}
+	return headers, refreshes
+}
+
+// TestTopJIT: jitprof top runs minijit, whose generations at one address
+// come and go while it runs, numbered otherwise than by default
+// (-prelude). With -z each refresh shows its interval's samples: summed
+// over the refreshes, every generation has the share minijit measured
+// for it, as a report of a recording does (checkGenerations' 4 points):
+// JIT data read while the JIT runs names each sample by the code that
+// ran then, not by what was there when the data was read.
+func TestTopJIT(t *testing.T) {
+	perftest.Perf(t)
+	jitprof, minijit := buildTools(t)
+	dir := t.TempDir()
+	truthPath := filepath.Join(dir, "truth.json")
+	cmd := exec.Command(jitprof, "top", "--stdio", "-z", "-d", "0.5", "--", minijit, "-duration", "2s", "-quiet", "-prelude", "2", "-truth", truthPath)
+	cmd.Env = append(os.Environ(), "JITPROF_JITLOG_DIR="+filepath.Join(dir, "jitlog"))
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("jitprof top: %v\n%s", err, stderr.String())
+	}
+	_, truth := readTruth(t, truthPath)
+	headers, refreshes := topRefreshes(string(out))
+	if len(refreshes) < 4 || !strings.Contains(headers[len(headers)-1], "sampling ended") {
+		t.Fatalf("%d refreshes, the last %q; want several, the last after minijit ended:\n%s", len(refreshes), headers[len(headers)-1], out)
+	}
+	sampled := map[string]float64{}
+	var jit float64
+	for _, rows := range refreshes {
+		for _, r := range rows {
+			if r.dso == "[JIT jitlog] minijit" {
+				name := strings.TrimPrefix(r.sym, "[.] ")
+				sampled[name] += float64(r.samples)
+				jit += float64(r.samples)
+			}
+		}
+	}
+	for name, want := range truth {
+		got := 100 * sampled[name] / max(jit, 1)
+		if math.Abs(got-want) > 4 {
+			t.Errorf("%s: %.1f%% of the JIT samples in top, %.1f%% of minijit's JIT time", name, got, want)
+		}
+	}
+	for name := range sampled {
+		if _, ok := truth[name]; !ok {
+			t.Errorf("top names %q, which minijit did not generate (%v)", name, truth)
+		}
+	}
+}
+
+// TestTopFollows: jitprof top of every CPU names the JIT code of a
+// process that starts after it; a perf map it reads again as it grows
+// names code added later. SIGINT ends it with status 0.
+func TestTopFollows(t *testing.T) {
+	perftest.Perf(t)
+	if os.Geteuid() != 0 {
+		t.Skip("every CPU needs root")
+	}
+	jitprof, minijit := buildTools(t)
+	dir := t.TempDir()
+	env := append(os.Environ(), "JITPROF_JITLOG_DIR="+filepath.Join(dir, "jitlog"))
+	cmd := exec.Command(jitprof, "top", "--stdio", "-z", "-d", "0.5", "-a", "--comms", "minijit")
+	cmd.Env = env // where minijit's jitlog is
+	var stdout syncBuffer
+	var stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	t.Cleanup(func() {
+		if !stopped {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	})
+	eventually := func(what string, ok func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(time.Minute); !ok(); time.Sleep(100 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("no %s in a minute:\n%s\n%s", what, stdout.String(), stderr.String())
+			}
+		}
+	}
+	eventually("refresh", func() bool { return strings.Contains(stdout.String(), "# jitprof top:") })
+	mj := exec.Command(minijit, "-duration", "2s", "-quiet", "-perfmap")
+	mj.Env = env
+	if out, err := mj.CombinedOutput(); err != nil {
+		t.Fatalf("minijit: %v\n%s", err, out)
+	}
+	eventually("xorshift, generated last", func() bool { return strings.Contains(stdout.String(), "xorshift [gen 6]") })
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	err := cmd.Wait()
+	stopped = true
+	if err != nil {
+		t.Errorf("jitprof top after SIGINT: %v\n%s", err, stderr.String())
+	}
+	_, refreshes := topRefreshes(stdout.String())
+	named := map[string]bool{}
+	for _, rows := range refreshes {
+		for _, r := range rows {
+			if strings.HasPrefix(r.dso, "[JIT ") {
+				named[strings.TrimPrefix(r.sym, "[.] ")] = true
+			}
+		}
+	}
+	for _, want := range []string{"fib [gen 1]", "collatz [gen 3]", "fib [gen 5]", "xorshift [gen 6]"} {
+		if !named[want] {
+			t.Errorf("top of every CPU did not name %s of the minijit started after it: %v", want, named)
+		}
+	}
+
+	// The perf map alone: read again as it grows, it names what was
+	// added to it while top ran (the slots minijit re-used are
+	// ambiguous, as a map has no times, and say so).
+	cmd = exec.Command(jitprof, "top", "--stdio", "-z", "-d", "0.5", "--anon-handler", "perfmap", "--", minijit, "-duration", "2s", "-quiet", "-perfmap")
+	cmd.Env = append(os.Environ(), "JITPROF_JITLOG_DIR="+filepath.Join(dir, "jitlog2"))
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(out), "[JIT perfmap] minijit") || !strings.Contains(string(out), "xorshift") {
+		t.Errorf("top with the perf map names no xorshift, added last:\n%s", out)
+	}
+}
+
+// TestTopUnprivileged: for a user other than root, jitprof top samples
+// their own processes, user space only, and says so.
+func TestTopUnprivileged(t *testing.T) {
+	perftest.Perf(t)
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to run jitprof as nobody")
+	}
+	nobody, err := user.Lookup("nobody")
+	if err != nil {
+		t.Skipf("no user nobody: %v", err)
+	}
+	uid, _ := strconv.Atoi(nobody.Uid)
+	gid, _ := strconv.Atoi(nobody.Gid)
+	dir, err := os.MkdirTemp("", "jitprof-nobody")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	bin := buildJitprof(t, dir)
+	busy := filepath.Join(dir, "busy")
+	copyFile(t, perftest.Busy(t), busy)
+	as := &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
+	// The user's workload, running before top starts.
+	work := exec.Command(busy, "3000")
+	work.SysProcAttr = as
+	if err := work.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { work.Process.Kill(); work.Wait() })
+	cmd := exec.Command(bin, "top", "--stdio", "-d", "0.5")
+	cmd.Dir, cmd.SysProcAttr = dir, as
+	var stdout syncBuffer
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); strings.Count(stdout.String(), "# jitprof top:") < 4 && time.Now().Before(deadline); {
+		time.Sleep(100 * time.Millisecond)
+	}
+	cmd.Process.Signal(os.Interrupt)
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("jitprof top as nobody: %v\n%s", err, stderr.String())
+	}
+	headers, refreshes := topRefreshes(stdout.String())
+	if len(headers) < 2 || !strings.Contains(headers[0], "not root: your") || !strings.Contains(headers[0], "user space only") {
+		t.Fatalf("as nobody, the header does not say what is sampled:\n%s\n%s", stdout.String(), stderr.String())
+	}
+	work2 := false
+	for _, rows := range refreshes {
+		for _, r := range rows {
+			if strings.HasPrefix(r.sym, "[k]") {
+				t.Errorf("a kernel row as nobody: %+v", r)
+			}
+			work2 = work2 || strings.Contains(r.sym, "work_")
+		}
+	}
+	if !work2 {
+		t.Errorf("as nobody, top shows no work of the user's busy:\n%s", stdout.String())
+	}
+}
+
+// TestTopTerminal drives the terminal UI in tmux, as a user in a plain
+// terminal (TERM=xterm, over SSH as well): the rows name the JIT code;
+// j, t, Enter (annotate), p and h do what they say; q and SIGTERM give
+// the terminal back as it was (stty -g before and after, the shell's
+// prompt on the screen again).
+func TestTopTerminal(t *testing.T) {
+	perftest.Perf(t)
+	tmux := perftest.Need(t, "tmux")
+	jitprof, minijit := buildTools(t)
+	dir := t.TempDir()
+	session := fmt.Sprintf("jitprof-top-%d", os.Getpid())
+	run := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command(tmux, args...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("tmux %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	run("new-session", "-d", "-s", session, "-x", "150", "-y", "40", "env", "TERM=xterm", "JITPROF_JITLOG_DIR="+filepath.Join(dir, "jitlog"), "PS1=$ ", "sh")
+	t.Cleanup(func() { exec.Command(tmux, "kill-session", "-t", session).Run() })
+	screen := func() string { return run("capture-pane", "-p", "-t", session) }
+	waitFor := func(what string) string {
+		t.Helper()
+		var s string
+		for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+			if s = screen(); strings.Contains(s, what) {
+				return s
+			}
+		}
+		t.Fatalf("no %q on the screen in a minute:\n%s", what, s)
+		return ""
+	}
+	keys := func(k ...string) { run(append([]string{"send-keys", "-t", session}, k...)...) }
+	before, after := filepath.Join(dir, "stty.before"), filepath.Join(dir, "stty.after")
+	start := func() {
+		os.Remove(after)
+		keys(fmt.Sprintf("clear; stty -g > %s; %s top -d 0.5 -- %s -duration 1m -quiet; echo EXIT=$?; stty -g > %s", before, jitprof, minijit, after), "Enter")
+	}
+	restored := func(how string) {
+		t.Helper()
+		s := waitFor("EXIT=0")
+		if strings.Contains(s, "q quit") {
+			t.Errorf("after %s the UI is still on the screen:\n%s", how, s)
+		}
+		b1, _ := os.ReadFile(before)
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+			if b2, err := os.ReadFile(after); err == nil && len(b2) > 0 {
+				if !bytes.Equal(b1, b2) {
+					t.Errorf("after %s the terminal's settings are %q, were %q", how, b2, b1)
+				}
+				return
+			}
+		}
+		t.Errorf("after %s: no stty -g", how)
+	}
+
+	start()
+	waitFor("[JIT jitlog] minijit")
+	keys("j")
+	waitFor("JIT code only")
+	keys("j", "j", "t")
+	waitFor("zoomed into pid")
+	keys("Escape")
+	waitFor("all processes")
+	keys("Enter")
+	waitFor("Disassembly of JIT code")
+	// An Escape and a key at once read as Alt and the key.
+	keys("Escape")
+	waitFor("Shared Object")
+	keys("p")
+	waitFor("[paused]")
+	keys("h")
+	waitFor("zoom into the selected row's process")
+	keys("Escape")
+	waitFor("Shared Object")
+	keys("q")
+	restored("q")
+
+	start()
+	waitFor("[JIT jitlog] minijit")
+	pane := strings.TrimSpace(run("list-panes", "-t", session, "-F", "#{pane_pid}"))
+	pid := 0
+	children, _ := os.ReadFile("/proc/" + pane + "/task/" + pane + "/children")
+	for _, c := range strings.Fields(string(children)) {
+		if comm, _ := os.ReadFile("/proc/" + c + "/comm"); strings.TrimSpace(string(comm)) == "jitprof-top" {
+			pid, _ = strconv.Atoi(c)
+		}
+	}
+	if pid == 0 {
+		t.Fatalf("no jitprof-top under the shell (pid %s, children %q)", pane, children)
+	}
+	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	restored("SIGTERM")
+}

@@ -1,0 +1,323 @@
+package top
+
+import (
+	"encoding/binary"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/jitprof/jitprof/internal/anon"
+	"github.com/jitprof/jitprof/internal/anonbind"
+	"github.com/jitprof/jitprof/internal/profile"
+	"github.com/jitprof/jitprof/internal/record"
+	"github.com/jitprof/jitprof/internal/resolve"
+	"github.com/jitprof/jitprof/internal/symbolize"
+	"github.com/jitprof/jitprof/internal/trust"
+	"github.com/jitprof/jitprof/perfdata"
+)
+
+// JIT says how a live view names JIT code.
+type JIT struct {
+	// Handlers makes the anon handlers (anon.Select's, fresh each call:
+	// handlers keep what they read, and a live view reads again); nil
+	// leaves JIT code in anon buckets.
+	Handlers func() ([]anon.Handler, error)
+	// PyPyLog is the FILE of the PYPYLOG of the command top runs, "" for
+	// none.
+	PyPyLog string
+	Force   bool
+}
+
+// renewEvery is how often JIT data is read again while samples fall in
+// JIT code: the samples wait for it (at most that long), so that each
+// is named by data written after it was taken, never by a generation a
+// JIT had replaced by then.
+const renewEvery = 500 * time.Millisecond
+
+// live is the record.Sink of a live view: each round's samples resolved
+// into one profile.Builder, whose interned tables and cumulative counts
+// the view reads at every refresh (snapshot).
+type live struct {
+	mu sync.Mutex
+
+	dec     *perfdata.Decoder
+	attr    *perfdata.Attr
+	sym     *symbolize.Symbolizer
+	jit     JIT
+	b       *profile.Builder
+	res     *resolve.Resolver
+	procs   liveProcs
+	anon    *liveAnon
+	pending []resolve.Sample
+	// jitPending are samples in anonymous memory waiting for JIT data
+	// read after them (renewEvery).
+	jitPending []resolve.Sample
+	lost       uint64
+	samples    uint64 // in all, for the header
+
+	// The decayed counts per entry of the Builder, and the cumulative
+	// ones they were last brought up to.
+	decayed []decayed
+	seen    []profile.Value
+}
+
+type decayed struct{ count, period float64 }
+
+// newLive returns the sink of the events attr describes.
+func newLive(attr *perfdata.Attr, jit JIT) *live {
+	dec := perfdata.NewDecoder([]*perfdata.Attr{attr})
+	dec.FixedSampleFields = true
+	b := profile.NewBuilder()
+	name := attr.Name
+	ev := profile.Event{Name: name}
+	if attr.Freq() {
+		ev.Freq = attr.SamplePeriod
+	} else {
+		ev.Period = attr.SamplePeriod
+	}
+	b.Event(ev)
+	l := &live{dec: dec, attr: attr, jit: jit, b: b, sym: symbolize.New(symbolize.Options{SymbolCache: true})}
+	if jit.Handlers != nil {
+		l.anon = &liveAnon{}
+	}
+	return l
+}
+
+// Raw takes the kernel's records: samples wait for the end of the round,
+// the rest the Recorder's Tracker takes.
+func (l *live) Raw(raw []byte) error {
+	switch perfdata.RecordType(binary.NativeEndian.Uint32(raw)) {
+	case perfdata.RecordSample:
+	case perfdata.RecordLost, perfdata.RecordLostSamples:
+		if rec, err := l.dec.Decode(raw); err == nil {
+			switch v := rec.(type) {
+			case *perfdata.Lost:
+				l.lost += v.Lost
+			case *perfdata.LostSamples:
+				l.lost += v.Lost
+			}
+		}
+		return nil
+	default:
+		return nil
+	}
+	rec, err := l.dec.Decode(raw)
+	if err != nil {
+		return nil
+	}
+	s, ok := rec.(*perfdata.Sample)
+	if !ok || !s.Has(perfdata.SampleIP) || !s.Has(perfdata.SampleTID) {
+		return nil
+	}
+	cpu := int32(-1)
+	if s.Has(perfdata.SampleCPU) {
+		cpu = int32(s.CPU)
+	}
+	period := s.Period
+	if !s.Has(perfdata.SamplePeriod) {
+		period = l.attr.SamplePeriod
+	}
+	l.pending = append(l.pending, resolve.Sample{PID: s.PID, TID: s.TID, Time: s.Time, CPU: cpu,
+		Mode: resolve.Mode(s.Misc & perfdata.MiscCPUModeMask), IP: s.IP, Count: 1, Period: period})
+	return nil
+}
+
+// Record takes what the recorder synthesized: its Tracker has it.
+func (l *live) Record(perfdata.Record) error { return nil }
+
+// Written is nothing: a live view keeps counts, not records.
+func (l *live) Written() int64 { return 0 }
+
+// EndRound resolves the round's samples against the processes and
+// mappings the Recorder knows. Samples in anonymous memory wait, when
+// JIT code is named, until the JIT data is read again after them.
+func (l *live) EndRound(r *record.Recorder) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.procs.r = r
+	t := r.Tracker()
+	if l.res == nil {
+		var ar resolve.AnonResolver
+		if l.anon != nil {
+			ar = l.anon
+		}
+		l.res = resolve.New(l.b, t, resolve.Options{Symbolizer: l.sym, Anon: ar, Addresses: true, LeafOnly: true})
+	}
+	for i := range l.pending {
+		s := &l.pending[i]
+		if l.anon != nil && s.Mode == resolve.ModeUser {
+			if m := t.Lookup(s.PID, s.IP, s.Time, false); m != nil && m.Anon {
+				l.jitPending = append(l.jitPending, *s)
+				continue
+			}
+		}
+		l.res.Add(s)
+	}
+	l.samples += uint64(len(l.pending))
+	l.pending = l.pending[:0]
+	if len(l.jitPending) > 0 && l.anon.renew(&l.procs, l.jit) {
+		for i := range l.jitPending {
+			l.res.Add(&l.jitPending[i])
+		}
+		l.jitPending = l.jitPending[:0]
+	}
+	return nil
+}
+
+// flush names the samples in JIT code still waiting, once the
+// recording has ended and no round will.
+func (l *live) flush() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.jitPending) == 0 || l.res == nil {
+		return
+	}
+	l.anon.last = time.Time{}
+	l.anon.renew(&l.procs, l.jit)
+	for i := range l.jitPending {
+		l.res.Add(&l.jitPending[i])
+	}
+	l.jitPending = l.jitPending[:0]
+}
+
+// close releases the JIT handlers (external ones are processes).
+func (l *live) close() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.anon != nil && l.anon.b != nil {
+		l.anon.b.Close()
+	}
+}
+
+// snapshot brings the decayed counts up to the Builder's (zero: only
+// what came since the last snapshot) and returns a profile of them:
+// the Builder's tables, copied, and an entry per place with a count
+// left. Claims say how JIT code was named. peek returns the counts as
+// they are, changing nothing.
+func (l *live) snapshot(zero bool) (*profile.Profile, []anonbind.Claim, Stats) {
+	return l.counts(zero, true)
+}
+
+func (l *live) peek() *profile.Profile {
+	p, _, _ := l.counts(false, false)
+	return p
+}
+
+func (l *live) counts(zero, advance bool) (*profile.Profile, []anonbind.Claim, Stats) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	m := l.b.Meta()
+	for len(l.decayed) < len(m.Entries) {
+		l.decayed = append(l.decayed, decayed{})
+		l.seen = append(l.seen, profile.Value{})
+	}
+	p := &profile.Profile{
+		Events: slices.Clone(m.Events), Images: slices.Clone(m.Images), Funcs: slices.Clone(m.Funcs),
+		Frames: m.Frames, Nodes: m.Nodes, Threads: m.Threads, Strings: m.Strings,
+	}
+	for i := range p.Events {
+		p.Events[i].Count, p.Events[i].Total = 0, 0
+	}
+	var recent uint64
+	for i, e := range m.Entries {
+		d := &l.decayed[i]
+		dc, dp := e.Count-l.seen[i].Count, e.Period-l.seen[i].Period
+		recent += dc
+		switch {
+		case !advance:
+			d = &decayed{d.count, d.period}
+		case zero:
+			l.seen[i] = e.Value
+			d.count, d.period = float64(dc), float64(dp)
+		default:
+			// perf top's decay: an entry loses an eighth at each
+			// refresh, and gains what came since.
+			l.seen[i] = e.Value
+			d.count, d.period = d.count*7/8+float64(dc), d.period*7/8+float64(dp)
+		}
+		c := uint64(d.count + 0.5)
+		if c == 0 {
+			continue
+		}
+		v := profile.Value{Count: c, Period: uint64(d.period + 0.5)}
+		p.Entries = append(p.Entries, profile.Entry{Key: e.Key, Value: v})
+		p.Events[e.Event].Count += v.Count
+		p.Events[e.Event].Total += v.Period
+	}
+	var claims []anonbind.Claim
+	if l.anon != nil && l.anon.b != nil {
+		claims = l.anon.b.Claims()
+	}
+	return p, claims, Stats{Samples: l.samples, Recent: recent, Lost: l.lost}
+}
+
+// Stats are a live view's counts.
+type Stats struct {
+	Samples uint64 // since the start
+	Recent  uint64 // since the last refresh
+	Lost    uint64
+}
+
+// liveProcs is the anonbind.Processes of a live view: the Recorder's
+// processes, who each is, and its mappings; FillLive then finds it
+// under /proc.
+type liveProcs struct{ r *record.Recorder }
+
+func (lp *liveProcs) Process(pid uint32) anon.Process {
+	p := anon.Process{PID: int(pid), NSPID: int(pid), UID: trust.UnknownOwner}
+	if lp.r == nil {
+		return p
+	}
+	if id, ok := lp.r.Identity(pid); ok {
+		p.UID, p.StartTime = id.UID, id.StartTime
+		if id.NSPID != 0 {
+			p.NSPID = id.NSPID
+		}
+	}
+	if sp, ok := lp.r.Tracker().Process(pid); ok {
+		p.Comm = sp.Comm
+		for _, m := range sp.Mappings {
+			p.Mappings = append(p.Mappings, anon.Mapping{Start: m.Start, End: m.End, Pgoff: m.Pgoff, Time: m.Time, Path: m.Path, Exec: m.Exec})
+		}
+	}
+	return p
+}
+
+// liveAnon names JIT code with a Binder it makes anew, with fresh
+// handlers, every renewEvery while samples fall in JIT code: JIT data
+// grows while a view runs (a perf map appended to, a jitdump and a
+// jitlog written on, a PyPy log followed), and a handler reads it when
+// it claims a process. jitdump and jitlog name code by time, so the
+// generations a JIT put at one address stay apart.
+type liveAnon struct {
+	b    *anonbind.Binder
+	last time.Time
+}
+
+func (a *liveAnon) Resolve(pid uint32, addr, time uint64) (resolve.AnonFrame, bool) {
+	if a.b == nil {
+		return resolve.AnonFrame{}, false
+	}
+	return a.b.Resolve(pid, addr, time)
+}
+
+// renew makes a new Binder when the last is renewEvery old, and says
+// whether it did: the samples waiting can be named.
+func (a *liveAnon) renew(procs *liveProcs, jit JIT) bool {
+	if a.b != nil && time.Since(a.last) < renewEvery {
+		return false
+	}
+	hs, err := jit.Handlers() // checked when top started: no new error
+	if err != nil {
+		return false
+	}
+	if jit.PyPyLog != "" {
+		hs = anon.WithPyPyLog(hs, jit.PyPyLog)
+	}
+	if a.b != nil {
+		a.b.Close()
+	}
+	a.b = anonbind.New(procs, anonbind.Options{Handlers: hs, Force: jit.Force})
+	a.last = time.Now()
+	return true
+}

@@ -1,0 +1,170 @@
+package top
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/jitprof/jitprof/internal/profile"
+	"github.com/jitprof/jitprof/internal/report"
+	"github.com/jitprof/jitprof/perfdata"
+)
+
+// fixture is a live view whose Builder a test fills by hand: two
+// processes, one with JIT code.
+type fixture struct {
+	l                  *live
+	app, jit, libc     int32
+	appT, jitT         int32
+	fMain, fFib, fCopy int32
+}
+
+func newFixture() *fixture {
+	l := newLive(&perfdata.Attr{Name: "cpu-clock", SamplePeriod: 1000, Flags: perfdata.FlagFreq}, JIT{})
+	b := l.b
+	f := &fixture{l: l}
+	f.app = b.Image(profile.Image{Name: "/usr/bin/app"})
+	f.libc = b.Image(profile.Image{Name: "/usr/lib/libc.so.6"})
+	f.jit = b.Image(profile.Image{Name: "[JIT jitlog] node", Kind: profile.ImageAnon})
+	f.appT = b.Thread(profile.Thread{PID: 10, TID: 10, Comm: b.String("app")})
+	f.jitT = b.Thread(profile.Thread{PID: 20, TID: 20, Comm: b.String("node")})
+	frame := func(im int32, name string) int32 {
+		return b.Push(-1, b.Frame(profile.Frame{Func: b.Func(profile.Func{Name: name, Image: im})}))
+	}
+	f.fMain, f.fCopy, f.fFib = frame(f.app, "main"), frame(f.libc, "memcpy"), frame(f.jit, "fib [gen 3]")
+	return f
+}
+
+func (f *fixture) add(stack, thread int32, n uint64) {
+	f.l.b.Add(profile.Key{Stack: stack, Thread: thread, CPU: -1}, n, n*1000)
+}
+
+func rowsOf(t *testing.T, f *fixture, v View, zero bool) map[string]Row {
+	t.Helper()
+	p, _, _ := f.l.snapshot(zero)
+	rows, err := v.rows(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]Row{}
+	for _, r := range rows {
+		m[strings.Join(r.Keys, " ")] = r
+	}
+	return m
+}
+
+var dsoSym = View{Keys: []string{report.KeyDSO, report.KeySym}, PID: -1}
+
+// TestDecay: as perf top, counts lose an eighth at each refresh and
+// gain what came since; with zero, only what came since counts.
+func TestDecay(t *testing.T) {
+	f := newFixture()
+	f.add(f.fMain, f.appT, 800)
+	f.add(f.fFib, f.jitT, 200)
+	r := rowsOf(t, f, dsoSym, false)
+	if r["/usr/bin/app [.] main"].Samples != 800 || math.Abs(r["/usr/bin/app [.] main"].Percent-80) > 1e-9 {
+		t.Fatalf("first refresh: %+v", r)
+	}
+	f.add(f.fFib, f.jitT, 100)
+	r = rowsOf(t, f, dsoSym, false)
+	// main: 800*7/8 = 700; fib: 200*7/8+100 = 275.
+	if got := r["/usr/bin/app [.] main"].Samples; got != 700 {
+		t.Errorf("main decayed to %d, want 700", got)
+	}
+	if got := r["[JIT jitlog] node [.] fib [gen 3]"].Samples; got != 275 {
+		t.Errorf("fib: %d, want 275", got)
+	}
+	if p := r["[JIT jitlog] node [.] fib [gen 3]"].Percent; math.Abs(p-100*275.0/975) > 0.01 {
+		t.Errorf("fib: %.2f%%, want %.2f", p, 100*275.0/975)
+	}
+	// peek changes nothing.
+	if p := f.l.peek(); p.Events[0].Count != 975 {
+		t.Errorf("peek: %d samples, want the last refresh's 975", p.Events[0].Count)
+	}
+	f.add(f.fCopy, f.appT, 50)
+	r = rowsOf(t, f, dsoSym, true)
+	if len(r) != 1 || r["/usr/lib/libc.so.6 [.] memcpy"].Samples != 50 {
+		t.Errorf("zero: %+v, want memcpy's 50 alone", r)
+	}
+	// Entries that decay to nothing leave the view.
+	for range 60 {
+		rowsOf(t, f, dsoSym, false)
+	}
+	if r := rowsOf(t, f, dsoSym, false); len(r) != 0 {
+		t.Errorf("after 60 empty refreshes: %+v", r)
+	}
+}
+
+// TestZoom: the UI's zooms keep a process, an image, JIT or native
+// code, with percentages of what is shown; each row knows its process.
+func TestZoom(t *testing.T) {
+	f := newFixture()
+	f.add(f.fMain, f.appT, 600)
+	f.add(f.fCopy, f.appT, 200)
+	f.add(f.fFib, f.jitT, 200)
+	p, _, _ := f.l.snapshot(false)
+	for _, c := range []struct {
+		name string
+		v    View
+		want map[string]float64
+	}{
+		{"all", dsoSym, map[string]float64{"/usr/bin/app [.] main": 60, "/usr/lib/libc.so.6 [.] memcpy": 20, "[JIT jitlog] node [.] fib [gen 3]": 20}},
+		{"pid", View{Keys: dsoSym.Keys, PID: 10}, map[string]float64{"/usr/bin/app [.] main": 75, "/usr/lib/libc.so.6 [.] memcpy": 25}},
+		{"dso", View{Keys: dsoSym.Keys, PID: -1, DSO: "libc.so.6"}, map[string]float64{"/usr/lib/libc.so.6 [.] memcpy": 100}},
+		{"jit", View{Keys: dsoSym.Keys, PID: -1, Code: JITCode}, map[string]float64{"[JIT jitlog] node [.] fib [gen 3]": 100}},
+		{"native", View{Keys: dsoSym.Keys, PID: -1, Code: NativeCode}, map[string]float64{"/usr/bin/app [.] main": 75, "/usr/lib/libc.so.6 [.] memcpy": 25}},
+		{"comm", View{Keys: []string{report.KeyComm}, PID: -1}, map[string]float64{"app": 80, "node": 20}},
+	} {
+		q := *p
+		q.Entries = append([]profile.Entry(nil), p.Entries...)
+		q.Events = append([]profile.Event(nil), p.Events...)
+		rows, err := c.v.rows(&q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]float64{}
+		for _, r := range rows {
+			got[strings.Join(r.Keys, " ")] = r.Percent
+			if want := map[string]uint32{"app": 10, "node": 20}[r.Comm]; r.PID != want {
+				t.Errorf("%s: row %q is of pid %d (%s)", c.name, r.Keys, r.PID, r.Comm)
+			}
+		}
+		if len(got) != len(c.want) {
+			t.Errorf("%s: rows %v, want %v", c.name, got, c.want)
+		}
+		for k, w := range c.want {
+			if math.Abs(got[k]-w) > 1e-9 {
+				t.Errorf("%s: %s %.2f%%, want %.2f", c.name, k, got[k], w)
+			}
+		}
+	}
+}
+
+func TestTable(t *testing.T) {
+	v := dsoSym
+	title, lines := table(&v, []Row{
+		{Row: report.Row{Keys: []string{"/usr/bin/app", "[.] main"}, Samples: 12}, Percent: 60},
+		{Row: report.Row{Keys: []string{"[kernel.kallsyms]", "[k] do_syscall_64"}, Samples: 3}, Percent: 15},
+	})
+	want := []string{
+		"  Overhead  Samples  Shared Object      Symbol",
+		"    60.00%       12  /usr/bin/app       [.] main",
+		"    15.00%        3  [kernel.kallsyms]  [k] do_syscall_64",
+	}
+	if got := append([]string{title}, lines...); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("table:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+func TestSortCycle(t *testing.T) {
+	keys := sortPresets[0]
+	for range sortPresets {
+		keys = nextKeys(keys)
+		if _, err := report.SortKeys(keys); err != nil {
+			t.Errorf("%v: %v", keys, err)
+		}
+	}
+	if strings.Join(keys, ",") != strings.Join(sortPresets[0], ",") {
+		t.Errorf("the cycle does not come back: %v", keys)
+	}
+}
