@@ -206,6 +206,16 @@ func TestTopUnprivileged(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { work.Process.Kill(); work.Wait() })
+	// Until it execs, the child is the test's, root's: top started before
+	// then would not count it among the user's processes.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", work.Process.Pid)); exe == busy {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the user's busy did not exec in 30 s")
+		}
+	}
 	cmd := exec.Command(bin, "top", "--stdio", "-d", "0.5")
 	cmd.Dir, cmd.SysProcAttr = dir, as
 	var stdout syncBuffer
@@ -214,8 +224,13 @@ func TestTopUnprivileged(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(30 * time.Second); strings.Count(stdout.String(), "# jitprof top:") < 4 && time.Now().Before(deadline); {
-		time.Sleep(100 * time.Millisecond)
+	// Until the user's work shows (on a loaded machine the first
+	// refreshes can come before any sample), and a few refreshes more.
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		out := stdout.String()
+		if i := strings.Index(out, "work_"); i >= 0 && strings.Count(out[i:], "# jitprof top:") >= 2 {
+			break
+		}
 	}
 	cmd.Process.Signal(os.Interrupt)
 	if err := cmd.Wait(); err != nil {
