@@ -92,12 +92,10 @@ func recordFlags(args []string) (cfg record.Config, out string, quiet bool, err 
 	fs.Func("F", "sample at this `frequency` in Hz, or max (default 4000; a tracepoint: every hit unless -F or -c)", freq)
 	fs.Uint64Var(&cfg.Period, "c", 0, "sample every `period` events (instead of -F)")
 	fs.BoolVar(&cfg.Callchain, "g", false, "record frame-pointer callchains (kernel and user)")
-	fs.Func("call-graph", "callchains: `fp` (frame pointers, as -g)", func(s string) error {
-		if mode, _, _ := strings.Cut(s, ","); mode != "fp" {
-			return fmt.Errorf("%q: jitprof records frame-pointer callchains (fp), which need code built with frame pointers (-fno-omit-frame-pointer)", s)
-		}
-		cfg.Callchain = true
-		return nil
+	fs.Func("call-graph", "callchains: `fp` (frame pointers, as -g) or dwarf[,SIZE] (SIZE bytes of user stack per sample, 8192 by default, unwound by the report)", func(s string) (err error) {
+		cfg.UserStack, err = perfevent.ParseCallGraph(s)
+		cfg.Callchain = err == nil
+		return err
 	})
 	fs.BoolVar(&cfg.SystemWide, "a", false, "profile every CPU")
 	pids := fs.String("p", "", "profile existing `pids` (comma-separated) and their new threads and children")
@@ -119,7 +117,7 @@ func recordFlags(args []string) (cfg record.Config, out string, quiet bool, err 
 	fs.IntVar(&cfg.Pages, "mmap-pages", 0, "same as -m")
 	fs.BoolVar(&quiet, "quiet", false, "same as -q")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: jitprof record [-e EVENT] [-F HZ | -c PERIOD] [-g] [-a | -p PID[,PID] | -t TID] [-C CPUS] [-o FILE] [-m PAGES] [--duration D] [-q] [-- CMD ARGS]")
+		fmt.Fprintln(fs.Output(), "usage: jitprof record [-e EVENT] [-F HZ | -c PERIOD] [-g | --call-graph fp|dwarf[,SIZE]] [-a | -p PID[,PID] | -t TID] [-C CPUS] [-o FILE] [-m PAGES] [--duration D] [-q] [-- CMD ARGS]")
 		cli.PrintFlags(fs)
 	}
 	cmdArgs, err := cli.ParseCommand(fs, args)
