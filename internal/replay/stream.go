@@ -73,10 +73,10 @@ func (sr *streamReader) chain(c []uint64) int32 {
 	return id
 }
 
-func (sr *streamReader) add(s *perfdata.Sample, leafOnly bool) {
+func (sr *streamReader) add(s *perfdata.Sample, chain []uint64, leafOnly bool) {
 	k := streamKey{flatKeyOf(s), -1}
 	if !leafOnly {
-		k.chain = sr.chain(s.Callchain)
+		k.chain = sr.chain(chain)
 	}
 	id, ok := sr.index[k]
 	if !ok {
@@ -110,12 +110,21 @@ func (sr *streamReader) sample(out *resolve.Sample, k streamKey, events *eventIn
 func loadStream(f *perfdata.File, opts Options) (*profile.Profile, error) {
 	tl := newTimeline(f)
 	sr := &streamReader{index: map[streamKey]int32{}, chains: map[uint64][]int32{}}
+	if opts.Symbolizer == nil {
+		opts.Symbolizer = symbolize.New(symbolize.Options{SymbolCache: true})
+	}
+	// A stream's user stacks are unwound as they come, against the
+	// mappings told of so far: the bytes are not kept for a second pass.
+	// JIT code is unwound by frame pointers only, since its handlers
+	// are bound after the pass.
+	u := newUnwinder(f, tl, Options{Symbolizer: opts.Symbolizer, LeafOnly: opts.LeafOnly})
+	sw := newStackWalker(u)
 	r := f.Records()
 	r.SkipCallchains = opts.LeafOnly
 	for r.Next() {
 		switch rec := r.Record().(type) {
 		case *perfdata.Sample:
-			sr.add(rec, opts.LeafOnly)
+			sr.add(rec, sw.callchain(rec), opts.LeafOnly)
 		default:
 			if takes(rec) {
 				tl.take(rec)
@@ -134,9 +143,7 @@ func loadStream(f *perfdata.File, opts Options) (*profile.Profile, error) {
 			return nil, err
 		}
 	}
-	if opts.Symbolizer == nil {
-		opts.Symbolizer = symbolize.New(symbolize.Options{SymbolCache: true})
-	}
+	sw.flush()
 	if kernelSampled(f) {
 		go opts.Symbolizer.Kernel()
 	}
@@ -167,5 +174,5 @@ func loadStream(f *perfdata.File, opts Options) (*profile.Profile, error) {
 			}
 		}
 	}
-	return finishProfile(f, b, tl, opts, 0), nil
+	return finishProfile(f, b, tl, u, opts, 0), nil
 }

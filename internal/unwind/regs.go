@@ -2,12 +2,6 @@ package unwind
 
 import "math/bits"
 
-// PerfRegsMask is the sample_regs_user perf records for --call-graph
-// dwarf on x86-64 (PERF_REG_EXTENDED_MASK aside): every general
-// register, the instruction and stack pointers and the flags, not the
-// segment registers DS, ES, FS and GS.
-const PerfRegsMask = 0xff0fff
-
 // perfToDWARF maps perf's x86-64 register numbers (enum perf_event_x86_regs:
 // AX, BX, CX, DX, SI, DI, BP, SP, IP, FLAGS, CS, SS, DS, ES, FS, GS,
 // R8..R15) to DWARF's; -1 for those DWARF has no column for here.

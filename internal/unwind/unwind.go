@@ -81,7 +81,8 @@ func (f *frame) reg(r uint64) (uint64, bool) {
 }
 
 // Unwind walks the stack from the sampled registers and appends the pc
-// of each frame to out, the sampled one first, at most max of them. The
+// of each frame to out, the sampled one first, at most max of them
+// (whatever out held before). The
 // pc of every frame but the first is its return address minus one (the
 // call instruction; dwfl_frame_pc's and perf's convention), except for
 // a signal trampoline's caller, whose pc was interrupted, not a call.
@@ -94,6 +95,7 @@ func Unwind(regs Regs, stack *Stack, as AddressSpace, out []uint64, max int) ([]
 	if !ok || max <= 0 {
 		return out, StopRule
 	}
+	max += len(out)
 	out = append(out, pc)
 	lookup := pc    // the address whose rows apply: pc-1 in a caller
 	signal := false // the frame's code is a signal trampoline
