@@ -205,6 +205,20 @@ func (b *Binder) UnwindTable(pid uint32, addr, time uint64) (*unwind.Table, uint
 	return u.UnwindTable(addr, time)
 }
 
+// Named implements unwind.JITInfo: whether the handler that claimed pid
+// names the code at addr at time (without counting it as a sample's).
+func (b *Binder) Named(pid uint32, addr, time uint64) bool {
+	st := b.proc(pid)
+	if st.r == nil {
+		return false
+	}
+	sym, prepared := st.prepared(addr, time)
+	if !prepared {
+		sym, _ = st.r.Resolve(addr, time)
+	}
+	return sym.Found()
+}
+
 // ResolveSeq implements resolve.SeqResolver: the code at addr in pid of
 // generation seq (jitlog's sequence number, jitdump's code index), as a
 // sample file that keeps the generation instead of the time asks; not

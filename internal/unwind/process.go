@@ -14,12 +14,14 @@ type Mappings interface {
 	Lookup(pid uint32, addr, time uint64, kernel bool) *process.Mapping
 }
 
-// JITInfo gives the unwinding information JITs logged for their code
-// (jitdump's unwinding records, jitlog's): the table of the code at
-// addr of process pid at time, and the bias of its addresses. It may be
-// called from several goroutines at once.
+// JITInfo is what the JITs' own data says of their code (jitdump's
+// unwinding records; the names of their handlers): the table of the
+// code at addr of process pid at time and the bias of its addresses, and
+// whether a handler names that code. It may be called from several
+// goroutines at once.
 type JITInfo interface {
 	UnwindTable(pid uint32, addr, time uint64) (t *Table, bias uint64, ok bool)
+	Named(pid uint32, addr, time uint64) bool
 }
 
 // Options configure an Unwinder.
@@ -143,8 +145,9 @@ func (w *Walker) Code(pc uint64) (Code, bool) {
 	}
 	if m.Anon {
 		c := Code{JIT: true}
-		if w.u.opts.JIT != nil {
-			c.Table, c.Bias, _ = w.u.opts.JIT.UnwindTable(w.pid, pc, w.time)
+		if jit := w.u.opts.JIT; jit != nil {
+			c.Table, c.Bias, _ = jit.UnwindTable(w.pid, pc, w.time)
+			c.Named = jit.Named(w.pid, pc, w.time)
 		}
 		return c, true
 	}

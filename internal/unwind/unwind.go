@@ -37,6 +37,10 @@ type Code struct {
 	Bias uint64
 	// JIT says the code is in anonymous memory: code a JIT generated.
 	JIT bool
+	// Named says a JIT handler names the code (a compiled function, a
+	// PyPy loop), as opposed to JIT code no data describes (a JIT's
+	// helper stubs).
+	Named bool
 }
 
 // AddressSpace is the process being unwound, at the time of the sample:
@@ -112,6 +116,9 @@ func Unwind(regs Regs, stack *Stack, as AddressSpace, out []uint64, max int) ([]
 		var done bool
 		if rs == nil {
 			done, stop = f.framePointer(as, code.JIT)
+			if done && code.JIT && !code.Named {
+				done, stop = f.scan(as)
+			}
 			signal = false
 		} else {
 			done, stop = f.step(rs, code.Table)
@@ -221,6 +228,37 @@ func (f *frame) step(rs *ruleset, t *Table) (bool, Stop) {
 	}
 	f.regs = next
 	return false, StopEnd
+}
+
+// maxScan is how many words above the stack pointer scan looks at.
+const maxScan = 8
+
+// scan steps out of JIT code that no data describes and that keeps no
+// frame pointer (PyPy's helper stubs, which its loops call to allocate
+// or to run a write barrier, keep none) by the first of the few words
+// at the top of its frame that is a return address into JIT code a
+// handler names: the loop that called it. Only there, and only into
+// named code, so that a stale word cannot make a frame of anything else.
+func (f *frame) scan(as AddressSpace) (bool, Stop) {
+	sp, ok := f.reg(regRSP)
+	if !ok {
+		return true, StopJIT
+	}
+	for i := uint64(0); i < maxScan; i++ {
+		ra, ok := f.stack.word(sp + 8*i)
+		if !ok {
+			break
+		}
+		if c, ok := as.Code(ra - 1); ok && c.JIT && c.Named {
+			next := f.regs
+			next.Valid &^= 1<<regRAX | 1<<regRDX | 1<<regRCX | 1<<regRSI | 1<<regRDI | 0xf00 // caller-saved
+			next.Set(regRSP, sp+8*i+8)
+			next.Set(regRA, ra)
+			f.regs = next
+			return false, StopEnd
+		}
+	}
+	return true, StopJIT
 }
 
 // framePointer steps through a frame that has no call frame information

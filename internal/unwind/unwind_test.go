@@ -127,6 +127,7 @@ type space struct {
 	t            *Table
 	lo, hi       uint64
 	jitLo, jitHi uint64
+	named        uint64 // JIT code from here to jitHi is named by a handler
 }
 
 func (s *space) Code(pc uint64) (Code, bool) {
@@ -134,7 +135,7 @@ func (s *space) Code(pc uint64) (Code, bool) {
 	case pc >= s.lo && pc < s.hi:
 		return Code{Table: s.t}, true
 	case pc >= s.jitLo && pc < s.jitHi:
-		return Code{JIT: true}, true
+		return Code{JIT: true, Named: s.named != 0 && pc >= s.named}, true
 	}
 	return Code{}, false
 }
@@ -262,5 +263,28 @@ func TestPerfRegs(t *testing.T) {
 		if r.V[reg] != v || r.Valid&(1<<reg) == 0 {
 			t.Errorf("DWARF register %d = %d, want %d", reg, r.V[reg], v)
 		}
+	}
+}
+
+func TestUnwindScan(t *testing.T) {
+	as := &space{jitLo: 0x9000, jitHi: 0xa000, named: 0x9800}
+	const sp = 0x7f000
+	// A helper stub at 0x9100 (no data names it, no frame pointer)
+	// called from a loop at 0x9800 (named): its return address is the
+	// third word; the words before it point into the stub itself and
+	// into no code.
+	stack := stackOf(sp, 0x9105, 0x5, 0x9811, 0x9900)
+	out, stop := Unwind(regsOf(0x9100, sp, 0x1234), stack, as, nil, 10)
+	if want := []uint64{0x9100, 0x9810}; !slices.Equal(out, want) || stop != StopJIT {
+		t.Fatalf("got %#x (%v), want %#x and a stop in the loop's frame", out, stop, want)
+	}
+	// Named code itself is never scanned: its frame ends the chain.
+	if out, stop := Unwind(regsOf(0x9810, sp, 0x1234), stack, as, nil, 10); len(out) != 1 || stop != StopJIT {
+		t.Errorf("from named code: %#x (%v)", out, stop)
+	}
+	// Nothing named within maxScan words.
+	far := stackOf(sp, 0, 0, 0, 0, 0, 0, 0, 0, 0x9811)
+	if out, stop := Unwind(regsOf(0x9100, sp, 0x1234), far, as, nil, 10); len(out) != 1 || stop != StopJIT {
+		t.Errorf("beyond the scan: %#x (%v)", out, stop)
 	}
 }
