@@ -280,3 +280,59 @@ func TestRangesNoCodeCanHave(t *testing.T) {
 		}
 	}
 }
+
+// jitEHFrame is the .eh_frame a JIT logs for code of size bytes: placed,
+// as jitdump's and jitlog's layout has it, at the first 8-byte boundary
+// after the code; one FDE over the whole code whose CFA goes from rsp+8
+// to rsp+16 after its first byte (a push).
+func jitEHFrame(size uint64) []byte {
+	le := binary.LittleEndian
+	cie := []byte{1, 'z', 'R', 0, 1, 0x78, 0x10, 1, 0x1b, 0x0c, 7, 8, 0x90, 1, 0, 0}
+	b := le.AppendUint32(nil, uint32(4+len(cie)))
+	b = le.AppendUint32(b, 0)
+	b = append(b, cie...)
+	fde := len(b)
+	base := int64((size + 7) &^ 7) // the .eh_frame's place, from the code's start
+	body := le.AppendUint32(nil, uint32(fde+4))
+	body = le.AppendUint32(body, uint32(int32(-(base + int64(fde) + 8))))
+	body = le.AppendUint32(body, uint32(size))
+	body = append(body, 0, 0x41, 0x0e, 16, 0, 0, 0) // no augmentation; +1: CFA rsp+16
+	b = le.AppendUint32(b, uint32(len(body)))
+	return append(b, body...)
+}
+
+func TestJitlogUnwind(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv(jitlog.EnvDir, dir)
+	l, err := jitlog.Open(jitlog.Options{Name: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seq, err := l.CodeLoad(reuseAddr, 0x41, "foo", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.CodeUnwind(seq, jitEHFrame(0x41)); err != nil {
+		t.Fatal(err)
+	}
+	other, err := l.CodeLoad(reuseAddr+0x1000, 0x40, "bar", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r := claim(t, "jitlog", &Process{PID: os.Getpid(), UID: os.Getuid()})
+	u, ok := r.(Unwinder)
+	if !ok {
+		t.Fatal("jitlog resolver is no Unwinder")
+	}
+	tb, base, ok := u.UnwindTable(reuseAddr+0x10, codemapForever)
+	// Rows at the code's start and after its first byte, and the end.
+	if !ok || base != reuseAddr || tb.NumRows() != 3 {
+		t.Fatalf("UnwindTable = %v rows, base %#x, %v; want 3 rows from %#x", tb, base, ok, uint64(reuseAddr))
+	}
+	if _, _, ok := u.UnwindTable(reuseAddr+0x1010, codemapForever); ok {
+		t.Errorf("code %d without unwinding information has a table", other)
+	}
+}

@@ -90,7 +90,13 @@ func (jitdumpHandler) Claim(p *Process) (Resolver, error) {
 // boundary after the code, which is what its pc-relative addresses
 // count from.
 func jitUnwindTable(u *jitdump.UnwindingInfo, size uint64) *unwind.Table {
-	eh := u.Data[:uint64(len(u.Data))-u.EHFrameHdrSize]
+	return ehFrameTable(u.Data[:uint64(len(u.Data))-u.EHFrameHdrSize], size)
+}
+
+// ehFrameTable compiles an .eh_frame that follows code of size bytes at
+// its first 8-byte boundary, relative to the code's start (jitdump's and
+// jitlog's layout), or returns nil.
+func ehFrameTable(eh []byte, size uint64) *unwind.Table {
 	if len(eh) == 0 || size > 1<<40 {
 		return nil
 	}
