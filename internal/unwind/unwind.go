@@ -230,6 +230,11 @@ func (f *frame) step(rs *ruleset, t *Table) (bool, Stop) {
 	return false, StopEnd
 }
 
+// callerSaved are the registers a call may change (rax, rdx, rcx, rsi,
+// rdi, r8-r11): a caller's are not known after a step that has no rules
+// for them.
+const callerSaved = 1<<regRAX | 1<<regRDX | 1<<regRCX | 1<<regRSI | 1<<regRDI | 0xf<<8
+
 // maxScan is how many words above the stack pointer scan looks at.
 const maxScan = 8
 
@@ -251,7 +256,7 @@ func (f *frame) scan(as AddressSpace) (bool, Stop) {
 		}
 		if c, ok := as.Code(ra - 1); ok && c.JIT && c.Named {
 			next := f.regs
-			next.Valid &^= 1<<regRAX | 1<<regRDX | 1<<regRCX | 1<<regRSI | 1<<regRDI | 0xf00 // caller-saved
+			next.Valid &^= callerSaved
 			next.Set(regRSP, sp+8*i+8)
 			next.Set(regRA, ra)
 			f.regs = next
@@ -291,7 +296,7 @@ func (f *frame) framePointer(as AddressSpace, jit bool) (bool, Stop) {
 		return true, stop
 	}
 	next := f.regs
-	next.Valid &^= 1<<regRAX | 1<<regRDX | 1<<regRCX | 1<<regRSI | 1<<regRDI | 0xf00 // caller-saved
+	next.Valid &^= callerSaved
 	next.Set(regRBP, savedBP)
 	next.Set(regRSP, bp+16)
 	next.Set(regRA, ra)
