@@ -7,6 +7,7 @@ import (
 	"github.com/jitprof/jitprof/internal/profile"
 	"github.com/jitprof/jitprof/internal/resolve"
 	"github.com/jitprof/jitprof/internal/symbolize"
+	"github.com/jitprof/jitprof/internal/unwind"
 	"github.com/jitprof/jitprof/perfdata"
 )
 
@@ -115,15 +116,20 @@ func loadStream(f *perfdata.File, opts Options) (*profile.Profile, error) {
 	}
 	// A stream's user stacks are unwound as they come, against the
 	// mappings told of so far: the bytes are not kept for a second pass.
-	// JIT code is unwound by frame pointers only, since its handlers
-	// are bound after the pass.
-	u := newUnwinder(f, tl, Options{Symbolizer: opts.Symbolizer, LeafOnly: opts.LeafOnly})
-	sw := newStackWalker(u)
+	// The unwinder is made at the first sample with a stack, since a
+	// stream's attrs come in it. JIT code is unwound by frame pointers
+	// only, since its handlers are bound after the pass.
+	var u *unwind.Unwinder
+	var sw *stackWalker
 	r := f.Records()
 	r.SkipCallchains = opts.LeafOnly
 	for r.Next() {
 		switch rec := r.Record().(type) {
 		case *perfdata.Sample:
+			if u == nil && !opts.LeafOnly && len(rec.StackUser) > 0 {
+				u = unwind.New(unwind.Options{Symbolizer: opts.Symbolizer, Procs: tl.Tracker, Cache: true})
+				sw = newStackWalker(u)
+			}
 			sr.add(rec, sw.callchain(rec), opts.LeafOnly)
 		default:
 			if takes(rec) {

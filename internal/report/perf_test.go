@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -85,6 +86,58 @@ func writeCompressible(t *testing.T, path string, n int) {
 	}
 	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// checkStream reads data again as the stream perf inject -o - makes of
+// it, in the one pass a stream is read in (its user stacks unwound
+// against the mappings told of so far), and wants the --children rows of
+// the file, to a hundredth of a point.
+func checkStream(t *testing.T, p *profile.Profile, data string) {
+	t.Helper()
+	// Read from the pipe, as report -i - reads perf record -o -.
+	cmd := exec.Command(perftest.Perf(t), "inject", "-i", data, "-o", "-")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	pipe, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := cmd.Wait(); err != nil {
+			t.Errorf("perf inject -o -: %v\n%s", err, stderr.String())
+		}
+	}()
+	f, err := perfdata.NewStream(pipe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, err := replay.Load(f, replay.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := func(p *profile.Profile) map[string]float64 {
+		reps, err := Compute(p, Options{Sort: []string{KeyDSO, KeySym}, Children: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]float64{}
+		for _, r := range reps[0].Rows {
+			m[r.Keys[0]+" "+r.Keys[1]] += pct(r.Children, reps[0].Event.Total)
+		}
+		return m
+	}
+	file, stream := rows(p), rows(ps)
+	for k, v := range file {
+		if math.Abs(stream[k]-v) > 0.01 {
+			t.Errorf("stream: %s: %.2f%%, the file %.2f%%", k, stream[k], v)
+		}
+	}
+	if ps.Unwound.Chains != p.Unwound.Chains {
+		t.Errorf("stream: %d chains unwound, the file %d", ps.Unwound.Chains, p.Unwound.Chains)
 	}
 }
 
@@ -188,9 +241,10 @@ func TestAgreesWithPerf(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			var data string
-			if c.jitprof {
+			switch {
+			case c.jitprof:
 				data = recordJitprof(t, c.args)
-			} else {
+			default:
 				data = perftest.Record(t, c.name+".data", c.args...)
 			}
 			f, err := perfdata.Open(data)
@@ -248,6 +302,9 @@ func TestAgreesWithPerf(t *testing.T) {
 			// last 8 bytes) and on some chains adds a 0xffffffffffffffff
 			// frame: the rows above agree within 0.1, but perf's trees
 			// branch at __libc_start_main where ours go on to _start.
+			if c.name == "dwarf" {
+				checkStream(t, p, data)
+			}
 			if c.name == "fp" || c.name == "libc" || c.name == "dwarf" || c.name == "dwarf-jitprof" {
 				checkTrees(t, p, data)
 			}
