@@ -336,3 +336,43 @@ func TestJitlogUnwind(t *testing.T) {
 		t.Errorf("code %d without unwinding information has a table", other)
 	}
 }
+
+// TestJitdumpUnwind: a CODE_UNWINDING_INFO (the .eh_frame, then a
+// 20-byte .eh_frame_hdr, as V8 writes it) describes the CODE_LOAD after
+// it, and follows its code when it moves.
+func TestJitdumpUnwind(t *testing.T) {
+	const pid, moved = 11, 0x7f0000009000
+	var buf bytes.Buffer
+	w, err := jitdump.NewWriter(&buf, jitdump.Header{ElfMach: 62, PID: pid, Timestamp: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eh := jitEHFrame(0x41)
+	hdr := make([]byte, 20) // not read: the .eh_frame is found by size
+	code := make([]byte, 0x41)
+	for _, r := range []jitdump.Record{
+		&jitdump.UnwindingInfo{RecordHeader: jitdump.RecordHeader{Type: jitdump.TypeCodeUnwindingInfo, Timestamp: tFoo}, EHFrameHdrSize: 20, MappedSize: uint64(len(eh) + 20), Data: append(eh, hdr...)},
+		&jitdump.CodeLoad{RecordHeader: jitdump.RecordHeader{Type: jitdump.TypeCodeLoad, Timestamp: tFoo}, PID: pid, TID: pid, VMA: reuseAddr, CodeAddr: reuseAddr, CodeSize: 0x41, CodeIndex: 1, Name: "JS:*foo", Code: code},
+		&jitdump.CodeLoad{RecordHeader: jitdump.RecordHeader{Type: jitdump.TypeCodeLoad, Timestamp: tFoo}, PID: pid, TID: pid, VMA: reuseAddr + 0x1000, CodeAddr: reuseAddr + 0x1000, CodeSize: 0x40, CodeIndex: 2, Name: "JS:*bar", Code: code[:0x40]},
+		&jitdump.CodeMove{RecordHeader: jitdump.RecordHeader{Type: jitdump.TypeCodeMove, Timestamp: tBar}, PID: pid, TID: pid, VMA: moved, OldCodeAddr: reuseAddr, NewCodeAddr: moved, CodeSize: 0x41, CodeIndex: 1},
+	} {
+		if err := w.Write(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := claim(t, "jitdump", &Process{PID: pid, Embedded: map[string][]byte{"/tmp/jit-11.dump": buf.Bytes()}})
+	u, ok := r.(Unwinder)
+	if !ok {
+		t.Fatal("jitdump resolver is no Unwinder")
+	}
+	for _, c := range []struct{ addr, time, base uint64 }{{reuseAddr + 0x10, tFoo + 1, reuseAddr}, {moved + 0x10, tBar + 1, moved}} {
+		tb, base, ok := u.UnwindTable(c.addr, c.time)
+		if !ok || base != c.base || tb.NumRows() != 3 {
+			t.Errorf("UnwindTable(%#x) = %v, base %#x, %v; want 3 rows from %#x", c.addr, tb, base, ok, c.base)
+		}
+	}
+	// The record describes the next load only.
+	if _, _, ok := u.UnwindTable(reuseAddr+0x1010, tFoo+1); ok {
+		t.Error("the second load has the first's unwinding information")
+	}
+}
