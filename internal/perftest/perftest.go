@@ -202,7 +202,8 @@ int main(int argc, char **argv) {
 // cmp's time splits 3:1 between them; mix (a loop of its own) takes about
 // as long as a sort. Argument: milliseconds of CPU time to run for
 // (bounded by CPU time, the run has the same number of samples on any
-// machine, loaded or not).
+// machine, loaded or not); -N runs N rounds instead, a fixed amount of
+// work for the benchmarks (bench/unwind).
 const DWARFSource = `#include <stdlib.h>
 #include <time.h>
 static volatile long sink;
@@ -230,7 +231,7 @@ int main(int argc, char **argv) {
 	enum { N = 20000 };
 	long *v = malloc(N * sizeof *v);
 	double end = cpu_ms() + ms;
-	for (unsigned long k = 1; cpu_ms() < end; k++) {
+	for (unsigned long k = 1; ms >= 0 ? cpu_ms() < end : k <= -ms; k++) {
 		if (k % 4 == 0) sort_b(v, N, k); else sort_a(v, N, k);
 		if (k % 4 == 0) mix(k);
 	}
