@@ -89,6 +89,34 @@ func writeCompressible(t *testing.T, path string, n int) {
 	}
 }
 
+// leafmost keeps, when on, a folded stack's command and its 8 frames
+// nearest the sample.
+func leafmost(stack string, on bool) string {
+	f := strings.Split(stack, ";")
+	if !on || len(f) <= 9 {
+		return stack
+	}
+	return f[0] + ";" + strings.Join(f[len(f)-8:], ";")
+}
+
+// perfShortChains counts the samples whose chain, as perf script
+// unwinds it, has user frames but does not reach _start.
+func perfShortChains(t *testing.T, data string) int {
+	short := 0
+	out := perftest.Run(t, "perf", "script", "-i", data, "-F", "comm,ip,sym", "--no-inline")
+	for _, block := range strings.Split(out, "\n\n") {
+		lines := strings.Split(strings.TrimSpace(block), "\n")
+		user := false
+		for _, l := range lines[1:] {
+			user = user || !strings.HasPrefix(strings.TrimSpace(l), "ffffffff")
+		}
+		if user && !strings.Contains(lines[len(lines)-1], "_start") {
+			short++
+		}
+	}
+	return short
+}
+
 // checkStream reads data again as the stream perf inject -o - makes of
 // it, in the one pass a stream is read in (its user stacks unwound
 // against the mappings told of so far), and wants the --children rows of
@@ -305,8 +333,21 @@ func TestAgreesWithPerf(t *testing.T) {
 			if c.name == "dwarf" {
 				checkStream(t, p, data)
 			}
-			if c.name == "fp" || c.name == "libc" || c.name == "dwarf" || c.name == "dwarf-jitprof" {
+			switch {
+			case c.name == "fp" || c.name == "libc":
 				checkTrees(t, p, data)
+			case c.name == "dwarf" || c.name == "dwarf-jitprof":
+				// Now and then perf stops a few of this workload's
+				// chains short of _start as well (20 of 6,000 in one
+				// run of ten; where ours go on to main's callers): its
+				// trees then branch where ours do not, by the hidden
+				// remainder. The trees are compared when perf unwound
+				// every chain; the rows above always are.
+				if short := perfShortChains(t, data); short > 0 {
+					t.Logf("perf stopped %d chains short of _start: trees not compared", short)
+				} else {
+					checkTrees(t, p, data)
+				}
 			}
 			if strings.HasPrefix(c.name, "dwarf") && (p.Unwound.Chains == 0 || p.Unwound.JITStops != 0) {
 				t.Errorf("unwound %+v; want every chain unwound, none stopped in JIT code", p.Unwound)
@@ -317,13 +358,10 @@ func TestAgreesWithPerf(t *testing.T) {
 			}
 			if c.images == nil {
 				// python3's deep stacks reach the end of the 8 KiB copy,
-				// where perf stops a frame short (see the trees above):
-				// 2% of its chains differ there, and only there.
-				slack := 1
-				if c.name == "dwarf-python3" {
-					slack = 3
-				}
-				checkFolded(t, p, data, slack)
+				// where perf stops a frame short (see the trees above), on
+				// 2-6% of its chains: those are compared by their 8 frames
+				// nearest the sample, which both unwind.
+				checkFolded(t, p, data, c.name == "dwarf-python3")
 			}
 		})
 	}
@@ -375,7 +413,7 @@ func checkSortSpellings(t *testing.T, p *profile.Profile, data string) {
 // comm;root;...;leaf, unresolved frames [unknown]. perf names PLT stubs
 // (@plt) where we may not, so stacks through one are left out, and the
 // rest must agree within 1% of the samples.
-func checkFolded(t *testing.T, p *profile.Profile, data string, slackPct int) {
+func checkFolded(t *testing.T, p *profile.Profile, data string, leafward bool) {
 	var buf strings.Builder
 	if err := WriteFolded(&buf, p, 0, FoldedSamples); err != nil {
 		t.Fatal(err)
@@ -387,14 +425,14 @@ func checkFolded(t *testing.T, p *profile.Profile, data string, slackPct int) {
 		if err != nil {
 			t.Fatalf("folded line %q: %v", line, err)
 		}
-		ours[line[:i]] += n
+		ours[leafmost(line[:i], leafward)] += n
 	}
 	theirs := map[string]int{}
 	var stack []string
 	flush := func() {
 		if len(stack) > 0 {
 			slices.Reverse(stack[1:])
-			theirs[strings.Join(stack, ";")]++
+			theirs[leafmost(strings.Join(stack, ";"), leafward)]++
 		}
 		stack = stack[:0]
 	}
@@ -432,7 +470,7 @@ func checkFolded(t *testing.T, p *profile.Profile, data string, slackPct int) {
 			diff += max(n-m, 0)
 		}
 	}
-	if total == 0 || diff*100 > total*slackPct {
+	if total == 0 || diff*100 > total {
 		t.Errorf("folded stacks: %d of %d samples differ from perf script's", diff, total)
 	}
 	t.Logf("folded: %d of %d samples differ from perf script's; [unknown] frames: %v", diff, total, unknown)
