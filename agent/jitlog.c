@@ -57,10 +57,12 @@
 #define K_CLOCK 9
 #define K_ENTER_TSC 10
 #define K_EXIT_TSC 11
+#define K_UNWIND 12
 
 #define LOAD_FIXED 64
 #define MOVE_SIZE 48
 #define UNLOAD_SIZE 32
+#define UNWIND_FIXED 24
 #define ENTER_SIZE 32
 #define EXIT_SIZE 24
 #define OPEN_FIXED 24
@@ -549,6 +551,23 @@ int jitlog_code_unload(jitlog_t *l, uint64_t seq)
 	put64(b + 16, now_ns());
 	put32(b + 24, l->id);
 	publish(l, (uint64_t)off, K_UNLOAD);
+	return 0;
+}
+
+int jitlog_code_unwind(jitlog_t *l, uint64_t seq, const void *eh_frame, uint64_t size)
+{
+	if (size > MAX_RECORD - UNWIND_FIXED)
+		return errno = E2BIG, -1;
+	uint64_t n = UNWIND_FIXED + align8(size);
+	int64_t off = reserve(l, n);
+	if (off < 0)
+		return -1;
+	unsigned char *b = l->mem + off;
+	put64(b + 8, seq);
+	put32(b + 16, l->id);
+	put32(b + 20, (uint32_t)size);
+	memcpy(b + UNWIND_FIXED, eh_frame, size);
+	publish(l, (uint64_t)off, K_UNWIND);
 	return 0;
 }
 

@@ -75,6 +75,16 @@ JITLOG_API uint64_t jitlog_code_load(jitlog_t *l, uint64_t addr, uint64_t size,
 JITLOG_API int jitlog_code_move(jitlog_t *l, uint64_t seq, uint64_t old_addr,
 		     uint64_t new_addr);
 
+/*
+ * The unwinding information of the code of generation seq: an .eh_frame
+ * of size bytes (CIEs and FDEs) whose FDE addresses are pc-relative,
+ * counted from where the .eh_frame would be if it followed the code at
+ * its first 8-byte boundary (the layout of perf's jitdump unwinding
+ * records). jitprof's DWARF call graphs then unwind through the code.
+ */
+JITLOG_API int jitlog_code_unwind(jitlog_t *l, uint64_t seq, const void *eh_frame,
+		       uint64_t size);
+
 /* The code of generation seq was freed. */
 JITLOG_API int jitlog_code_unload(jitlog_t *l, uint64_t seq);
 

@@ -139,6 +139,8 @@ func TestCAgent(t *testing.T) {
 			s += fmt.Sprint(" ", r.Seq, " ", r.NewAddr == loads[1].Addr)
 		case *OpenRecord:
 			s += " " + r.Name
+		case *UnwindRecord:
+			s += fmt.Sprint(" ", r.Seq, " ", len(r.EHFrame), " ", string(r.EHFrame[9:11]))
 		}
 		kinds = append(kinds, s)
 	}
@@ -153,6 +155,7 @@ func TestCAgent(t *testing.T) {
 		"code-unload 1",
 		"code-load 4", "region-enter 4", "region-exit",
 		"code-move 4 true",
+		"code-unwind 4 24 zR",
 		"logger-close")
 	if !reflect.DeepEqual(kinds, want) {
 		t.Errorf("records:\n got %q\nwant %q", kinds, want)

@@ -53,6 +53,7 @@ const (
 	openFixed     = 24
 	closeSize     = 24
 	clockSize     = 32
+	unwindFixed   = 24 // frame + fixed fields of a code unwind
 	lineEntrySize = 12
 	bcEntrySize   = 8
 
@@ -84,9 +85,13 @@ const (
 	// logger's clock records and returns them as *EnterRecord, *ExitRecord.
 	KindRegionEnterTSC Kind = 10
 	KindRegionExitTSC  Kind = 11
+	// KindCodeUnwind is the unwinding information (an .eh_frame) of the
+	// code of one generation, logged after its load; readers older than
+	// it skip it as an UnknownRecord.
+	KindCodeUnwind Kind = 12
 )
 
-var kindNames = [...]string{"header", "code-load", "code-move", "code-unload", "region-enter", "region-exit", "logger-open", "logger-close", "pad", "clock", "region-enter-tsc", "region-exit-tsc"}
+var kindNames = [...]string{"header", "code-load", "code-move", "code-unload", "region-enter", "region-exit", "logger-open", "logger-close", "pad", "clock", "region-enter-tsc", "region-exit-tsc", "code-unwind"}
 
 func (k Kind) String() string {
 	if int(k) < len(kindNames) {
@@ -211,6 +216,16 @@ type ClockRecord struct {
 	Logger    uint32
 }
 
+// UnwindRecord is the unwinding information of the code of generation
+// Seq: an .eh_frame whose pc-relative addresses count from where it
+// would be if it followed the code at its first 8-byte boundary (the
+// layout of jitdump's unwinding records and of perf inject --jit).
+type UnwindRecord struct {
+	Seq     uint64
+	Logger  uint32
+	EHFrame []byte
+}
+
 // UnknownRecord keeps a record of a kind this version does not know, so
 // newer files still read.
 type UnknownRecord struct {
@@ -227,6 +242,7 @@ func (*ExitRecord) Kind() Kind      { return KindRegionExit }
 func (*OpenRecord) Kind() Kind      { return KindLoggerOpen }
 func (*CloseRecord) Kind() Kind     { return KindLoggerClose }
 func (*ClockRecord) Kind() Kind     { return KindClock }
+func (*UnwindRecord) Kind() Kind    { return KindCodeUnwind }
 func (r *UnknownRecord) Kind() Kind { return r.Type }
 
 func align8(n uint64) uint64 { return (n + 7) &^ 7 }
@@ -372,6 +388,15 @@ func decodeRecord(kind Kind, b []byte) (Record, error) {
 			return nil, err
 		}
 		return &ClockRecord{TSC: le.Uint64(b[8:]), Time: le.Uint64(b[16:]), Logger: le.Uint32(b[24:])}, nil
+	case KindCodeUnwind:
+		if err := need(unwindFixed); err != nil {
+			return nil, err
+		}
+		n := uint64(le.Uint32(b[20:]))
+		if unwindFixed+n > uint64(len(b)) {
+			return nil, fmt.Errorf("code-unwind record: .eh_frame of %d bytes overruns record of %d: %w", n, len(b), ErrFormat)
+		}
+		return &UnwindRecord{Seq: le.Uint64(b[8:]), Logger: le.Uint32(b[16:]), EHFrame: append([]byte(nil), b[unwindFixed:unwindFixed+n]...)}, nil
 	}
 	return &UnknownRecord{Type: kind, Data: append([]byte(nil), b[frameSize:]...)}, nil
 }

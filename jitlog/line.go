@@ -28,6 +28,8 @@ func Line(r Record) string {
 		return fmt.Sprintf("region-enter seq=%d time=%d tid=%d logger=%d", r.Seq, r.Time, r.TID, r.Logger)
 	case *ExitRecord:
 		return fmt.Sprintf("region-exit time=%d tid=%d logger=%d", r.Time, r.TID, r.Logger)
+	case *UnwindRecord:
+		return fmt.Sprintf("code-unwind seq=%d logger=%d eh_frame=%d", r.Seq, r.Logger, len(r.EHFrame))
 	case *UnknownRecord:
 		return fmt.Sprintf("%v bytes=%d", r.Type, len(r.Data))
 	}

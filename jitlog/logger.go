@@ -427,6 +427,31 @@ func (l *Logger) CodeMove(seq uint64, oldAddr, newAddr uintptr) error {
 	return nil
 }
 
+// CodeUnwind logs the unwinding information of the code of generation
+// seq: an .eh_frame (CIEs and FDEs, as a JIT writes for jitdump's
+// unwinding records or V8 for --perf-prof-unwinding-info) whose FDE
+// addresses are pc-relative, counted from where the .eh_frame would be if
+// it followed the code at its first 8-byte boundary. With it, jitprof's
+// DWARF call graphs unwind through the code, which need not keep a frame
+// pointer.
+func (l *Logger) CodeUnwind(seq uint64, ehFrame []byte) error {
+	if uint64(len(ehFrame)) > maxRecord-unwindFixed {
+		return fmt.Errorf("jitlog: unwinding information of %d bytes: %w", len(ehFrame), ErrTooLarge)
+	}
+	n := unwindFixed + align8(uint64(len(ehFrame)))
+	off, err := l.reserve(n)
+	if err != nil {
+		return err
+	}
+	b := l.mem[off : off+n : off+n]
+	le.PutUint64(b[8:], seq)
+	le.PutUint32(b[16:], l.id)
+	le.PutUint32(b[20:], uint32(len(ehFrame)))
+	copy(b[unwindFixed:], ehFrame)
+	l.publish(off, KindCodeUnwind)
+	return nil
+}
+
 // CodeUnload logs that the code of generation seq was freed.
 func (l *Logger) CodeUnload(seq uint64) error {
 	off, err := l.reserve(unloadSize)

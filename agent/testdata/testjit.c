@@ -108,6 +108,11 @@ int main(void)
 	if (jitlog_code_move(jl, s4, (uintptr_t)b, (uintptr_t)a) < 0)
 		return perror("move"), 1;
 	printf("move %" PRIu64 " %" PRIxPTR " %" PRIxPTR " %d\n", s4, (uintptr_t)b, (uintptr_t)a, ((int (*)(void))a)());
+	/* Its unwinding information: a CIE alone (CFA rsp+8, return address
+	 * at CFA-8), which the reader must return byte for byte. */
+	static const unsigned char eh[] = {0x14, 0, 0, 0, 0, 0, 0, 0, 1, 'z', 'R', 0, 1, 0x78, 0x10, 1, 0x1b, 0x0c, 7, 8, 0x90, 1, 0, 0};
+	if (jitlog_code_unwind(jl, s4, eh, sizeof eh) < 0)
+		return perror("unwind"), 1;
 
 	pthread_t th[THREADS];
 	for (uintptr_t t = 0; t < THREADS; t++)

@@ -206,3 +206,79 @@ func checkPprof(t *testing.T, jitprof, data string, funcs ...string) {
 		}
 	}
 }
+
+// TestNodeJitdumpDWARF: Node with --perf-prof --perf-prof-unwinding-info
+// writes a jitdump whose unwinding records describe its JIT code; with
+// --call-graph dwarf, jitprof must unwind through that code from the
+// jitdump as perf does after perf inject --jit (which turns the records
+// into .eh_frame in the ELF files it writes): every --children row of
+// 0.5% or more within 0.1 point, on the same recording.
+func TestNodeJitdumpDWARF(t *testing.T) {
+	dir := t.TempDir()
+	data := runNode(t, dir, []string{"-k", "mono", "--call-graph", "dwarf"}, "--perf-prof", "--perf-prof-unwinding-info")
+	injected := filepath.Join(dir, "injected.data")
+	perftest.Run(t, perftest.Perf(t), "inject", "--jit", "-i", data, "-o", injected)
+	perfOut := perftest.Run(t, perftest.Perf(t), "report", "-i", injected, "--stdio", "--children", "-g", "none", "--sort", "sym", "-q", "--percent-limit", "0", "--no-inline")
+	jitprof, _ := buildTools(t)
+	ours := runOK(t, jitprof, "report", "-i", data, "--anon-handler", "jitdump", "--children", "-g", "none", "--sort", "sym")
+	o, p := childrenShares(ours), childrenShares(perfOut)
+	for name := range merge(o, p) {
+		// The JS functions and node's C++ frames (and _start's,
+		// libc's). Not V8's embedded builtins and bytecode handlers,
+		// which are in node's own text: jitprof names them by node's
+		// symbols (Builtins_X, labels such as
+		// construct_stub_create_deopt_addr), perf by the jitdump's names
+		// of the same code, which its injected mappings lay over node's.
+		// Nor perf's 0xffffffffffffffff frames, where it stops a frame
+		// short of jitprof at the end of the stack copy
+		// (TestAgreesWithPerf says more).
+		if !strings.HasPrefix(name, "JS:") && !strings.Contains(name, "::") && !strings.HasPrefix(name, "_start") && !strings.HasPrefix(name, "__libc") {
+			continue
+		}
+		if math.Max(o[name], p[name]) >= 0.5 && math.Abs(o[name]-p[name]) > 0.1 {
+			t.Errorf("%s: jitprof %.2f%%, perf %.2f%%", name, o[name], p[name])
+		}
+	}
+	// The JIT code's callers: fib's frames unwound by its unwinding
+	// records, and node's own frames above them.
+	fib := 0.0
+	for name, v := range o {
+		if strings.HasPrefix(name, "JS:*fib ") {
+			fib = max(fib, v)
+		}
+	}
+	if fib < 10 || o["node::Start"] < fib {
+		t.Errorf("JS:*fib %.2f%%, node::Start %.2f%%: the JIT code's callers are missing", fib, o["node::Start"])
+	}
+}
+
+// childrenShares parses --children rows ("12.34%  1.00%  [N]  [.] name")
+// into the children percentage by name, generations merged, V8's
+// builtins named as perf inject names them (node's symbol Builtins_X is
+// its jitdump's Builtin:X).
+func childrenShares(out string) map[string]float64 {
+	m := map[string]float64{}
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 3 || strings.HasPrefix(line, "#") || !strings.HasSuffix(f[0], "%") {
+			continue
+		}
+		pc, err := strconv.ParseFloat(strings.TrimSuffix(f[0], "%"), 64)
+		if err != nil {
+			continue
+		}
+		i := 1
+		for i < len(f) && (strings.HasSuffix(f[i], "%") || strings.Trim(f[i], "0123456789") == "") {
+			i++
+		}
+		if i < len(f) && (f[i] == "[.]" || f[i] == "[k]") {
+			i++
+		}
+		name := genRe.ReplaceAllString(strings.Join(f[i:], " "), "")
+		if rest, ok := strings.CutPrefix(name, "Builtins_"); ok {
+			name = "Builtin:" + rest
+		}
+		m[name] += pc
+	}
+	return m
+}

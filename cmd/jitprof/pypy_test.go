@@ -275,3 +275,109 @@ func checkLoopView(t *testing.T, jitprof, data string, shares map[string]float64
 		}
 	}
 }
+
+// pypyLibrary has functions whose loops spend much of their time in
+// libpypy and the kernel on their behalf (allocation, string joins)
+// beside one that stays in its loop (ints).
+const pypyLibrary = `
+def ints(n):
+    s = 0
+    for i in range(n):
+        s += i * i % 7
+    return s
+
+def allocs(n):
+    keep = []
+    for i in range(n):
+        keep.append([i, i + 1, i + 2, str(i)])
+        if len(keep) > 1000:
+            keep = []
+    return len(keep)
+
+def joins(n):
+    s = 0
+    for i in range(n):
+        s += len("-".join([str(i), str(i + 1), "x" * (i & 63)]))
+    return s
+
+budget = {"ints": 0.5, "allocs": 0.5, "joins": 0.5}
+work = {"ints": lambda: ints(1000000), "allocs": lambda: allocs(200000), "joins": lambda: joins(200000)}
+`
+
+// TestPyPyDWARF records a PyPy program whose functions spend their time
+// in libpypy and the kernel as much as in their loops, with DWARF call
+// graphs: the samples in libpypy unwind (with its .eh_frame, and out of
+// PyPy's helper stubs by their return address) to the loop that called
+// it, so that each function's loops' inclusive share (--children) is
+// the share of CPU time the program measured itself, within 5 points.
+// Self shares alone give allocs and joins a fraction of theirs.
+func TestPyPyDWARF(t *testing.T) {
+	perftest.Perf(t)
+	pypy := perftest.Need(t, "pypy3")
+	jitprof, _ := buildTools(t)
+	dir := t.TempDir()
+	script, truthFile := filepath.Join(dir, "prog.py"), filepath.Join(dir, "truth.json")
+	log, data := filepath.Join(dir, "pypy.log"), filepath.Join(dir, "perf.data")
+	if err := os.WriteFile(script, []byte(pypyLibrary+pypyDriver), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rec := exec.Command(jitprof, "record", "-q", "--call-graph", "dwarf", "-o", data, "--", pypy, script, truthFile)
+	rec.Env = append(os.Environ(), "PYPYLOG=jit-backend-addr,jit-log-opt:"+log)
+	if out, err := rec.CombinedOutput(); err != nil {
+		t.Fatalf("jitprof record: %v\n%s", err, out)
+	}
+	var spent map[string]float64
+	b, err := os.ReadFile(truthFile)
+	if err == nil {
+		err = json.Unmarshal(b, &spent)
+	}
+	if err != nil {
+		t.Fatalf("the program's measurement: %v", err)
+	}
+	out := runOK(t, jitprof, "report", "-i", data, "--anon-handler=pypy", "--pypylog", log, "--children", "-s", "sym", "-g", "none", "--format", "csv")
+	rows, err := csv.NewReader(strings.NewReader(out)).ReadAll()
+	if err != nil || len(rows) < 2 {
+		t.Fatalf("report CSV: %v\n%s", err, out)
+	}
+	col := map[string]int{}
+	for i, h := range rows[0] {
+		col[h] = i
+	}
+	// A chain holds one frame of PyPy's JIT code at most (it stops in
+	// the loop's frame, which has neither unwinding information nor a
+	// frame pointer), so a function's loops' children shares add up.
+	children, self := map[string]float64{}, map[string]float64{}
+	for _, r := range rows[1:] {
+		fn, _, ok := strings.Cut(r[col["sym"]], " [")
+		if _, hot := spent[fn]; !ok || !hot || !strings.Contains(r[col["sym"]], "loop ") {
+			continue
+		}
+		c, _ := strconv.ParseFloat(r[col["children_percent"]], 64)
+		s, _ := strconv.ParseFloat(r[col["self_percent"]], 64)
+		children[fn] += c
+		self[fn] += s
+	}
+	var total, funcs float64
+	for name, s := range spent {
+		total += s
+		funcs += children[name]
+	}
+	if funcs < 50 {
+		t.Fatalf("the functions' loops have %.1f%% of the samples under --children, want most: %v", funcs, children)
+	}
+	// 1.5 s of CPU at 4 kHz: about 6,000 samples, a third each, a
+	// binomial deviation of 0.6 points; the 5 points allowed are eight of
+	// them, and the JIT's warm-up, which the program measures but its
+	// loops do not yet run, is the rest.
+	for name, s := range spent {
+		want, got := 100*s/total, 100*children[name]/funcs
+		if d := math.Abs(got - want); d > 5 {
+			t.Errorf("%s: its loops have %.1f%% of the functions' inclusive samples, the program measured %.1f%%", name, got, want)
+		}
+	}
+	// Without the chains, allocs' loops hold a fraction of its time.
+	if self["allocs"] > children["allocs"]/2 {
+		t.Errorf("allocs: self %.1f%%, children %.1f%%: want most of its time in libpypy and the kernel", self["allocs"], children["allocs"])
+	}
+	t.Logf("measured %v; children %v; self %v", spent, children, self)
+}

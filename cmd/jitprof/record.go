@@ -8,11 +8,11 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/jitprof/jitprof/internal/cli"
+	"github.com/jitprof/jitprof/internal/perfevent"
 	"github.com/jitprof/jitprof/internal/record"
 )
 
@@ -74,14 +74,13 @@ func recordFlags(args []string) (cfg record.Config, out string, quiet bool, err 
 	var sample cli.SampleFlags
 	sample.Register(fs)
 	var callchain bool
+	var userStack uint32
 	var duration time.Duration
 	fs.BoolVar(&callchain, "g", false, "record frame-pointer callchains (kernel and user)")
-	fs.Func("call-graph", "callchains: `fp` (frame pointers, as -g)", func(s string) error {
-		if mode, _, _ := strings.Cut(s, ","); mode != "fp" {
-			return fmt.Errorf("%q: jitprof records frame-pointer callchains (fp), which need code built with frame pointers (-fno-omit-frame-pointer)", s)
-		}
-		callchain = true
-		return nil
+	fs.Func("call-graph", "callchains: `fp` (frame pointers, as -g) or dwarf[,SIZE] (SIZE bytes of user stack per sample, 8192 by default, unwound by the report)", func(s string) (err error) {
+		userStack, err = perfevent.ParseCallGraph(s)
+		callchain = err == nil
+		return err
 	})
 	fs.StringVar(&out, "o", "perf.data", "output `file`; an existing one is renamed FILE.old; - writes perf's pipe mode to standard output")
 	fs.DurationVar(&duration, "duration", 0, "stop after this `duration` (e.g. 5s)")
@@ -90,7 +89,7 @@ func recordFlags(args []string) (cfg record.Config, out string, quiet bool, err 
 	fs.StringVar(&out, "output", "perf.data", "same as -o")
 	fs.BoolVar(&quiet, "quiet", false, "same as -q")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: jitprof record [-e EVENT] [-F HZ | -c PERIOD] [-g] [-a | -p PID[,PID] | -t TID] [-C CPUS] [-o FILE] [-m PAGES] [--duration D] [-q] [-- CMD ARGS]")
+		fmt.Fprintln(fs.Output(), "usage: jitprof record [-e EVENT] [-F HZ | -c PERIOD] [-g | --call-graph fp|dwarf[,SIZE]] [-a | -p PID[,PID] | -t TID] [-C CPUS] [-o FILE] [-m PAGES] [--duration D] [-q] [-- CMD ARGS]")
 		cli.PrintFlags(fs)
 	}
 	cmdArgs, err := cli.ParseCommand(fs, args)
@@ -102,7 +101,7 @@ func recordFlags(args []string) (cfg record.Config, out string, quiet bool, err 
 		fmt.Fprintf(fs.Output(), "jitprof record: %v\n", err)
 		return cfg, "", false, cli.ErrUsage
 	}
-	cfg.Callchain, cfg.Duration = callchain, duration
+	cfg.Callchain, cfg.UserStack, cfg.Duration = callchain, userStack, duration
 	// A command with -a, -p or -t runs while they are recorded, and
 	// its end ends the recording, as in perf record -a -- sleep 5.
 	if targets > 1 || targets == 0 && len(cmdArgs) == 0 {

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"github.com/jitprof/jitprof/internal/unwind"
 	"slices"
 	"sort"
 	"strings"
@@ -111,6 +112,14 @@ type BatchResolver interface {
 // sequence number) instead of times, and resolves with ResolveSeq.
 type SeqResolver interface {
 	ResolveSeq(addr, seq uint64) (Symbol, bool)
+}
+
+// Unwinder is implemented by resolvers whose data carries the JIT's
+// unwinding information (jitdump's CODE_UNWINDING_INFO): the call frame
+// table of the code live at addr at time t, and the address its rows
+// count from.
+type Unwinder interface {
+	UnwindTable(addr, t uint64) (table *unwind.Table, base uint64, ok bool)
 }
 
 // ResolveBatch resolves qs with r in one batch when r supports it, and one

@@ -280,3 +280,99 @@ func TestRangesNoCodeCanHave(t *testing.T) {
 		}
 	}
 }
+
+// jitEHFrame is the .eh_frame a JIT logs for code of size bytes: placed,
+// as jitdump's and jitlog's layout has it, at the first 8-byte boundary
+// after the code; one FDE over the whole code whose CFA goes from rsp+8
+// to rsp+16 after its first byte (a push).
+func jitEHFrame(size uint64) []byte {
+	le := binary.LittleEndian
+	cie := []byte{1, 'z', 'R', 0, 1, 0x78, 0x10, 1, 0x1b, 0x0c, 7, 8, 0x90, 1, 0, 0}
+	b := le.AppendUint32(nil, uint32(4+len(cie)))
+	b = le.AppendUint32(b, 0)
+	b = append(b, cie...)
+	fde := len(b)
+	base := int64((size + 7) &^ 7) // the .eh_frame's place, from the code's start
+	body := le.AppendUint32(nil, uint32(fde+4))
+	body = le.AppendUint32(body, uint32(int32(-(base + int64(fde) + 8))))
+	body = le.AppendUint32(body, uint32(size))
+	body = append(body, 0, 0x41, 0x0e, 16, 0, 0, 0) // no augmentation; +1: CFA rsp+16
+	b = le.AppendUint32(b, uint32(len(body)))
+	return append(b, body...)
+}
+
+func TestJitlogUnwind(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv(jitlog.EnvDir, dir)
+	l, err := jitlog.Open(jitlog.Options{Name: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seq, err := l.CodeLoad(reuseAddr, 0x41, "foo", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.CodeUnwind(seq, jitEHFrame(0x41)); err != nil {
+		t.Fatal(err)
+	}
+	other, err := l.CodeLoad(reuseAddr+0x1000, 0x40, "bar", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r := claim(t, "jitlog", &Process{PID: os.Getpid(), UID: os.Getuid()})
+	u, ok := r.(Unwinder)
+	if !ok {
+		t.Fatal("jitlog resolver is no Unwinder")
+	}
+	tb, base, ok := u.UnwindTable(reuseAddr+0x10, codemapForever)
+	// Rows at the code's start and after its first byte, and the end.
+	if !ok || base != reuseAddr || tb.NumRows() != 3 {
+		t.Fatalf("UnwindTable = %v rows, base %#x, %v; want 3 rows from %#x", tb, base, ok, uint64(reuseAddr))
+	}
+	if _, _, ok := u.UnwindTable(reuseAddr+0x1010, codemapForever); ok {
+		t.Errorf("code %d without unwinding information has a table", other)
+	}
+}
+
+// TestJitdumpUnwind: a CODE_UNWINDING_INFO (the .eh_frame, then a
+// 20-byte .eh_frame_hdr, as V8 writes it) describes the CODE_LOAD after
+// it, and follows its code when it moves.
+func TestJitdumpUnwind(t *testing.T) {
+	const pid, moved = 11, 0x7f0000009000
+	var buf bytes.Buffer
+	w, err := jitdump.NewWriter(&buf, jitdump.Header{ElfMach: 62, PID: pid, Timestamp: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eh := jitEHFrame(0x41)
+	hdr := make([]byte, 20) // not read: the .eh_frame is found by size
+	code := make([]byte, 0x41)
+	for _, r := range []jitdump.Record{
+		&jitdump.UnwindingInfo{RecordHeader: jitdump.RecordHeader{Type: jitdump.TypeCodeUnwindingInfo, Timestamp: tFoo}, EHFrameHdrSize: 20, MappedSize: uint64(len(eh) + 20), Data: append(eh, hdr...)},
+		&jitdump.CodeLoad{RecordHeader: jitdump.RecordHeader{Type: jitdump.TypeCodeLoad, Timestamp: tFoo}, PID: pid, TID: pid, VMA: reuseAddr, CodeAddr: reuseAddr, CodeSize: 0x41, CodeIndex: 1, Name: "JS:*foo", Code: code},
+		&jitdump.CodeLoad{RecordHeader: jitdump.RecordHeader{Type: jitdump.TypeCodeLoad, Timestamp: tFoo}, PID: pid, TID: pid, VMA: reuseAddr + 0x1000, CodeAddr: reuseAddr + 0x1000, CodeSize: 0x40, CodeIndex: 2, Name: "JS:*bar", Code: code[:0x40]},
+		&jitdump.CodeMove{RecordHeader: jitdump.RecordHeader{Type: jitdump.TypeCodeMove, Timestamp: tBar}, PID: pid, TID: pid, VMA: moved, OldCodeAddr: reuseAddr, NewCodeAddr: moved, CodeSize: 0x41, CodeIndex: 1},
+	} {
+		if err := w.Write(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := claim(t, "jitdump", &Process{PID: pid, Embedded: map[string][]byte{"/tmp/jit-11.dump": buf.Bytes()}})
+	u, ok := r.(Unwinder)
+	if !ok {
+		t.Fatal("jitdump resolver is no Unwinder")
+	}
+	for _, c := range []struct{ addr, time, base uint64 }{{reuseAddr + 0x10, tFoo + 1, reuseAddr}, {moved + 0x10, tBar + 1, moved}} {
+		tb, base, ok := u.UnwindTable(c.addr, c.time)
+		if !ok || base != c.base || tb.NumRows() != 3 {
+			t.Errorf("UnwindTable(%#x) = %v, base %#x, %v; want 3 rows from %#x", c.addr, tb, base, ok, c.base)
+		}
+	}
+	// The record describes the next load only.
+	if _, _, ok := u.UnwindTable(reuseAddr+0x1010, tFoo+1); ok {
+		t.Error("the second load has the first's unwinding information")
+	}
+}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/jitprof/jitprof/internal/codemap"
 	"github.com/jitprof/jitprof/internal/jitdump"
+	"github.com/jitprof/jitprof/internal/unwind"
 )
 
 // jitdumpHandler reads perf's jitdump, jit-PID.dump, which V8's --perf-prof,
@@ -80,6 +81,32 @@ func (jitdumpHandler) Claim(p *Process) (Resolver, error) {
 	return &mapResolver{m: m, source: d.describe("jitdump"), timeless: timeless}, nil
 }
 
+// jitUnwindTable compiles the unwinding information a JIT wrote for code
+// of size bytes (V8's --perf-prof-unwinding-info), relative to the
+// code's start, or nil when it has none or none that reads. The record's
+// data is the .eh_frame, then the .eh_frame_hdr (its last
+// EHFrameHdrSize bytes), laid out as perf inject --jit lays them out in
+// the ELF file it writes (genelf.c): the .eh_frame at the first 8-byte
+// boundary after the code, which is what its pc-relative addresses
+// count from.
+func jitUnwindTable(u *jitdump.UnwindingInfo, size uint64) *unwind.Table {
+	return ehFrameTable(u.Data[:uint64(len(u.Data))-u.EHFrameHdrSize], size)
+}
+
+// ehFrameTable compiles an .eh_frame that follows code of size bytes at
+// its first 8-byte boundary, relative to the code's start (jitdump's and
+// jitlog's layout), or returns nil.
+func ehFrameTable(eh []byte, size uint64) *unwind.Table {
+	if len(eh) == 0 || size > 1<<40 {
+		return nil
+	}
+	t, _ := unwind.Build(unwind.Section{Data: eh, Addr: (size + 7) &^ 7}, unwind.Section{})
+	if t == nil || t.NumRows() == 0 {
+		return nil
+	}
+	return t
+}
+
 func readJitdump(d *data, p *Process) (*codemap.Map, bool, error) {
 	r, err := jitdump.NewReader(d.reader())
 	if err != nil {
@@ -92,8 +119,10 @@ func readJitdump(d *data, p *Process) (*codemap.Map, bool, error) {
 		return nil, false, fmt.Errorf("%s: written by pid %d, not %d: %w", d.path, h.PID, p.PID, ErrNoData)
 	}
 	b := codemap.NewBuilder()
-	// A CODE_DEBUG_INFO precedes the CODE_LOAD of its code.
+	// A CODE_DEBUG_INFO precedes the CODE_LOAD of its code, and so does
+	// a CODE_UNWINDING_INFO.
 	debug := map[uint64]lineTable{}
+	var unwinding *jitdump.UnwindingInfo
 	for r.Next() {
 		switch rec := r.Record().(type) {
 		case *jitdump.CodeLoad:
@@ -104,7 +133,12 @@ func readJitdump(d *data, p *Process) (*codemap.Map, bool, error) {
 			delete(debug, rec.CodeAddr)
 			// The reader reuses its buffers; annotate needs the bytes later.
 			code := bytes.Clone(rec.Code)
-			if err := b.Load(rec.Timestamp, rec.CodeAddr, rec.CodeSize, rec.Name, rec.CodeIndex, payload(lt, code)); err != nil {
+			pl := payload(lt, code)
+			if unwinding != nil {
+				pl = withUnwind(pl, jitUnwindTable(unwinding, rec.CodeSize))
+				unwinding = nil
+			}
+			if err := b.Load(rec.Timestamp, rec.CodeAddr, rec.CodeSize, rec.Name, rec.CodeIndex, pl); err != nil {
 				return nil, false, fmt.Errorf("%s: CODE_LOAD at offset %d: %w", d.path, rec.Offset, err)
 			}
 		case *jitdump.CodeMove:
@@ -125,9 +159,12 @@ func readJitdump(d *data, p *Process) (*codemap.Map, bool, error) {
 			if len(lt) > 0 {
 				debug[rec.CodeAddr] = sortLines(lt)
 			}
+		case *jitdump.UnwindingInfo:
+			u := *rec
+			u.Data = bytes.Clone(rec.Data)
+			unwinding = &u
 		}
-		// CODE_UNWINDING_INFO names nothing, and CODE_CLOSE ends the
-		// JIT's output, not the life of its code.
+		// CODE_CLOSE ends the JIT's output, not the life of its code.
 	}
 	// A truncated dump is a JIT still writing or killed: every whole
 	// record is good.

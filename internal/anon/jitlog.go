@@ -47,6 +47,7 @@ func (jitlogHandler) Claim(p *Process) (Resolver, error) {
 	}
 	type code struct{ addr, size uint64 }
 	live := map[uint64]code{} // seq -> where its code is now
+	infos := map[uint64]*codeInfo{}
 	b := codemap.NewBuilder()
 	for r.Next() {
 		switch rec := r.Record().(type) {
@@ -64,10 +65,18 @@ func (jitlogHandler) Claim(p *Process) (Resolver, error) {
 				}
 				lt = sortLines(t)
 			}
-			if err := b.Load(rec.Time, rec.Addr, rec.Size, rec.Name, rec.Seq, payload(lt, rec.Code)); err != nil {
+			// Every load gets a payload of its own here: its unwinding
+			// information comes in a record after it.
+			ci := &codeInfo{lines: lt, code: rec.Code}
+			if err := b.Load(rec.Time, rec.Addr, rec.Size, rec.Name, rec.Seq, ci); err != nil {
 				return nil, fmt.Errorf("%s: load seq %d: %w", d.path, rec.Seq, err)
 			}
 			live[rec.Seq] = code{rec.Addr, rec.Size}
+			infos[rec.Seq] = ci
+		case *jitlog.UnwindRecord:
+			if ci, ok := infos[rec.Seq]; ok {
+				ci.unwind = ehFrameTable(rec.EHFrame, live[rec.Seq].size)
+			}
 		case *jitlog.MoveRecord:
 			c, ok := live[rec.Seq]
 			if !ok {

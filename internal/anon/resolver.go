@@ -4,6 +4,7 @@ import (
 	"sort"
 
 	"github.com/jitprof/jitprof/internal/codemap"
+	"github.com/jitprof/jitprof/internal/unwind"
 )
 
 // mapResolver is the Resolver of the built-in handlers: a codemap built
@@ -63,11 +64,37 @@ func symbol(e *codemap.Entry, addr uint64) Symbol {
 	return s
 }
 
+// UnwindTable implements Unwinder: the unwinding information the JIT
+// logged for the code live at addr at time t, with addresses relative to
+// the code's start.
+func (r *mapResolver) UnwindTable(addr, t uint64) (*unwind.Table, uint64, bool) {
+	var e *codemap.Entry
+	if r.timeless {
+		es, _, _ := r.m.Ambiguous(addr)
+		if len(es) != 1 {
+			return nil, 0, false
+		}
+		e = es[0]
+	} else {
+		var ok bool
+		if e, ok = r.m.Lookup(addr, t); !ok {
+			return nil, 0, false
+		}
+	}
+	c, ok := e.Payload.(*codeInfo)
+	if !ok || c.unwind == nil {
+		return nil, 0, false
+	}
+	return c.unwind, e.Start, true
+}
+
 // codeInfo is what a time-aware source knows of one load besides its
-// name: its source lines and its machine code, when the JIT logged them.
+// name: its source lines, its machine code and its unwinding
+// information, when the JIT logged them.
 type codeInfo struct {
-	lines lineTable
-	code  []byte
+	lines  lineTable
+	code   []byte
+	unwind *unwind.Table // addresses from the code's start
 }
 
 // payload is the codemap payload of a load, or nil when it has nothing.
@@ -76,6 +103,19 @@ func payload(lines lineTable, code []byte) any {
 		return nil
 	}
 	return &codeInfo{lines: lines, code: code}
+}
+
+// withUnwind adds an unwind table to a payload.
+func withUnwind(pl any, t *unwind.Table) any {
+	if t == nil {
+		return pl
+	}
+	c, _ := pl.(*codeInfo)
+	if c == nil {
+		c = &codeInfo{}
+	}
+	c.unwind = t
+	return c
 }
 
 // lineRow says the code from off (bytes from the start of the code) up to

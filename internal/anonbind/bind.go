@@ -3,6 +3,7 @@ package anonbind
 import (
 	"errors"
 	"fmt"
+	"github.com/jitprof/jitprof/internal/unwind"
 	"slices"
 	"sort"
 	"strconv"
@@ -191,6 +192,31 @@ func (b *Binder) Resolve(pid uint32, addr, time uint64) (resolve.AnonFrame, bool
 		sym, _ = st.r.Resolve(addr, time)
 	}
 	return st.frame(&sym)
+}
+
+// UnwindTable implements unwind.JITInfo: the unwinding information the
+// handler that claimed pid read for the code at addr at time.
+func (b *Binder) UnwindTable(pid uint32, addr, time uint64) (*unwind.Table, uint64, bool) {
+	st := b.proc(pid)
+	u, ok := st.r.(anon.Unwinder)
+	if !ok {
+		return nil, 0, false
+	}
+	return u.UnwindTable(addr, time)
+}
+
+// Named implements unwind.JITInfo: whether the handler that claimed pid
+// names the code at addr at time (without counting it as a sample's).
+func (b *Binder) Named(pid uint32, addr, time uint64) bool {
+	st := b.proc(pid)
+	if st.r == nil {
+		return false
+	}
+	sym, prepared := st.prepared(addr, time)
+	if !prepared {
+		sym, _ = st.r.Resolve(addr, time)
+	}
+	return sym.Found()
 }
 
 // ResolveSeq implements resolve.SeqResolver: the code at addr in pid of

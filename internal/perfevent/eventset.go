@@ -23,6 +23,18 @@ import (
 const DefaultSampleType = unix.PERF_SAMPLE_IDENTIFIER | unix.PERF_SAMPLE_IP | unix.PERF_SAMPLE_TID |
 	unix.PERF_SAMPLE_TIME | unix.PERF_SAMPLE_CPU | unix.PERF_SAMPLE_PERIOD
 
+// DWARFRegsMask is the sample_regs_user perf record --call-graph dwarf
+// asks of x86-64: every general register, IP, SP, flags, CS and SS; not
+// DS, ES, FS, GS.
+const DWARFRegsMask = 0xff0fff
+
+// Call-graph stack sizes as perf takes them (--call-graph dwarf,SIZE):
+// 8192 by default, a multiple of 8, at most USHRT_MAX rounded down to 8.
+const (
+	DefaultUserStack = 8192
+	MaxUserStack     = 65528
+)
+
 // Defaults that match perf record.
 const (
 	DefaultFreq     = 4000
@@ -33,11 +45,16 @@ const (
 // Options says how to sample. The zero value (after Event is set) samples
 // at DefaultFreq with DefaultSampleType.
 type Options struct {
-	Event        Event
-	Freq         uint64 // samples per second (-F); used when Period is 0
-	Period       uint64 // events per sample (-c); both 0: DefaultFreq, or 1 for a tracepoint
-	Callchain    bool   // -g: adds PERF_SAMPLE_CALLCHAIN
-	MaxStack     uint16 // callchain depth; 0 means DefaultMaxStack
+	Event     Event
+	Freq      uint64 // samples per second (-F); used when Period is 0
+	Period    uint64 // events per sample (-c); both 0: DefaultFreq, or 1 for a tracepoint
+	Callchain bool   // -g: adds PERF_SAMPLE_CALLCHAIN
+	MaxStack  uint16 // callchain depth; 0 means DefaultMaxStack
+	// UserStack, when not 0, samples the user registers (DWARFRegsMask)
+	// and this many bytes of the user stack, as perf record --call-graph
+	// dwarf does: the kernel's callchain then stops at the user part,
+	// which is unwound from the copy afterwards (internal/unwind).
+	UserStack    uint32
 	SampleType   uint64 // 0 means DefaultSampleType
 	NoInherit    bool   // do not follow children and new threads of task targets
 	EnableOnExec bool   // start counting when the target execs (see StartCommand)
@@ -127,6 +144,15 @@ func buildAttr(o Options, taskMode bool) unix.PerfEventAttr {
 		if a.Sample == 0 {
 			a.Sample = DefaultFreq
 		}
+	}
+	if o.UserStack != 0 {
+		a.Sample_type |= unix.PERF_SAMPLE_REGS_USER | unix.PERF_SAMPLE_STACK_USER
+		a.Sample_regs_user = DWARFRegsMask
+		a.Sample_stack_user = o.UserStack
+		// Data mappings too: perf's unwinder reads .eh_frame_hdr in the
+		// read-only segment where the process mapped it.
+		a.Bits |= unix.PerfBitExcludeCallchainUser | unix.PerfBitMmapData
+		o.Callchain = true // the kernel's part of each chain
 	}
 	if o.Callchain {
 		a.Sample_type |= unix.PERF_SAMPLE_CALLCHAIN

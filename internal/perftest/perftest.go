@@ -216,6 +216,51 @@ int main(int argc, char **argv) {
 }
 `
 
+// DWARFSource is a workload for DWARF call graphs, built -O2
+// -fomit-frame-pointer: no function keeps a frame pointer, so its callers
+// are found only by unwinding the stack with .eh_frame, and through libc,
+// whose qsort calls back into cmp. main calls sort_a three times for each
+// call of sort_b, and both sort the same kind of array, so qsort's and
+// cmp's time splits 3:1 between them; mix (a loop of its own) takes about
+// as long as a sort. Argument: milliseconds of CPU time to run for
+// (bounded by CPU time, the run has the same number of samples on any
+// machine, loaded or not); -N runs N rounds instead, a fixed amount of
+// work for the benchmarks (bench/unwind).
+const DWARFSource = `#include <stdlib.h>
+#include <time.h>
+static volatile long sink;
+static double cpu_ms(void) {
+	struct timespec t;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+	return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+__attribute__((noinline)) static int cmp(const void *a, const void *b) {
+	long x = *(const long *)a, y = *(const long *)b;
+	return (x > y) - (x < y);
+}
+__attribute__((noinline)) static void fill(long *v, int n, unsigned long seed) {
+	for (int i = 0; i < n; i++) { seed = seed * 6364136223846793005UL + 1442695040888963407UL; v[i] = (long)(seed >> 17); }
+}
+__attribute__((noinline)) void sort_a(long *v, int n, unsigned long seed) { fill(v, n, seed); qsort(v, n, sizeof *v, cmp); sink += v[n / 2]; }
+__attribute__((noinline)) void sort_b(long *v, int n, unsigned long seed) { fill(v, n, seed); qsort(v, n, sizeof *v, cmp); sink += v[n / 3]; }
+__attribute__((noinline)) void mix(unsigned long seed) {
+	unsigned long x = seed;
+	for (int i = 0; i < 400000; i++) x = (x ^ (x >> 13)) * 0x9e3779b97f4a7c15UL + (unsigned long)i;
+	sink += (long)x;
+}
+int main(int argc, char **argv) {
+	double ms = argc > 1 ? atof(argv[1]) : 1000;
+	enum { N = 20000 };
+	long *v = malloc(N * sizeof *v);
+	double end = cpu_ms() + ms;
+	for (unsigned long k = 1; ms >= 0 ? cpu_ms() < end : k <= -ms; k++) {
+		if (k % 4 == 0) sort_b(v, N, k); else sort_a(v, N, k);
+		if (k % 4 == 0) mix(k);
+	}
+	return 0;
+}
+`
+
 // cProgram is a C workload built once per test binary.
 type cProgram struct {
 	name, src string
@@ -228,7 +273,11 @@ var (
 	busy    = &cProgram{name: "busy", src: BusySource, flags: busyFlags}
 	anonJIT = &cProgram{name: "anonjit", src: AnonJITSource, flags: []string{"-O1"}}
 	calls   = &cProgram{name: "calls", src: CallsSource, flags: []string{"-O1", "-g", "-fno-omit-frame-pointer", "-fno-optimize-sibling-calls"}}
+	dwarf   = &cProgram{name: "dwarf", src: DWARFSource, flags: []string{"-O2", "-g", "-fomit-frame-pointer"}}
 )
+
+// DWARF builds DWARFSource once per test binary and returns its path.
+func DWARF(t testing.TB) string { return dwarf.build(t) }
 
 // Calls builds CallsSource once per test binary and returns its path.
 func Calls(t testing.TB) string { return calls.build(t) }

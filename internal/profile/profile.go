@@ -133,6 +133,18 @@ type Profile struct {
 	StartNS, EndNS   uint64 // times of the first and last sample
 	Lost             uint64 // samples lost (LOST and LOST_SAMPLES records)
 	SamplesNoMapping uint64 // samples whose address was in no mapping
+	// Unwound counts the call chains unwound from user stacks (DWARF
+	// call graphs), and how many of them stopped in JIT code.
+	Unwound UnwindStats
+}
+
+// UnwindStats counts the call chains a source unwound from user stacks.
+type UnwindStats struct {
+	Chains uint64
+	// JITStops are the chains that stopped in JIT code with neither
+	// unwinding information nor a plausible frame pointer: their callers
+	// are missing.
+	JITStops uint64
 }
 
 // Stack appends the frames of the stack ending at node to dst, leaf first.

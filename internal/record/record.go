@@ -25,7 +25,11 @@ type Config struct {
 	MaxFreq   bool   // sample as often as the kernel allows (-F max), as perf does
 	Period    uint64 // events per sample (-c)
 	Callchain bool   // -g: frame-pointer callchains
-	Pages     int    // data pages per ring (-m), a power of two; 0 means perf's default
+	// UserStack, when not 0, records DWARF call graphs instead (perf's
+	// --call-graph dwarf,SIZE): the user registers and this many bytes
+	// of the user stack with each sample, for the report to unwind.
+	UserStack uint32
+	Pages     int // data pages per ring (-m), a power of two; 0 means perf's default
 
 	Command    []string // run (and, alone, profile) this command, its children and threads
 	Env        []string // the command's environment; nil means none
@@ -190,7 +194,7 @@ type target struct {
 // enabled (a lone command is profiled from its exec on).
 func startTarget(cfg Config, ev perfevent.Event) (*target, error) {
 	tg := &target{
-		opts:   perfevent.Options{Event: ev, Freq: cfg.Freq, Period: cfg.Period, Callchain: cfg.Callchain, Pages: cfg.Pages},
+		opts:   perfevent.Options{Event: ev, Freq: cfg.Freq, Period: cfg.Period, Callchain: cfg.Callchain, UserStack: cfg.UserStack, Pages: cfg.Pages},
 		target: perfevent.Target{CPUs: cfg.CPUs, PIDs: cfg.PIDs, TIDs: cfg.TIDs, SystemWide: cfg.SystemWide},
 		status: -1,
 	}

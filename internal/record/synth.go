@@ -43,7 +43,9 @@ func (r *Recorder) synthKernel() {
 
 // synthProcesses writes COMM records for every thread and MMAP2 records
 // for every executable mapping of the processes that were running before
-// recording began, read from /proc.
+// recording began, read from /proc; for DWARF call graphs, for every
+// mapping, since an unwinder reads .eh_frame_hdr where the process mapped
+// it (perf's libunwind does; perf synthesizes them too with mmap_data).
 func (r *Recorder) synthProcesses(cfg Config) error {
 	var pids []int
 	switch {
@@ -72,12 +74,12 @@ func (r *Recorder) synthProcesses(cfg Config) error {
 			continue
 		}
 		seen[p.PID] = true
-		r.synthProcess(p)
+		r.synthProcess(p, cfg.UserStack != 0)
 	}
 	return r.err
 }
 
-func (r *Recorder) synthProcess(p linux.Process) {
+func (r *Recorder) synthProcess(p linux.Process, data bool) {
 	pid := uint32(p.PID)
 	r.ids[pid] = identity{p.Identity, true}
 	for _, t := range p.Threads {
@@ -85,11 +87,15 @@ func (r *Recorder) synthProcess(p linux.Process) {
 		r.record(&perfdata.Comm{Common: r.common(perfdata.MiscUser, pid, tid), PID: pid, TID: tid, Comm: t.Comm})
 	}
 	for _, m := range p.Maps {
+		misc := uint16(perfdata.MiscUser)
 		if m.Prot&unix.PROT_EXEC == 0 {
-			continue
+			if !data {
+				continue
+			}
+			misc |= perfdata.MiscMmapData
 		}
 		r.record(&perfdata.Mmap{
-			Common:   r.common(perfdata.MiscUser, pid, pid),
+			Common:   r.common(misc, pid, pid),
 			Version2: true,
 			PID:      pid,
 			TID:      pid,

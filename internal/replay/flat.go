@@ -151,7 +151,7 @@ func loadFlat(f *perfdata.File, opts Options, nchunks, workers int) (*profile.Pr
 		}
 		return nil, false, nil
 	}
-	return finishProfile(f, b, tl, opts, f.DataSize), true, nil
+	return finishProfile(f, b, tl, nil, opts, f.DataSize), true, nil
 }
 
 // scanFlat is the first pass over part i, nominally [from, to): a part

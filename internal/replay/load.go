@@ -10,6 +10,7 @@ import (
 	"github.com/jitprof/jitprof/internal/profile"
 	"github.com/jitprof/jitprof/internal/resolve"
 	"github.com/jitprof/jitprof/internal/symbolize"
+	"github.com/jitprof/jitprof/internal/unwind"
 	"github.com/jitprof/jitprof/perfdata"
 )
 
@@ -89,8 +90,9 @@ func load(f *perfdata.File, opts Options, nchunks, workers int) (*profile.Profil
 	}
 	chunks := tl.chunks(f, nchunks)
 	var done atomic.Int64
+	u := newUnwinder(f, tl, opts)
 	parts := inParallel(len(chunks), workers, func(i int) part {
-		p, err := loadChunk(f, chunks[i], tl, opts, &done)
+		p, err := loadChunk(f, chunks[i], tl, opts, u, &done)
 		return part{p, err}
 	})
 	total := f.DataSize * 2
@@ -102,13 +104,17 @@ func load(f *perfdata.File, opts Options, nchunks, workers int) (*profile.Profil
 	if err != nil {
 		return nil, fmt.Errorf("replay: %w", err)
 	}
-	return finishProfile(f, b, tl, opts, total), nil
+	return finishProfile(f, b, tl, u, opts, total), nil
 }
 
 // finishProfile fills the recording's fields of the profile and returns it.
-func finishProfile(f *perfdata.File, b *profile.Builder, tl *Timeline, opts Options, total int64) *profile.Profile {
+func finishProfile(f *perfdata.File, b *profile.Builder, tl *Timeline, u *unwind.Unwinder, opts Options, total int64) *profile.Profile {
 	meta := b.Meta()
 	meta.Lost = tl.lost
+	if u != nil {
+		st := u.Stats()
+		meta.Unwound = profile.UnwindStats{Chains: st.Chains, JITStops: st.Stops[unwind.StopJIT]}
+	}
 	meta.Cmdline, _ = f.Features.Cmdline()
 	meta.Hostname, _ = f.Features.String(perfdata.FeatHostname)
 	if opts.Progress != nil {
@@ -281,8 +287,10 @@ func widen(meta *profile.Profile, tm uint64) {
 	meta.EndNS = max(meta.EndNS, tm)
 }
 
-func loadChunk(f *perfdata.File, c perfdata.Chunk, tl *Timeline, opts Options, done *atomic.Int64) (*profile.Builder, error) {
+func loadChunk(f *perfdata.File, c perfdata.Chunk, tl *Timeline, opts Options, u *unwind.Unwinder, done *atomic.Int64) (*profile.Builder, error) {
 	res, b, events := newResolver(f, tl, opts)
+	sw := newStackWalker(u)
+	defer sw.flush()
 	r := f.RecordsIn(c)
 	r.SkipCallchains = opts.LeafOnly
 	r.Sequential = true // a sample is resolved before the next is read
@@ -292,6 +300,7 @@ func loadChunk(f *perfdata.File, c perfdata.Chunk, tl *Timeline, opts Options, d
 	for r.Next() {
 		if s, ok := r.Record().(*perfdata.Sample); ok {
 			toSample(s, events, &rs)
+			rs.Callchain = sw.callchain(s)
 			widen(meta, rs.Time)
 			res.Add(&rs)
 		}

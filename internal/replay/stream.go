@@ -7,6 +7,7 @@ import (
 	"github.com/jitprof/jitprof/internal/profile"
 	"github.com/jitprof/jitprof/internal/resolve"
 	"github.com/jitprof/jitprof/internal/symbolize"
+	"github.com/jitprof/jitprof/internal/unwind"
 	"github.com/jitprof/jitprof/perfdata"
 )
 
@@ -73,10 +74,10 @@ func (sr *streamReader) chain(c []uint64) int32 {
 	return id
 }
 
-func (sr *streamReader) add(s *perfdata.Sample, leafOnly bool) {
+func (sr *streamReader) add(s *perfdata.Sample, chain []uint64, leafOnly bool) {
 	k := streamKey{flatKeyOf(s), -1}
 	if !leafOnly {
-		k.chain = sr.chain(s.Callchain)
+		k.chain = sr.chain(chain)
 	}
 	id, ok := sr.index[k]
 	if !ok {
@@ -110,12 +111,26 @@ func (sr *streamReader) sample(out *resolve.Sample, k streamKey, events *eventIn
 func loadStream(f *perfdata.File, opts Options) (*profile.Profile, error) {
 	tl := newTimeline(f)
 	sr := &streamReader{index: map[streamKey]int32{}, chains: map[uint64][]int32{}}
+	if opts.Symbolizer == nil {
+		opts.Symbolizer = symbolize.New(symbolize.Options{SymbolCache: true})
+	}
+	// A stream's user stacks are unwound as they come, against the
+	// mappings told of so far: the bytes are not kept for a second pass.
+	// The unwinder is made at the first sample with a stack, since a
+	// stream's attrs come in it. JIT code is unwound by frame pointers
+	// only, since its handlers are bound after the pass.
+	var u *unwind.Unwinder
+	var sw *stackWalker
 	r := f.Records()
 	r.SkipCallchains = opts.LeafOnly
 	for r.Next() {
 		switch rec := r.Record().(type) {
 		case *perfdata.Sample:
-			sr.add(rec, opts.LeafOnly)
+			if u == nil && !opts.LeafOnly && len(rec.StackUser) > 0 {
+				u = unwind.New(unwind.Options{Symbolizer: opts.Symbolizer, Procs: tl.Tracker, Cache: true})
+				sw = newStackWalker(u)
+			}
+			sr.add(rec, sw.callchain(rec), opts.LeafOnly)
 		default:
 			if takes(rec) {
 				tl.take(rec)
@@ -134,9 +149,7 @@ func loadStream(f *perfdata.File, opts Options) (*profile.Profile, error) {
 			return nil, err
 		}
 	}
-	if opts.Symbolizer == nil {
-		opts.Symbolizer = symbolize.New(symbolize.Options{SymbolCache: true})
-	}
+	sw.flush()
 	if kernelSampled(f) {
 		go opts.Symbolizer.Kernel()
 	}
@@ -167,5 +180,5 @@ func loadStream(f *perfdata.File, opts Options) (*profile.Profile, error) {
 			}
 		}
 	}
-	return finishProfile(f, b, tl, opts, 0), nil
+	return finishProfile(f, b, tl, u, opts, 0), nil
 }

@@ -31,6 +31,10 @@ type Chains struct {
 	// its order, for the trees and the children column: the nearest the
 	// sample in callee order, the outermost in caller order, as perf's
 	// --max-stack (whose default, 127, is the kernel's). 0 keeps all.
+	// Chains unwound from user stacks (DWARF call graphs) are cut as
+	// perf cuts them: the kernel's part so, and the user part, which
+	// perf unwinds at most MaxStack frames from the sample, to its
+	// MaxStack frames nearest the sample in either order.
 	MaxStack int
 }
 
@@ -38,11 +42,28 @@ type Chains struct {
 // of c, cut to c.MaxStack, reusing dst.
 func (c *Chains) chain(p *profile.Profile, dst []int32, node int32) []int32 {
 	dst = p.Stack(dst[:0], node)
+	n := c.MaxStack
+	if n > 0 && p.Unwound.Chains > 0 {
+		// Leaf first: the kernel's frames, then the user's.
+		k := 0
+		for k < len(dst) && p.Funcs[p.Frames[dst[k]].Func].Kernel {
+			k++
+		}
+		from, to := 0, min(n, k) // of the kernel's part
+		if c.Caller && k > n {
+			from, to = k-n, k
+		}
+		users := min(n, len(dst)-k)
+		m := copy(dst, dst[from:to])
+		m += copy(dst[m:], dst[k:k+users])
+		dst = dst[:m]
+		n = 0
+	}
 	if c.Caller {
 		slices.Reverse(dst)
 	}
-	if c.MaxStack > 0 && len(dst) > c.MaxStack {
-		dst = dst[:c.MaxStack]
+	if n > 0 && len(dst) > n {
+		dst = dst[:n]
 	}
 	return dst
 }

@@ -69,7 +69,7 @@ func checkTrees(t *testing.T, p *profile.Profile, data string) {
 				t.Fatal(err)
 			}
 			ours := treesOf(buf.String())
-			args := append([]string{"report", "-i", data, "--stdio", "-s", sortKeys}, c.flags...)
+			args := append([]string{"report", "-i", data, "--stdio", "--no-inline", "-s", sortKeys}, c.flags...)
 			theirs := treesOf(perftest.Run(t, "perf", args...))
 			n := 0
 			for row, tree := range theirs {

@@ -402,6 +402,9 @@ func WriteHeader(w io.Writer, p *profile.Profile, notes ...string) {
 		fmt.Fprintf(w, "# event: %s (%s): %d samples, event count %d\n", e.Name, rate, e.Count, e.Total)
 	}
 	fmt.Fprintf(w, "# lost samples: %d\n", p.Lost)
+	if u := p.Unwound; u.Chains > 0 {
+		fmt.Fprintf(w, "# DWARF call chains: %d unwound from user stacks, %d stopped in JIT code without unwinding information or a frame pointer\n", u.Chains, u.JITStops)
+	}
 	if p.EndNS > p.StartNS {
 		fmt.Fprintf(w, "# time span: %v (%.6f to %.6f)\n", time.Duration(p.EndNS-p.StartNS).Round(time.Microsecond),
 			float64(p.StartNS)/1e9, float64(p.EndNS)/1e9)

@@ -49,7 +49,12 @@ type Image struct {
 	// what would name the rest.
 	stripped string
 
-	reopen    func() (*elfFile, error)            // the file the image was loaded from, again
+	reopen func() (*elfFile, error) // the file the image was loaded from, again
+	// reopenDebug opens the separate debug file again; nil without one.
+	reopenDebug func() (*elfFile, error)
+	// cacheKey names what the image's tables are made of (scacheKey),
+	// "" when that cannot be said.
+	cacheKey  string
 	openDWARF func() (*dwarf.Data, uint64, error) // nil when no file has DWARF; also returns .debug_info's size
 	dwOnce    sync.Once
 	dw        *dwarfIndex
@@ -314,11 +319,13 @@ func buildImageCached(main, debug *elfFile, raw, cache bool, reopen func() (*elf
 	}
 	if debug != nil {
 		im.debugPath = debug.name
+		im.reopenDebug = reopener(debug.name, debug.as)
 	}
-	key, keep := "", false
-	if cache {
-		key, keep = scacheKey(im.buildID, debug)
+	key, keep := scacheKey(im.buildID, debug)
+	if keep {
+		im.cacheKey = key
 	}
+	keep = keep && cache
 	if keep {
 		im.syms = cachedSymbols(key, raw)
 	}

@@ -1,0 +1,305 @@
+package unwind
+
+// Regs are the registers of a frame by DWARF number (RegRA is the
+// frame's pc), and which of them are known.
+type Regs struct {
+	V     [numRegs]uint64
+	Valid uint32 // bit i: V[i] is known
+}
+
+// Set sets register reg (a DWARF number) to v.
+func (r *Regs) Set(reg int, v uint64) {
+	r.V[reg] = v
+	r.Valid |= 1 << reg
+}
+
+// The DWARF numbers of the registers a caller names.
+const (
+	RegSP = regRSP
+	RegBP = regRBP
+	RegIP = regRA
+)
+
+// Stack is a copy of the stack: Data are the bytes from address Addr
+// up (perf copies them from the sampled stack pointer).
+type Stack struct {
+	Data []byte
+	Addr uint64
+}
+
+// Code is what an address space knows of the code at an address.
+type Code struct {
+	// Table is the code's call frame information, nil when it has none.
+	Table *Table
+	// Bias is what is subtracted from a pc to find its row: the
+	// difference between where the image was mapped and its ELF
+	// addresses.
+	Bias uint64
+	// JIT says the code is in anonymous memory: code a JIT generated.
+	JIT bool
+	// Named says a JIT handler names the code (a compiled function, a
+	// PyPy loop), as opposed to JIT code no data describes (a JIT's
+	// helper stubs).
+	Named bool
+}
+
+// AddressSpace is the process being unwound, at the time of the sample:
+// the code at an address.
+type AddressSpace interface {
+	// Code returns what is known of the executable code at pc, and
+	// false when no executable mapping holds pc.
+	Code(pc uint64) (Code, bool)
+}
+
+// Stop says why a chain ended.
+type Stop uint8
+
+// The reasons a chain ends.
+const (
+	StopEnd    Stop = iota // the outermost frame: its return address is undefined
+	StopMax                // the frame limit
+	StopNoMap              // a pc in no executable mapping
+	StopNoInfo             // native code without call frame information or a plausible frame pointer
+	StopJIT                // JIT code without unwinding information or a plausible frame pointer
+	StopStack              // a read past the stack copy (the copy was too short)
+	StopRule               // a rule that could not be evaluated (a register lost, a bad expression)
+	StopLoop               // the stack pointer did not move up
+	numStops
+)
+
+func (s Stop) String() string {
+	return [...]string{"end", "max", "no mapping", "no unwind info", "JIT code", "stack copy", "rule", "loop"}[s]
+}
+
+// frame is the state of the frame being stepped from.
+type frame struct {
+	regs  Regs
+	stack *Stack
+}
+
+func (f *frame) reg(r uint64) (uint64, bool) {
+	if r >= numRegs || f.regs.Valid&(1<<r) == 0 {
+		return 0, false
+	}
+	return f.regs.V[r], true
+}
+
+// Unwind walks the stack from the sampled registers and appends the pc
+// of each frame to out, the sampled one first, at most max of them
+// (whatever out held before). The
+// pc of every frame but the first is its return address minus one (the
+// call instruction; dwfl_frame_pc's and perf's convention), except for
+// a signal trampoline's caller, whose pc was interrupted, not a call.
+// It reads nothing but regs, stack and what as says, and does bounded
+// work per frame: it is a pure function of the sample and the process's
+// code at its time.
+func Unwind(regs Regs, stack *Stack, as AddressSpace, out []uint64, max int) ([]uint64, Stop) {
+	f := frame{regs: regs, stack: stack}
+	pc, ok := f.reg(regRA)
+	if !ok || max <= 0 {
+		return out, StopRule
+	}
+	max += len(out)
+	out = append(out, pc)
+	lookup := pc    // the address whose rows apply: pc-1 in a caller
+	signal := false // the frame's code is a signal trampoline
+	for len(out) < max {
+		code, ok := as.Code(lookup)
+		if !ok {
+			return out, StopNoMap
+		}
+		var rs *ruleset
+		if code.Table != nil {
+			rs = code.Table.lookup(lookup - code.Bias)
+		}
+		var stop Stop
+		var done bool
+		if rs == nil {
+			done, stop = f.framePointer(as, code.JIT)
+			if done && code.JIT && !code.Named {
+				done, stop = f.scan(as)
+			}
+			signal = false
+		} else {
+			done, stop = f.step(rs, code.Table)
+			signal = rs.signal
+		}
+		if done {
+			return out, stop
+		}
+		pc = f.regs.V[regRA]
+		if pc == 0 {
+			return out, StopEnd
+		}
+		// Whether the new frame is a signal trampoline is known only
+		// from its own rows: look it up at pc and at pc-1 as needed.
+		lookup = pc - 1
+		if signal {
+			lookup = pc
+		}
+		emit := pc - 1
+		if code, ok := as.Code(pc); ok && code.Table != nil {
+			if rs := code.Table.lookup(pc - code.Bias); rs != nil && rs.signal {
+				emit = pc
+			}
+		}
+		out = append(out, emit)
+	}
+	return out, StopMax
+}
+
+// step computes the caller's registers from rs, in place.
+func (f *frame) step(rs *ruleset, t *Table) (bool, Stop) {
+	var cfa uint64
+	switch rs.cfa.kind {
+	case cfaReg:
+		v, ok := f.reg(uint64(rs.cfa.reg))
+		if !ok {
+			return true, StopRule
+		}
+		cfa = v + uint64(int64(rs.cfa.off))
+	case cfaExpr:
+		v, ok := f.eval(t.expr(rs.cfa.off), 0, false)
+		if !ok {
+			return true, StopRule
+		}
+		cfa = v
+	default:
+		return true, StopRule
+	}
+	if rs.regs[regRA].kind == ruleUndefined {
+		return true, StopEnd
+	}
+	var next Regs
+	for i := range rs.regs {
+		ru := &rs.regs[i]
+		var v uint64
+		switch ru.kind {
+		case ruleUndefined:
+			continue
+		case ruleSame:
+			var ok bool
+			if v, ok = f.reg(uint64(i)); !ok {
+				continue
+			}
+		case ruleOffset:
+			w, ok := f.stack.word(cfa + uint64(int64(ru.off)))
+			if !ok {
+				if i == regRA {
+					return true, StopStack
+				}
+				continue
+			}
+			v = w
+		case ruleValOffset:
+			v = cfa + uint64(int64(ru.off))
+		case ruleRegister:
+			var ok bool
+			if v, ok = f.reg(uint64(ru.reg)); !ok {
+				continue
+			}
+		case ruleExpr, ruleValExpr:
+			a, ok := f.eval(t.expr(ru.off), cfa, true)
+			if ok && ru.kind == ruleExpr {
+				a, ok = f.stack.word(a)
+			}
+			if !ok {
+				continue
+			}
+			v = a
+		default:
+			continue
+		}
+		next.Set(i, v)
+	}
+	if next.Valid&(1<<regRA) == 0 {
+		return true, StopRule
+	}
+	sp, ok := next.V[regRSP], next.Valid&(1<<regRSP) != 0
+	if !ok {
+		return true, StopRule
+	}
+	// A caller's frame is above its callee's: a stack pointer that does
+	// not move up means rules that loop (or a switch of stacks, which a
+	// copy of one stack cannot follow anyway). A signal frame's caller
+	// may sit anywhere on an alternate stack: the frame limit bounds it.
+	if old, _ := f.reg(regRSP); sp <= old && !rs.signal {
+		return true, StopLoop
+	}
+	f.regs = next
+	return false, StopEnd
+}
+
+// callerSaved are the registers a call may change (rax, rdx, rcx, rsi,
+// rdi, r8-r11): a caller's are not known after a step that has no rules
+// for them.
+const callerSaved = 1<<regRAX | 1<<regRDX | 1<<regRCX | 1<<regRSI | 1<<regRDI | 0xf<<8
+
+// maxScan is how many words above the stack pointer scan looks at.
+const maxScan = 8
+
+// scan steps out of JIT code that no data describes and that keeps no
+// frame pointer (PyPy's helper stubs, which its loops call to allocate
+// or to run a write barrier, keep none) by the first of the few words
+// at the top of its frame that is a return address into JIT code a
+// handler names: the loop that called it. Only there, and only into
+// named code, so that a stale word cannot make a frame of anything else.
+func (f *frame) scan(as AddressSpace) (bool, Stop) {
+	sp, ok := f.reg(regRSP)
+	if !ok {
+		return true, StopJIT
+	}
+	for i := uint64(0); i < maxScan; i++ {
+		ra, ok := f.stack.word(sp + 8*i)
+		if !ok {
+			break
+		}
+		if c, ok := as.Code(ra - 1); ok && c.JIT && c.Named {
+			next := f.regs
+			next.Valid &^= callerSaved
+			next.Set(regRSP, sp+8*i+8)
+			next.Set(regRA, ra)
+			f.regs = next
+			return false, StopEnd
+		}
+	}
+	return true, StopJIT
+}
+
+// framePointer steps through a frame that has no call frame information
+// by its frame pointer, as V8's and HotSpot's code keeps one and as
+// libunwind (which perf unwinds with) guesses: rbp points at the saved
+// rbp, the return address above it. The guess is taken only where the
+// frame is plausible: rbp aligned and inside the stack copy above the
+// stack pointer, and the return address in executable code.
+func (f *frame) framePointer(as AddressSpace, jit bool) (bool, Stop) {
+	stop := StopNoInfo
+	if jit {
+		stop = StopJIT
+	}
+	bp, okb := f.reg(regRBP)
+	sp, oks := f.reg(regRSP)
+	if !okb || !oks || bp&7 != 0 || bp < sp {
+		return true, stop
+	}
+	savedBP, ok1 := f.stack.word(bp)
+	ra, ok2 := f.stack.word(bp + 8)
+	if !ok1 || !ok2 || ra == 0 {
+		return true, stop
+	}
+	if _, ok := as.Code(ra - 1); !ok {
+		return true, stop
+	}
+	if savedBP != 0 && savedBP <= bp {
+		// A caller's frame is above its callee's; 0 ends a chain
+		// (and its frame then is the last we can step from).
+		return true, stop
+	}
+	next := f.regs
+	next.Valid &^= callerSaved
+	next.Set(regRBP, savedBP)
+	next.Set(regRSP, bp+16)
+	next.Set(regRA, ra)
+	f.regs = next
+	return false, StopEnd
+}
