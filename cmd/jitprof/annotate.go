@@ -27,7 +27,7 @@ func runAnnotate(args []string) error {
 	fs.BoolVar(&opts.Source, "source", true, "interleave source lines")
 	fs.BoolFunc("no-source", "do not interleave source lines", func(string) error { opts.Source = false; return nil })
 	syntax := fs.String("asm-syntax", "att", "assembly `syntax`: att or intel")
-	output := fs.String("o", "", "write to `file` instead of standard output")
+	output := fs.String("o", "", "write to `file` instead of standard output (-: standard output)")
 	var jit cli.AnonFlags
 	jit.Register(fs)
 	fs.Usage = func() {

@@ -1,0 +1,201 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/jitprof/jitprof/internal/perftest"
+)
+
+// userDir returns a directory owned by the test user (their project, say)
+// in a tree the user can reach, and the user's uid and gid.
+func userDir(t *testing.T) (dir string, uid, gid int) {
+	t.Helper()
+	uid, gid = testUser(t)
+	top := t.TempDir()
+	for _, d := range []string{filepath.Dir(top), top} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir = filepath.Join(top, "project")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(dir, uid, gid); err != nil {
+		t.Fatal(err)
+	}
+	return dir, uid, gid
+}
+
+// rootFile writes a root-only file outside dir for an attack to aim at.
+func rootFile(t *testing.T, body string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "root-only")
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// plant makes a symlink owned by uid, as the user would make it.
+func plant(t *testing.T, target, link string, uid, gid int) {
+	t.Helper()
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Lchown(link, uid, gid); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// jitprofCmd runs jitprof with args, killed after 60 s, and returns its
+// output and error.
+func jitprofCmd(t *testing.T, jitprof string, args ...string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, jitprof, args...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		t.Fatalf("jitprof %s did not end in 60 s\n%s", strings.Join(args, " "), out.String())
+	}
+	return out.String(), err
+}
+
+// TestOutputLinks is a user's attack on the files root's jitprof writes:
+// in the user's directory, the output paths of record, report and
+// annotate are symlinks to a root-only file, or a FIFO. jitprof must
+// refuse them, never write the root file, and never block.
+func TestOutputLinks(t *testing.T) {
+	needRoot(t, "the attack is on files root writes, by another user")
+	perftest.Perf(t)
+	dir, uid, gid := userDir(t)
+	jitprof := buildJitprof(t, t.TempDir())
+	const body = "root's file, which no output may touch\n"
+	target := rootFile(t, body)
+	data := filepath.Join(t.TempDir(), "perf.data")
+	if out, err := jitprofCmd(t, jitprof, "record", "-q", "-o", data, "--", "true"); err != nil {
+		t.Fatalf("jitprof record: %v\n%s", err, out)
+	}
+	fifo := filepath.Join(dir, "fifo")
+	if err := unix.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Lchown(fifo, uid, gid)
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"record.data", []string{"record", "-q", "-o", "OUT", "--", "true"}},
+		{"report.txt", []string{"report", "-i", data, "-o", "OUT"}},
+		{"report.csv", []string{"report", "-i", data, "--format", "csv", "-o", "OUT"}},
+		{"annotate.txt", []string{"annotate", "-i", data, "-o", "OUT"}},
+	} {
+		for _, at := range []string{"link", "link to a device", "fifo"} {
+			out := filepath.Join(dir, tc.name)
+			os.Remove(out)
+			switch at {
+			case "link":
+				plant(t, target, out, uid, gid)
+			case "link to a device":
+				plant(t, "/dev/null", out, uid, gid)
+			case "fifo":
+				out = fifo
+			}
+			args := append([]string(nil), tc.args...)
+			for i := range args {
+				if args[i] == "OUT" {
+					args[i] = out
+				}
+			}
+			said, err := jitprofCmd(t, jitprof, args...)
+			if err == nil || !strings.Contains(said, "refusing to write "+out) {
+				t.Errorf("jitprof %s %s with %s at the output: %v, want a refusal\n%s", tc.args[0], tc.name, at, err, said)
+			}
+			if fi, err := os.Lstat(out); err != nil || fi.Mode().IsRegular() {
+				t.Errorf("jitprof %s: %s at the output became a regular file or went (%v)", tc.args[0], at, err)
+			}
+		}
+	}
+	if b, err := os.ReadFile(target); err != nil || string(b) != body {
+		t.Errorf("the root-only file the links point at was written (%d bytes, %v)", len(b), err)
+	}
+}
+
+// TestOutputOldRace is the race perf record's habit invites: a non-empty
+// output is renamed FILE.old, and a user who owns the directory plants a
+// symlink at FILE in a loop so that the new output is opened through it.
+// Each of 40 recordings must leave the root-only file the link points at
+// as it was, and put a regular file at FILE (or refuse a symlink found
+// there before it began).
+func TestOutputOldRace(t *testing.T) {
+	needRoot(t, "the attack is on files root writes, by another user")
+	perftest.Perf(t)
+	gcc := perftest.Need(t, "gcc")
+	dir, uid, gid := userDir(t)
+	jitprof := buildJitprof(t, t.TempDir())
+	const body = "root's file, which no output may touch\n"
+	target := rootFile(t, body)
+
+	src := filepath.Join(t.TempDir(), "planter.c")
+	bin := filepath.Join(filepath.Dir(dir), "planter")
+	if err := os.WriteFile(src, []byte(`#include <unistd.h>
+int main(int argc, char **argv) { for (;;) symlink(argv[1], argv[2]); }
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	perftest.Run(t, gcc, "-O2", "-o", bin, src)
+	out := filepath.Join(dir, "perf.data")
+	planter := exec.Command(perftest.Need(t, "setpriv"), "--reuid", strconv.Itoa(uid), "--regid", strconv.Itoa(gid), "--clear-groups", "--", bin, target, out)
+	if err := planter.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		planter.Process.Kill()
+		planter.Wait()
+	})
+	var recorded, refused int
+	for range 40 {
+		// A regular, non-empty previous output, put in place at once so
+		// that the planter cannot get in first.
+		prev := filepath.Join(dir, ".prev")
+		if err := os.WriteFile(prev, []byte("previous recording\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(prev, out); err != nil {
+			t.Fatal(err)
+		}
+		said, err := jitprofCmd(t, jitprof, "record", "-q", "-o", out, "--", "true")
+		switch {
+		case err == nil:
+			recorded++
+			// The planter cannot replace a file that is there.
+			if fi, err := os.Lstat(out); err != nil || !fi.Mode().IsRegular() {
+				t.Errorf("after jitprof record, %s is no regular file (%v)", out, err)
+			}
+		case strings.Contains(said, "refusing to write "+out):
+			refused++
+		default:
+			t.Errorf("jitprof record: %v\n%s", err, said)
+		}
+		if b, err := os.ReadFile(target); err != nil || string(b) != body {
+			t.Fatalf("run %d: the root-only file the planted link points at was written (%d bytes, %v)", recorded+refused, len(b), err)
+		}
+	}
+	t.Logf("%d recordings, %d refused a link planted before they began", recorded, refused)
+	if recorded == 0 {
+		t.Errorf("no recording ran: the test raced nothing")
+	}
+}
