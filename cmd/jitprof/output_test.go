@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -197,5 +198,78 @@ int main(int argc, char **argv) { for (;;) symlink(argv[1], argv[2]); }
 	t.Logf("%d recordings, %d refused a link planted before they began", recorded, refused)
 	if recorded == 0 {
 		t.Errorf("no recording ran: the test raced nothing")
+	}
+}
+
+// TestInputAttack is a user's attack on root's -i: in the user's
+// directory, the recording root reads is a symlink to a root-only file,
+// or a FIFO. No message may quote the file's bytes (as text or as hex),
+// and the FIFO, which no one writes, must be refused, not block jitprof
+// in open. A FIFO of root's own, written after jitprof opens it, is read.
+func TestInputAttack(t *testing.T) {
+	needRoot(t, "the attack is on files root reads, by another user")
+	perftest.Perf(t)
+	dir, uid, gid := userDir(t)
+	jitprof := buildJitprof(t, t.TempDir())
+	const secret = "SECRET01" // a bad magic number, printed in hex before
+	target := rootFile(t, secret+strings.Repeat("more of root's file\n", 10))
+	link := filepath.Join(dir, "perf.data")
+	plant(t, target, link, uid, gid)
+	fifo := filepath.Join(dir, "fifo.data")
+	if err := unix.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Lchown(fifo, uid, gid)
+	le, be := "", ""
+	for i := range secret {
+		le = fmt.Sprintf("%02x", secret[i]) + le
+		be += fmt.Sprintf("%02x", secret[i])
+	}
+	commands := func(in string) [][]string {
+		return [][]string{
+			{"report", "-i", in},
+			{"annotate", "-i", in},
+			{"dump", "-i", in},
+			{"pypy", "loops", "-i", in},
+			{"import", "--session-dir", t.TempDir(), in},
+			{"pathtime", "--pypylog", in},
+			{"pypy", "loops", "--pypylog", in, "-i", in},
+		}
+	}
+	for _, args := range commands(link) {
+		said, err := jitprofCmd(t, jitprof, args...)
+		if err == nil {
+			t.Errorf("jitprof %s: no error", strings.Join(args, " "))
+		}
+		for _, b := range []string{secret, le, be, "more of root"} {
+			if strings.Contains(strings.ToLower(said), strings.ToLower(b)) {
+				t.Errorf("jitprof %s quotes the file's bytes (%s):\n%s", strings.Join(args, " "), b, said)
+			}
+		}
+	}
+	refusal := fmt.Sprintf("refusing %s: owned by uid %d", fifo, uid)
+	for _, args := range commands(fifo) {
+		said, err := jitprofCmd(t, jitprof, args...)
+		if err == nil || !strings.Contains(said, refusal) {
+			t.Errorf("jitprof %s: %v, want %q\n%s", strings.Join(args, " "), err, refusal, said)
+		}
+	}
+
+	// Root's own FIFO, which perf's pipe mode fills once jitprof waits
+	// on it.
+	mine := filepath.Join(t.TempDir(), "pipe.data")
+	if err := unix.Mkfifo(mine, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	report := exec.Command(jitprof, "report", "-i", mine, "--sort", "comm")
+	var out, errOut bytes.Buffer
+	report.Stdout, report.Stderr = &out, &errOut
+	if err := report.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	perftest.Run(t, "sh", "-c", perftest.Perf(t)+` record -q -o - -- sh -c 'i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done' >`+mine)
+	if err := report.Wait(); err != nil || !strings.Contains(out.String(), " sh\n") {
+		t.Errorf("report -i of root's FIFO: %v\n%s\n%s", err, out.String(), errOut.String())
 	}
 }
