@@ -61,7 +61,7 @@ func runAnnotate(args []string) error {
 	}
 	o := driver.Options{
 		LoadOptions: driver.LoadOptions{Progress: cli.ProgressBar(os.Stderr)},
-		JIT:         jit.Options(), Command: "annotate", Log: os.Stderr,
+		JIT:         jit.Options(), Command: "annotate", Log: stderrText,
 	}
 	return driver.Annotate(context.Background(), src, o, opts, outputTo(*output))
 }

@@ -38,7 +38,7 @@ func runRecord(args []string) error {
 	}
 	cfg.Notice = func(msg string) {
 		if !quiet {
-			fmt.Fprintf(os.Stderr, "jitprof record: %s\n", msg)
+			fmt.Fprintf(stderrText, "jitprof record: %s\n", msg)
 		}
 	}
 	var prog *progressLine
@@ -204,7 +204,7 @@ func (o *output) abort() {
 // record does; lost samples are told even with -q.
 func tellRecorded(res *record.Result, name string, quiet bool) {
 	if res.Lost > 0 {
-		fmt.Fprintf(os.Stderr, "jitprof record: %d samples lost; try -F lower or -m more\n", res.Lost)
+		fmt.Fprintf(stderrText, "jitprof record: %d samples lost; try -F lower or -m more\n", res.Lost)
 	}
 	if quiet {
 		return
@@ -213,7 +213,7 @@ func tellRecorded(res *record.Result, name string, quiet bool) {
 	if res.JITFiles > 0 {
 		jit = fmt.Sprintf(", %d JIT data files embedded", res.JITFiles)
 	}
-	fmt.Fprintf(os.Stderr, "[ jitprof record: wrote %.3f MB %s (%d samples, %d build-ids%s) ]\n",
+	fmt.Fprintf(stderrText, "[ jitprof record: wrote %.3f MB %s (%d samples, %d build-ids%s) ]\n",
 		float64(res.Bytes)/1e6, name, res.Samples, res.BuildIDs, jit)
 }
 

@@ -99,7 +99,7 @@ func runReport(args []string) error {
 	o := driver.ReportOptions{
 		Options: driver.Options{
 			LoadOptions: driver.LoadOptions{Progress: cli.ProgressBar(os.Stderr)},
-			JIT:         jit.Options(), Filter: filter, Command: "report", Log: os.Stderr,
+			JIT:         jit.Options(), Filter: filter, Command: "report", Log: stderrText,
 		},
 		Report: opts, Format: f, FoldedPeriods: *foldedPeriods, GraphAsked: graph.set, View: view,
 	}

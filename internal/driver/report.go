@@ -11,6 +11,7 @@ import (
 	"github.com/jitprof/jitprof/internal/annotate"
 	"github.com/jitprof/jitprof/internal/flamegraph"
 	"github.com/jitprof/jitprof/internal/report"
+	"github.com/jitprof/jitprof/internal/termtext"
 )
 
 // Format is a report's output format.
@@ -169,6 +170,13 @@ func Report(ctx context.Context, src Source, o ReportOptions, open func() (io.Wr
 		return err
 	}
 	defer closeOutput(w, &err)
+	// Text for a terminal, whose names processes chose, is escaped
+	// (internal/termtext); JSON, HTML and pprof escape their own.
+	var out io.Writer = w
+	text := termtext.NewWriter(w)
+	if o.Format == Text || o.Format == CSV || o.Format == Folded {
+		out = text
+	}
 	switch o.Format {
 	case Pprof:
 		pp, err := report.Pprof(l.Profile, 0)
@@ -191,18 +199,18 @@ func Report(ctx context.Context, src Source, o ReportOptions, open func() (io.Wr
 		if o.FoldedPeriods {
 			value = report.FoldedPeriods
 		}
-		if err := report.WriteFolded(w, l.Profile, 0, value); err != nil {
+		if err := report.WriteFolded(out, l.Profile, 0, value); err != nil {
 			return err
 		}
 	default:
-		if err := report.Write(w, l.Profile, ro); err != nil {
+		if err := report.Write(out, l.Profile, ro); err != nil {
 			return err
 		}
 		if l.Note != "" && o.Format == Text {
-			fmt.Fprintf(w, "# %s\n", l.Note)
+			fmt.Fprintf(out, "# %s\n", l.Note)
 		}
 	}
-	return nil
+	return text.Flush()
 }
 
 // Annotate loads src's profile with each frame's address and writes
@@ -220,10 +228,11 @@ func Annotate(ctx context.Context, src Source, o Options, ao annotate.Options, o
 		return err
 	}
 	defer closeOutput(w, &err)
-	if err := annotate.Write(w, l.Profile, ao); err != nil {
+	out := termtext.NewWriter(w) // names and source lines, escaped
+	if err := annotate.Write(out, l.Profile, ao); err != nil {
 		return fmt.Errorf("%s: %w", l.Name, err)
 	}
-	return nil
+	return out.Flush()
 }
 
 // closeOutput closes an output once written, with *err the error of
