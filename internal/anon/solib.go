@@ -83,25 +83,24 @@ func findHost() (string, error) {
 
 // libraryHandler returns the external handler that runs the library at
 // path in the host. Both pass the trust checks for code (internal/trust
-// OpenCode); the library is handed to the host as descriptor 3, so the
-// host loads the file that was checked.
+// OpenCode) and stay open: the library is handed to the host as
+// descriptor 3, and the host is run through its descriptor, so the files
+// loaded and run are the ones checked.
 func libraryHandler(name, path string, b *budget) (Handler, error) {
 	lib, err := trust.OpenCode(path)
 	if err != nil {
 		return nil, err
 	}
-	host, err := findHost()
+	hostPath, err := findHost()
+	var host *trust.File
 	if err == nil {
-		var h *trust.File
-		if h, err = trust.OpenCode(host); err == nil {
-			h.Close()
-		}
+		host, err = trust.OpenCode(hostPath)
 	}
 	if err != nil {
 		lib.Close()
 		return nil, fmt.Errorf("the library %s: %w", path, err)
 	}
-	// The descriptor stays open for every host started: it is closed
+	// The descriptors stay open for every host started: they are closed
 	// with jitprof.
-	return &external{name: name, path: host, args: []string{"/proc/self/fd/3", path}, files: []*os.File{lib.File}, shown: path, budget: b}, nil
+	return &external{name: name, path: hostPath, exe: host.File, args: []string{"/proc/self/fd/3", path}, files: []*os.File{lib.File}, shown: path, budget: b}, nil
 }
