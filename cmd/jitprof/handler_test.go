@@ -148,3 +148,70 @@ func jitLines(out string) string {
 	}
 	return strings.Join(l, "")
 }
+
+// TestCodeLookup: jitprof-web and the host of handler libraries are
+// found as a shell finds a command, on PATH, but a candidate refused for
+// the checks on code (another user's, or writable by others) is passed
+// over for the next, as a shell passes over one it cannot execute.
+func TestCodeLookup(t *testing.T) {
+	needRoot(t, "a candidate owned by another user")
+	perftest.Perf(t)
+	gcc := perftest.Need(t, "gcc")
+	uid, gid := testUser(t)
+	built := buildJitprof(t, t.TempDir())
+	host := filepath.Join(filepath.Dir(built), "jitprof-anon-host")
+	if out, err := exec.Command(perftest.Need(t, "make"), "-s", "-C", "../../agent", "OUT="+filepath.Dir(built), host).CombinedOutput(); err != nil {
+		t.Fatalf("make: %v\n%s", err, out)
+	}
+	// jitprof alone: jitprof-web and the host are found on PATH only.
+	b, err := os.ReadFile(built)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jitprof := filepath.Join(t.TempDir(), "jitprof")
+	if err := os.WriteFile(jitprof, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var path []string
+	for _, bad := range []string{"writable", "theirs", "good"} {
+		dir := t.TempDir()
+		for _, name := range []string{"jitprof-web", "jitprof-anon-host"} {
+			b, err := os.ReadFile(filepath.Join(filepath.Dir(built), name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := filepath.Join(dir, name)
+			if err := os.WriteFile(p, b, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			switch bad {
+			case "writable":
+				os.Chmod(p, 0o777)
+			case "theirs":
+				os.Chown(p, uid, gid)
+			}
+		}
+		path = append(path, dir)
+	}
+	env := append(os.Environ(), "PATH="+strings.Join(path, ":")+":/usr/bin:/bin")
+
+	cmd := exec.Command(jitprof, "web", "-h")
+	cmd.Env = env
+	out, _ := cmd.CombinedOutput()
+	if !strings.Contains(string(out), "usage: jitprof web") || strings.Contains(string(out), "refusing") {
+		t.Errorf("jitprof web with refused candidates first on PATH:\n%s", out)
+	}
+
+	libs := t.TempDir()
+	perftest.Run(t, gcc, "-shared", "-fPIC", "-I../../agent", "-o", filepath.Join(libs, "libjitprof-anon-exso.so"), "../../examples/anonhandler-so/example.c")
+	data, pid, addr := recordJIT(t, built, 0, 0)
+	syms := fmt.Sprintf("/tmp/jitsyms-%d.txt", pid)
+	os.WriteFile(syms, fmt.Appendf(nil, "found_by_the_host %x 9\n", addr), 0o644)
+	t.Cleanup(func() { os.Remove(syms) })
+	cmd = exec.Command(jitprof, "report", "-i", data, "--anon-handler", "exso", "-l")
+	cmd.Env = append(env, "JITPROF_ANON_PATH="+libs)
+	out, err = cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "found_by_the_host") {
+		t.Errorf("report with a library, refused hosts first on PATH: %v\n%s", err, jitLines(string(out)))
+	}
+}
