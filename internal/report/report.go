@@ -553,6 +553,20 @@ func splitLevel(sym string) (level, name string) {
 	return "", sym
 }
 
+// csvCell is a cell of text that processes named (a command, a path, a
+// function's name): escaped for a terminal, and, when it begins with
+// what a spreadsheet takes for a formula (=, +, -, @, a tab or a
+// carriage return), prefixed with a quote as OWASP advises, so that a
+// name such as =HYPERLINK(...) stays text when the CSV is opened.
+func csvCell(s string) string {
+	s = termtext.Escape(s)
+	// A lone "-" (no CPU) is no formula.
+	if s != "" && s != "-" && strings.IndexByte("=+-@\t\r", s[0]) >= 0 {
+		return "'" + s
+	}
+	return s
+}
+
 func writeCSV(w io.Writer, keys []string, reps []EventReport, opts Options) error {
 	cw := csv.NewWriter(w)
 	head := []string{"event"}
@@ -570,14 +584,14 @@ func writeCSV(w io.Writer, keys []string, reps []EventReport, opts Options) erro
 	cw.Write(head)
 	for _, rep := range reps {
 		for _, r := range rep.Rows {
-			rec := []string{termtext.Escape(rep.Event.Name)}
+			rec := []string{csvCell(rep.Event.Name)}
 			for _, k := range r.Keys {
-				rec = append(rec, termtext.Escape(k))
+				rec = append(rec, csvCell(k))
 			}
 			if sym >= 0 {
 				level, name := splitLevel(r.Keys[sym])
 				rec = slices.Insert(rec, 2+sym, level)
-				rec[1+sym] = name
+				rec[1+sym] = csvCell(name)
 			}
 			rec = append(rec, strconv.FormatUint(r.Samples, 10), strconv.FormatUint(r.Self, 10),
 				strconv.FormatFloat(pct(r.Self, rep.Event.Total), 'f', 4, 64))
