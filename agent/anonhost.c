@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 
 #include "jitprof_anon.h"
 
@@ -195,6 +196,10 @@ int main(int argc, char **argv) {
 		fprintf(stderr, "usage: jitprof-anon-host LIBRARY [NAME]\n");
 		return 2;
 	}
+	/* jitprof runs this file through the descriptor it checked
+	 * (/proc/self/fd/N), which the kernel makes the process's name: give
+	 * ps and top the executable's. */
+	prctl(PR_SET_NAME, "jitprof-anon-host", 0, 0, 0);
 	const char *shown = argv[argc - 1];
 	void *lib = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
 	const char *why = NULL;

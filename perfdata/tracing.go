@@ -3,6 +3,7 @@ package perfdata
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 )
 
@@ -66,7 +67,7 @@ func parseTracingData(b []byte) (*TracingData, error) {
 	}
 	t := &TracingData{Version: string(rest[:nul])}
 	if t.Version != "0.5" && t.Version != "0.6" {
-		return nil, fmt.Errorf("version %q, want 0.5 or 0.6", t.Version)
+		return nil, errors.New("an unknown version, not 0.5 or 0.6")
 	}
 	off := len(tracingMagic) + nul + 1
 	if len(b) < off+6 {

@@ -8,6 +8,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/jitprof/jitprof/internal/cli"
+	"github.com/jitprof/jitprof/internal/termtext"
 )
 
 func main() {
@@ -21,5 +22,12 @@ func main() {
 	if _, set := os.LookupEnv("GOGC"); !set {
 		debug.SetGCPercent(400)
 	}
-	os.Exit(cli.ExitStatus("web", runWeb(os.Args[1:]), os.Stderr))
+	code := cli.ExitStatus("web", runWeb(os.Args[1:]), stderrText)
+	stderrText.Flush()
+	os.Exit(code)
 }
+
+// stderrText is standard error for the view's messages and pprof's:
+// they name what processes named, which a terminal must not act on
+// (internal/termtext).
+var stderrText = termtext.NewWriter(os.Stderr)

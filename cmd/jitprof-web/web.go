@@ -11,6 +11,7 @@ import (
 
 	"github.com/jitprof/jitprof/internal/cli"
 	"github.com/jitprof/jitprof/internal/driver"
+	"github.com/jitprof/jitprof/internal/termtext"
 	"github.com/jitprof/jitprof/internal/web"
 )
 
@@ -62,7 +63,7 @@ func runWeb(args []string) error {
 	// Lines and addresses: the source and disassembly views use them.
 	opts := driver.Options{
 		LoadOptions: driver.LoadOptions{Lines: true, Addresses: true, Progress: cli.ProgressBar(os.Stderr)},
-		JIT:         jit.Options(), Filter: f, ExcludeJIT: true, Command: "web", Log: os.Stderr,
+		JIT:         jit.Options(), Filter: f, ExcludeJIT: true, Command: "web", Log: stderrText,
 	}
 	load := func(ctx context.Context) (*web.Recording, error) {
 		var src driver.Source
@@ -102,7 +103,7 @@ func runWeb(args []string) error {
 		l.Close()
 		return nil, fmt.Errorf("--diff-base: %w", err)
 	}
-	srv, err := web.New(ctx, web.Options{Load: load, Log: os.Stderr})
+	srv, err := web.New(ctx, web.Options{Load: load, Log: stderrText})
 	if err != nil {
 		return err
 	}
@@ -113,15 +114,15 @@ func runWeb(args []string) error {
 	}
 	// The address carries the server's token: only who has it may look.
 	url := srv.URL(ln.Addr())
-	fmt.Printf("jitprof web: serving %s on %s (Ctrl-C stops)\n", name, url)
+	fmt.Printf("jitprof web: serving %s on %s (Ctrl-C stops)\n", termtext.Escape(name), url)
 	if ta, ok := ln.Addr().(*net.TCPAddr); !ok || !ta.IP.IsLoopback() {
-		fmt.Fprintf(os.Stderr, "jitprof web: warning: listening on %s, not a loopback address: whoever reaches it can read the profile (command lines, paths, JIT code)\n", ln.Addr())
+		fmt.Fprintf(stderrText, "jitprof web: warning: listening on %s, not a loopback address: whoever reaches it can read the profile (command lines, paths, JIT code)\n", ln.Addr())
 	}
 	if *open {
 		if os.Getenv("CI") != "" {
-			fmt.Fprintln(os.Stderr, "jitprof web: CI is set: not opening a browser")
+			fmt.Fprintln(stderrText, "jitprof web: CI is set: not opening a browser")
 		} else if err := web.OpenBrowser(url); err != nil {
-			fmt.Fprintf(os.Stderr, "jitprof web: %v\n", err)
+			fmt.Fprintf(stderrText, "jitprof web: %v\n", err)
 		}
 	}
 	return srv.Serve(ctx, ln)

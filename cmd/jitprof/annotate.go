@@ -27,7 +27,7 @@ func runAnnotate(args []string) error {
 	fs.BoolVar(&opts.Source, "source", true, "interleave source lines")
 	fs.BoolFunc("no-source", "do not interleave source lines", func(string) error { opts.Source = false; return nil })
 	syntax := fs.String("asm-syntax", "att", "assembly `syntax`: att or intel")
-	output := fs.String("o", "", "write to `file` instead of standard output")
+	output := fs.String("o", "", "write to `file` instead of standard output (-: standard output)")
 	var jit cli.AnonFlags
 	jit.Register(fs)
 	var arch cli.ArchiveFlags
@@ -68,7 +68,7 @@ func runAnnotate(args []string) error {
 	}
 	o := driver.Options{
 		LoadOptions: driver.LoadOptions{Progress: cli.ProgressBar(os.Stderr)},
-		JIT:         jit.Options(), Command: "annotate", Log: os.Stderr,
+		JIT:         jit.Options(), Command: "annotate", Log: stderrText,
 	}
 	return driver.Annotate(context.Background(), src, o, opts, outputTo(*output))
 }

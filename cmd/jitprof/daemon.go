@@ -21,6 +21,7 @@ import (
 	"github.com/jitprof/jitprof/internal/daemon"
 	"github.com/jitprof/jitprof/internal/perfevent"
 	"github.com/jitprof/jitprof/internal/sampledb"
+	"github.com/jitprof/jitprof/internal/termtext"
 )
 
 func init() {
@@ -93,8 +94,9 @@ func runDaemon(args []string) error {
 		if err != nil {
 			return err
 		}
-		printStatus(os.Stdout, st)
-		return nil
+		out := termtext.NewWriter(os.Stdout) // what processes named, escaped
+		printStatus(out, st)
+		return out.Flush()
 	case "dump", "reset", "save":
 		name := ""
 		if op == "save" {
@@ -133,7 +135,7 @@ func daemonStart(dir string, args []string) error {
 		return fmt.Errorf("a daemon is running on %s (pid %d)", dir, pid)
 	}
 	if stale {
-		fmt.Fprintf(os.Stderr, "jitprof daemon: removing the stale pid file of pid %d (a daemon that was killed)\n", pid)
+		fmt.Fprintf(stderrText, "jitprof daemon: removing the stale pid file of pid %d (a daemon that was killed)\n", pid)
 		daemon.RemoveStale(dir)
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -187,7 +189,7 @@ func daemonStart(dir string, args []string) error {
 	}
 	pr.Close()
 	if msg == "ok" {
-		fmt.Fprintf(os.Stderr, "jitprof daemon: sampling (pid %d), session in %s\n", cmd.Process.Pid, dir)
+		fmt.Fprintf(stderrText, "jitprof daemon: sampling (pid %d), session in %s\n", cmd.Process.Pid, dir)
 		cmd.Process.Release()
 		return nil
 	}
@@ -208,6 +210,7 @@ func daemonRun(cfg daemon.Config) error {
 		os.Unsetenv("JITPROF_DAEMON_READY_FD")
 	}
 	log.SetPrefix(fmt.Sprintf("jitprof daemon[%d]: ", os.Getpid()))
+	log.SetOutput(stderrText) // its log is read on terminals too
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	signal.Ignore(syscall.SIGHUP, syscall.SIGPIPE)

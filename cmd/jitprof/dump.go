@@ -7,6 +7,7 @@ import (
 
 	"github.com/jitprof/jitprof/internal/cli"
 	"github.com/jitprof/jitprof/internal/dump"
+	"github.com/jitprof/jitprof/internal/termtext"
 )
 
 func init() {
@@ -43,11 +44,13 @@ func runDump(args []string) error {
 		return err
 	}
 	defer f.Close()
-	if err := dump.Write(os.Stdout, f, opts); err != nil {
+	out := termtext.NewWriter(os.Stdout)
+	defer out.Flush()
+	if err := dump.Write(out, f, opts); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	for _, w := range f.Warnings() {
-		fmt.Fprintf(os.Stderr, "jitprof dump: %s: warning: %s\n", path, w)
+		fmt.Fprintf(stderrText, "jitprof dump: %s: warning: %s\n", path, w)
 	}
 	return nil
 }

@@ -143,7 +143,9 @@ func TestWebExecutable(t *testing.T) {
 	if err := os.Chmod(web, 0o775); err != nil {
 		t.Fatal(err)
 	}
-	out, err = exec.Command(built, "web", "-h").CombinedOutput()
+	cmd = exec.Command(built, "web", "-h")
+	cmd.Env = append(os.Environ(), "PATH=/usr/bin:/bin")
+	out, err = cmd.CombinedOutput()
 	if code := exitCode(err); code != 1 || !strings.Contains(string(out), "writable by its group or by others") {
 		t.Errorf("jitprof web with a group-writable jitprof-web: exit %d\n%s", code, out)
 	}

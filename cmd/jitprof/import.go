@@ -3,7 +3,6 @@ package main
 import (
 	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/jitprof/jitprof/internal/cli"
@@ -60,7 +59,7 @@ func runImport(args []string) error {
 	if *session != "" {
 		where = "session " + *session
 	}
-	fmt.Fprintf(os.Stderr, "jitprof import: %d samples (%d lost, %d in no mapping) into %d sample files of %s in %s; JIT data of %d processes\n",
+	fmt.Fprintf(stderrText, "jitprof import: %d samples (%d lost, %d in no mapping) into %d sample files of %s in %s; JIT data of %d processes\n",
 		res.Samples, res.Lost, res.Unresolved, res.Files, where, *dir, res.JITProcesses)
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/jitprof/jitprof/internal/cli"
+	"github.com/jitprof/jitprof/internal/termtext"
 	"github.com/jitprof/jitprof/jitlog"
 )
 
@@ -15,10 +16,14 @@ func init() {
 	register(&command{name: "jitlog", summary: "clean up or dump JIT data logger databases (anon.PID)", run: runJitlog})
 }
 
-func runJitlog(args []string) error { return jitlogMain(os.Stdout, os.Stderr, args) }
+func runJitlog(args []string) error { return jitlogMain(os.Stdout, stderrText, args) }
 
 // jitlogMain runs "jitprof jitlog clean|dump" writing to stdout and stderr.
 func jitlogMain(stdout, stderr io.Writer, args []string) error {
+	// The databases' names are the JIT's: escaped for the terminal.
+	out := termtext.NewWriter(stdout)
+	defer out.Flush()
+	stdout = out
 	const synopsis = "usage: jitprof jitlog clean [--dir DIR]\n       jitprof jitlog dump [-p PID | DATABASE] [--force]"
 	if len(args) == 0 {
 		fmt.Fprintln(stderr, synopsis)

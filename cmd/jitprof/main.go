@@ -9,6 +9,7 @@ import (
 	"sort"
 
 	"github.com/jitprof/jitprof/internal/cli"
+	"github.com/jitprof/jitprof/internal/termtext"
 )
 
 // command is one subcommand: `jitprof NAME ARGS...`.
@@ -37,8 +38,15 @@ func main() {
 	if _, set := os.LookupEnv("GOGC"); !set && (len(os.Args) < 2 || os.Args[1] != "daemon") {
 		debug.SetGCPercent(400)
 	}
-	os.Exit(run(os.Args[1:], os.Stderr))
+	code := run(os.Args[1:], stderrText)
+	stderrText.Flush()
+	os.Exit(code)
 }
+
+// stderrText is standard error for jitprof's messages: notes and errors
+// name what processes named (their commands, paths, JIT code), which a
+// terminal must not act on (internal/termtext).
+var stderrText = termtext.NewWriter(os.Stderr)
 
 func run(args []string, stderr io.Writer) int {
 	if len(args) == 0 {

@@ -14,6 +14,7 @@ import (
 	"github.com/jitprof/jitprof/internal/jitbundle"
 	"github.com/jitprof/jitprof/internal/pathtime"
 	"github.com/jitprof/jitprof/internal/pypylog"
+	"github.com/jitprof/jitprof/internal/termtext"
 	"github.com/jitprof/jitprof/jitlog"
 	"github.com/jitprof/jitprof/perfdata"
 )
@@ -22,10 +23,14 @@ func init() {
 	register(&command{name: "pathtime", summary: "time per compiled region from a JIT's logged enter/exit events (exact, not sampled)", run: runPathtime})
 }
 
-func runPathtime(args []string) error { return pathtimeMain(os.Stdout, os.Stderr, args) }
+func runPathtime(args []string) error { return pathtimeMain(os.Stdout, stderrText, args) }
 
 // pathtimeMain runs "jitprof pathtime" writing to stdout and stderr.
 func pathtimeMain(stdout, stderr io.Writer, args []string) error {
+	// The regions' names are the JIT's: escaped for the terminal.
+	out := termtext.NewWriter(stdout)
+	defer out.Flush()
+	stdout = out
 	fs := flag.NewFlagSet("pathtime", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	pid := fs.Int("p", 0, "read the jitlog database of process `pid` (in $JITPROF_JITLOG_DIR or /tmp/jitprof-UID)")

@@ -15,6 +15,7 @@ import (
 	"github.com/jitprof/jitprof/internal/jitbundle"
 	"github.com/jitprof/jitprof/internal/pypylog"
 	"github.com/jitprof/jitprof/internal/pypyview"
+	"github.com/jitprof/jitprof/internal/termtext"
 	"github.com/jitprof/jitprof/perfdata"
 )
 
@@ -22,7 +23,7 @@ func init() {
 	register(&command{name: "pypy", summary: "PyPy's hot loops and bridges with their traces and samples (jitprof pypy loops)", run: runPyPy})
 }
 
-func runPyPy(args []string) error { return pypyMain(os.Stdout, os.Stderr, args) }
+func runPyPy(args []string) error { return pypyMain(os.Stdout, stderrText, args) }
 
 // pypyMain runs "jitprof pypy SUBCOMMAND".
 func pypyMain(stdout, stderr io.Writer, args []string) error {
@@ -93,6 +94,10 @@ func pypyMain(stdout, stderr io.Writer, args []string) error {
 	if *format == "json" {
 		return pypyview.WriteJSON(stdout, v)
 	}
+	// Loops are named by PyPy's log: escaped for the terminal.
+	out := termtext.NewWriter(stdout)
+	defer out.Flush()
+	stdout = out
 	clock := "times by the recording's TSC calibration"
 	if rec.clock == nil {
 		clock = "no TSC calibration in the recording (jitprof record writes one): code re-generated at an address is charged to the last there"

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jitprof/jitprof/internal/cli"
+	"github.com/jitprof/jitprof/internal/outfile"
 	"github.com/jitprof/jitprof/internal/perfevent"
 	"github.com/jitprof/jitprof/internal/record"
 )
@@ -33,7 +33,7 @@ func runRecord(args []string) error {
 	}
 	cfg.Notice = func(msg string) {
 		if !quiet {
-			fmt.Fprintf(os.Stderr, "jitprof record: %s\n", msg)
+			fmt.Fprintf(stderrText, "jitprof record: %s\n", msg)
 		}
 	}
 	var prog *progressLine
@@ -49,15 +49,16 @@ func runRecord(args []string) error {
 	// then ends cleanly, as on SIGTERM.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	res, err := record.Run(ctx, f, cfg)
+	res, err := record.Run(ctx, f.File, cfg)
 	prog.clear()
-	if cerr := f.Close(); err == nil && cerr != nil {
+	if err != nil && res == nil {
+		f.abort()
+		return err
+	}
+	if cerr := f.close(); err == nil && cerr != nil {
 		err = fmt.Errorf("%s: %w", out, cerr)
 	}
 	if err != nil {
-		if res == nil && !cfg.Pipe {
-			os.Remove(out)
-		}
 		return err
 	}
 	tellRecorded(res, name, quiet)
@@ -117,11 +118,11 @@ func recordFlags(args []string) (cfg record.Config, out string, quiet bool, err 
 // standard output, as perf record does, and the command's output then
 // goes to standard error, so that it does not mix with the data. name
 // is the output as the summary names it.
-func recordOutput(out string, cfg *record.Config) (f *os.File, name string, err error) {
+func recordOutput(out string, cfg *record.Config) (f *output, name string, err error) {
 	if out == "-" {
 		cfg.Pipe = true
 		cfg.Stdout = os.Stderr
-		return os.Stdout, "to standard output", nil
+		return &output{File: os.Stdout}, "to standard output", nil
 	}
 	if f, err = createOutput(out); err != nil {
 		return nil, "", err
@@ -129,11 +130,34 @@ func recordOutput(out string, cfg *record.Config) (f *os.File, name string, err 
 	return f, out, nil
 }
 
+// output is the recording's file: standard output, or a file of its own
+// at -o's path.
+type output struct {
+	*os.File
+	file *outfile.File // nil for standard output
+}
+
+func (o *output) close() error {
+	if o.file == nil {
+		return o.File.Close()
+	}
+	return o.file.Close()
+}
+
+// abort removes an output that received no recording.
+func (o *output) abort() {
+	if o.file == nil {
+		o.File.Close()
+		return
+	}
+	o.file.Abort()
+}
+
 // tellRecorded sums the recording up on standard error, as perf
 // record does; lost samples are told even with -q.
 func tellRecorded(res *record.Result, name string, quiet bool) {
 	if res.Lost > 0 {
-		fmt.Fprintf(os.Stderr, "jitprof record: %d samples lost; try -F lower or -m more\n", res.Lost)
+		fmt.Fprintf(stderrText, "jitprof record: %d samples lost; try -F lower or -m more\n", res.Lost)
 	}
 	if quiet {
 		return
@@ -142,21 +166,25 @@ func tellRecorded(res *record.Result, name string, quiet bool) {
 	if res.JITFiles > 0 {
 		jit = fmt.Sprintf(", %d JIT data files embedded", res.JITFiles)
 	}
-	fmt.Fprintf(os.Stderr, "[ jitprof record: wrote %.3f MB %s (%d samples, %d build-ids%s) ]\n",
+	fmt.Fprintf(stderrText, "[ jitprof record: wrote %.3f MB %s (%d samples, %d build-ids%s) ]\n",
 		float64(res.Bytes)/1e6, name, res.Samples, res.BuildIDs, jit)
 }
 
-// createOutput creates the output file, keeping a previous one as
-// FILE.old as perf record does.
-func createOutput(path string) (*os.File, error) {
-	if st, err := os.Stat(path); err == nil && st.Mode().IsRegular() && st.Size() > 0 {
-		if err := os.Rename(path, path+".old"); err != nil {
-			return nil, fmt.Errorf("keeping the previous output: %w", err)
-		}
-	} else if err != nil && !errors.Is(err, os.ErrNotExist) {
+// createOutput creates the output file at path at once, as perf record
+// does, keeping a previous one as FILE.old: a recording killed midway is
+// at its path, readable up to its last whole record. A new file is
+// renamed over the path (internal/outfile), so that a link another user
+// planted there is never followed, even while the previous output moves.
+func createOutput(path string) (*output, error) {
+	f, err := outfile.Create(path, 0o600)
+	if err != nil {
 		return nil, err
 	}
-	return os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err := f.Replace(true); err != nil {
+		f.Abort()
+		return nil, err
+	}
+	return &output{File: f.File, file: f}, nil
 }
 
 // progressLine rewrites one status line on a terminal, a few times a

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jitprof/jitprof/internal/cli"
 	"github.com/jitprof/jitprof/internal/driver"
+	"github.com/jitprof/jitprof/internal/outfile"
 	"github.com/jitprof/jitprof/internal/report"
 )
 
@@ -38,7 +39,7 @@ func runReport(args []string) error {
 	var filterFlags cli.FilterFlags // perf report's, spelled as perf's
 	filterFlags.Register(fs)
 	format := fs.String("format", "text", "output `format`: text, json, csv, pprof (.pb.gz), folded (flame-graph stacks) or html (a self-contained flame graph)")
-	output := fs.String("o", "", "write to `file` instead of standard output")
+	output := fs.String("o", "", "write to `file` instead of standard output (-: standard output)")
 	foldedPeriods := fs.Bool("folded-periods", false, "folded: write each stack's period (event count) instead of its samples")
 	var jit cli.AnonFlags
 	jit.Register(fs)
@@ -106,7 +107,7 @@ func runReport(args []string) error {
 	o := driver.ReportOptions{
 		Options: driver.Options{
 			LoadOptions: driver.LoadOptions{Progress: cli.ProgressBar(os.Stderr)},
-			JIT:         jit.Options(), Filter: filter, Command: "report", Log: os.Stderr,
+			JIT:         jit.Options(), Filter: filter, Command: "report", Log: stderrText,
 		},
 		Report: opts, Format: f, FoldedPeriods: *foldedPeriods, GraphAsked: graph.set, View: view,
 	}
@@ -114,12 +115,15 @@ func runReport(args []string) error {
 }
 
 // outputTo opens the file of -o once there is something to write to
-// it, or standard output when path is "".
+// it, or standard output when path is "" or "-". The file is written
+// beside its path and renamed over it when complete (internal/outfile):
+// a report that fails leaves the path as it was, and a link another
+// user planted there is never followed.
 func outputTo(path string) func() (io.WriteCloser, error) {
 	return func() (io.WriteCloser, error) {
-		if path == "" {
+		if path == "" || path == "-" {
 			return os.Stdout, nil
 		}
-		return os.Create(path)
+		return outfile.Create(path, 0o666)
 	}
 }

@@ -323,7 +323,7 @@ func TestRecordingOwner(t *testing.T) {
 		t.Errorf("report of another user's recording: exit %d, %s", code, stderr.String())
 	}
 	stderr.Reset()
-	if code := run([]string{"report", "--force", "-o", os.DevNull, "-i", data}, &stderr); code != 0 {
+	if code := run([]string{"report", "--force", "-o", filepath.Join(t.TempDir(), "report"), "-i", data}, &stderr); code != 0 {
 		t.Errorf("report --force of another user's recording: exit %d, %s", code, stderr.String())
 	}
 }

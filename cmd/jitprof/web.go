@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 
 	"golang.org/x/sys/unix"
@@ -27,43 +26,38 @@ func init() {
 // executables of their own so that what they link (pprof's web UI; a
 // terminal UI) does not slow every other command's start (their docs).
 func runHelper(name, what string, args []string) error {
-	path, err := helperExecutable(name, what)
+	f, err := helperExecutable(name, what)
 	if err != nil {
 		return err
 	}
-	// Code jitprof runs, as root often: it passes the checks an anon
-	// handler's host passes (docs/security.md, "Code jitprof runs"), and
-	// what runs is the file checked, through its descriptor, not
-	// whatever the path names by then.
-	f, err := trust.OpenCode(path)
-	if err != nil {
-		return fmt.Errorf("%s: %w", name, err)
-	}
 	defer f.Close()
-	err = unix.Exec(fmt.Sprintf("/proc/self/fd/%d", f.Fd()), append([]string{path}, args...), os.Environ())
-	return fmt.Errorf("%s: %w", path, err)
+	// What runs is the file checked, through its descriptor, not
+	// whatever the path names by then.
+	err = unix.Exec(fmt.Sprintf("/proc/self/fd/%d", f.Fd()), append([]string{f.Name()}, args...), os.Environ())
+	return fmt.Errorf("%s: %w", f.Name(), err)
 }
 
 // helperExecutable finds the executable name beside this executable, as
-// go build -o DIR/ ./cmd/... and go install put it, else in $PATH.
-func helperExecutable(name, what string) (string, error) {
+// go build -o DIR/ ./cmd/... and go install put it, else in $PATH, and
+// opens it. It is code jitprof runs, as root often: a candidate must pass
+// the checks an anon handler's host passes (docs/security.md, "Code
+// jitprof runs"), and one refused is passed over for the next.
+func helperExecutable(name, what string) (*trust.File, error) {
 	self, err := os.Executable()
+	var dirs []string
 	if err == nil {
-		beside := filepath.Join(filepath.Dir(self), name)
-		if fi, err := os.Stat(beside); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
-			return beside, nil
-		}
+		dirs = append(dirs, filepath.Dir(self))
 	}
-	path, err := exec.LookPath(name)
+	f, err := trust.FindCode(name, dirs...)
 	if err == nil {
-		return path, nil
+		return f, nil
 	}
 	where := "beside " + self
 	if self == "" {
 		where = "beside this executable"
 	}
-	if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
-		return "", fmt.Errorf("%s is its own executable, %s, found neither %s nor in $PATH: build it with go build -o DIR/ ./cmd/jitprof ./cmd/jitprof-web ./cmd/jitprof-top (README)", what, name, where)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%s is its own executable, %s, found neither %s nor in $PATH: build it with go build -o DIR/ ./cmd/jitprof ./cmd/jitprof-web ./cmd/jitprof-top (README)", what, name, where)
 	}
-	return "", fmt.Errorf("%s: %w", name, err)
+	return nil, err
 }

@@ -5,8 +5,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
-	"net/http/cookiejar"
 	"net/url"
 	"os"
 	"os/exec"
@@ -79,24 +79,23 @@ func checkWeb(t *testing.T, chromium, jitprof, data string, env []string, mark s
 	}
 	slices.Sort(want)
 	t.Logf("looking for %q", want)
-	printed, _ := startWeb(t, jitprof, env, "-i", data, "--anon-samples")
-	addr, _, _ := strings.Cut(printed, "?")
+	addr, _ := startWeb(t, jitprof, env, "-i", data, "--anon-samples")
 	ctx := browser(t, chromium)
 	art := artifactDir(t)
 
-	// pprof's flame graph, from the printed address: its token becomes
-	// the browser's cookie, and the root redirects to the flame graph.
+	// pprof's flame graph, from the printed address, the view's root,
+	// which redirects to the flame graph.
 	// Hovering a box has pprof write its name in its title, and
 	// jitprof's script what it is.
 	type box struct {
 		Title, Text string
 		JIT         bool
 	}
-	if err := chromedp.Do(ctx, chromedp.Navigate(printed), chromedp.WaitVisible(chromedp.CSS(`#stack-chart .boxbg`))); err != nil {
-		t.Fatalf("flame graph at %s: %v", printed, err)
+	if err := chromedp.Do(ctx, chromedp.Navigate(addr), chromedp.WaitVisible(chromedp.CSS(`#stack-chart .boxbg`))); err != nil {
+		t.Fatalf("flame graph at %s: %v", addr, err)
 	}
-	if loc, err := chromedp.Run(ctx, chromedp.Location()); err != nil || strings.Contains(loc, "t=") {
-		t.Errorf("the browser is at %q (%v), want the address without the token", loc, err)
+	if loc, err := chromedp.Run(ctx, chromedp.Location()); err != nil || !strings.HasPrefix(loc, addr+"ui/") {
+		t.Errorf("the browser is at %q (%v), want the flame graph under %s", loc, err, addr)
 	}
 	boxes, err := chromedp.Run(ctx, chromedp.Evaluate[[]box](`(async () => {
 		const out = [];
@@ -212,7 +211,7 @@ func startWeb(t *testing.T, jitprof string, env []string, args ...string) (strin
 		}
 	})
 	line, err := bufio.NewReader(out).ReadString('\n')
-	m := regexp.MustCompile(`on (http://127\.0\.0\.1:\d+/\?t=[0-9a-f]{32}) `).FindStringSubmatch(line)
+	m := regexp.MustCompile(`on (http://127\.0\.0\.1:\d+/[0-9a-f]{32}/) `).FindStringSubmatch(line)
 	if m == nil {
 		t.Fatalf("jitprof web printed %q (%v), no address\n%s", line, err, stderr.String())
 	}
@@ -277,8 +276,11 @@ func TestWebOpen(t *testing.T) {
 	addr, _ := startWeb(t, bin, env(false), "-i", data, "--open")
 	eventually("the browser to open "+addr, func() bool { return read() == addr+"\n" })
 	// The address opened is the one with the token; without, no page.
-	base, _, _ := strings.Cut(addr, "?")
-	resp, err := http.Get(base + "recording")
+	u, err := url.Parse(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Get("http://" + u.Host + "/recording")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -286,16 +288,7 @@ func TestWebOpen(t *testing.T) {
 	if resp.StatusCode != http.StatusForbidden {
 		t.Errorf("without the token: %s, want 403", resp.Status)
 	}
-	jar, err := cookiejar.New(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	client := &http.Client{Jar: jar}
-	if resp, err = client.Get(addr); err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp, err = client.Get(base + "recording"); err != nil {
+	if resp, err = http.Get(addr + "recording"); err != nil {
 		t.Fatal(err)
 	}
 	page, err := io.ReadAll(resp.Body)
@@ -364,4 +357,94 @@ func screenshot(ctx context.Context, t *testing.T, dir, name string) {
 		t.Fatal(err)
 	}
 	t.Logf("screenshot: %s", path)
+}
+
+// TestWebOtherPort is the attack of a user who serves a page on another
+// port of 127.0.0.1 and gets root to open it in the browser that has
+// jitprof web's view open: browsers keep cookies per host, not per port,
+// so a cookie the view set would be sent to that server, which could
+// replay it. No request the browser makes to the other server may carry
+// the view's token, in any header or in its address; and what it
+// received must not open the view.
+func TestWebOtherPort(t *testing.T) {
+	chromium := perftest.Need(t, "chromium")
+	bin := jitprofBinary(t)
+	printed, _ := startWeb(t, bin, os.Environ(), "-i", jitData(t))
+	token := regexp.MustCompile(`[0-9a-f]{32}`).FindString(printed)
+
+	// The user's server: it keeps what every request carried.
+	var mu sync.Mutex
+	var got []*http.Request
+	other := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		got = append(got, r.Clone(context.Background()))
+		mu.Unlock()
+		w.Header().Set("Content-Type", "text/html")
+		io.WriteString(w, `<!DOCTYPE html><title>other</title><img src="/pixel"><script>fetch("/api", {credentials: "include"}).then(() => { document.title = "done"; });</script>`)
+	})}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go other.Serve(ln)
+	t.Cleanup(func() { other.Close() })
+	otherURL := "http://" + ln.Addr().String()
+
+	ctx := browser(t, chromium)
+	if err := chromedp.Do(ctx, chromedp.Navigate(printed), chromedp.WaitVisible(chromedp.CSS(`#stack-chart .boxbg`))); err != nil {
+		t.Fatalf("the view at %s: %v", printed, err)
+	}
+	view, err := chromedp.Run(ctx, chromedp.Location())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The other server, at its root and at paths of the view the user
+	// can know.
+	for _, page := range []string{otherURL + "/", otherURL + "/ui/all/flamegraph"} {
+		if err := chromedp.Do(ctx, chromedp.Navigate(page), chromedp.WaitReady("body")); err != nil {
+			t.Fatalf("the other server's page %s: %v", page, err)
+		}
+		time.Sleep(300 * time.Millisecond) // its image and fetch
+	}
+	// A link followed from the view (pprof's help is one) tells the
+	// other server nothing of the view's address.
+	if err := chromedp.Do(ctx, chromedp.Navigate(view), chromedp.WaitVisible(chromedp.CSS(`#stack-chart .boxbg`))); err != nil {
+		t.Fatalf("back to the view: %v", err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[string](`location.href = "`+otherURL+`/followed"`)); err != nil {
+		t.Fatalf("following a link from the view: %v", err)
+	}
+	time.Sleep(time.Second)
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.ContainsFunc(got, func(r *http.Request) bool { return r.URL.Path == "/followed" }) {
+		t.Errorf("the link from the view was not followed")
+	}
+	if len(got) < 4 {
+		t.Fatalf("the other server saw %d requests, want its pages, image and fetches", len(got))
+	}
+	for _, r := range got {
+		for name, vals := range r.Header {
+			for _, v := range vals {
+				if strings.Contains(v, token) {
+					t.Errorf("the browser sent the view's token to another port: %s %s carries %s: %s", r.Method, r.URL, name, v)
+				}
+			}
+		}
+		// Replayed on the view, what the other server received (its
+		// address, its cookies) opens nothing.
+		v, _ := url.Parse(view)
+		req, _ := http.NewRequest("GET", "http://"+v.Host+r.URL.RequestURI(), nil)
+		for _, c := range r.Cookies() {
+			req.AddCookie(c)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden {
+			t.Errorf("%s with the cookies the other server received, replayed on the view: %s, want 403", r.URL, resp.Status)
+		}
+	}
 }

@@ -10,13 +10,24 @@
  * JIT wrote, and names addresses by those ranges, without times, with
  * their source positions (interface version 2).
  *
+ * Another user can write /tmp, and can put a symlink, a FIFO, a hard link
+ * or a file of their own where the JIT's file should be: open_own opens
+ * the file as a handler should, never through a symlink, never blocking,
+ * and only a regular file of the process's user with one link. When
+ * jitprof runs as root it runs the host as that user, without privileges;
+ * these checks keep the handler honest as root's too.
+ *
  *   gcc -shared -fPIC -I../../agent -o libjitprof-anon-example.so example.c
  */
 #define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "jitprof_anon.h"
 
@@ -33,13 +44,53 @@ struct map {
 	size_t n;
 };
 
+/* The largest symbol file read. */
+#define MAX_FILE (64 << 20)
+
+/* open_own opens path for reading if it is a regular file of uid's with
+ * one link, reached without following a symlink at its end (O_NOFOLLOW)
+ * and without blocking on a FIFO (O_NONBLOCK). It returns NULL when there
+ * is no file, and NULL with msg set (never quoting the file) when there is
+ * one it refuses or cannot read. */
+static FILE *open_own(const char *path, uid_t uid, char *msg, size_t msg_len) {
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0) {
+		if (errno == ELOOP)
+			snprintf(msg, msg_len, "refusing %s: a symlink", path);
+		else if (errno != ENOENT)
+			snprintf(msg, msg_len, "%s: %s", path, strerror(errno));
+		return NULL;
+	}
+	struct stat st;
+	const char *why = NULL;
+	if (fstat(fd, &st) != 0)
+		why = "cannot stat it";
+	else if (!S_ISREG(st.st_mode))
+		why = "not a regular file";
+	else if (st.st_uid != uid)
+		why = "not owned by the process's user";
+	else if (st.st_nlink != 1)
+		why = "more than one link";
+	else if (st.st_size > MAX_FILE)
+		why = "too large";
+	FILE *f = why ? NULL : fdopen(fd, "r");
+	if (!f) {
+		snprintf(msg, msg_len, "refusing %s: %s", path, why ? why : "out of memory");
+		close(fd);
+	}
+	return f;
+}
+
 int jitprof_anon_claim(const struct jitprof_anon_process *p, void **state, char *msg, size_t msg_len) {
 	const char *dir = getenv("ANONHANDLER_DIR");
 	char path[4096];
 	snprintf(path, sizeof path, "%s/jitsyms-%d.txt", dir && *dir ? dir : "/tmp", p->pid);
-	FILE *f = fopen(path, "r");
+	/* The process's user; -1 when jitprof does not know it: then only
+	 * this handler's own user's files are read. */
+	msg[0] = 0;
+	FILE *f = open_own(path, p->uid >= 0 ? (uid_t)p->uid : geteuid(), msg, msg_len);
 	if (!f)
-		return JITPROF_ANON_NOT_MINE;
+		return msg[0] ? JITPROF_ANON_ERROR : JITPROF_ANON_NOT_MINE;
 	struct map *m = calloc(1, sizeof *m);
 	size_t cap = 0;
 	char buf[4096], name[1024], file[1024];

@@ -7,16 +7,25 @@
 // hexadecimal) that a toy JIT wrote, and names addresses by those ranges,
 // without times. It uses only the standard library, as a handler written
 // outside this module would.
+//
+// Another user can write /tmp, and can put a symlink, a FIFO, a hard link
+// or a file of their own where the JIT's file should be: claim opens the
+// file as a handler should (openOwn): never through a symlink, never
+// blocking, and only a regular file of the process's user with one link.
+// When jitprof runs as root it runs the handler as that user, without
+// privileges; these checks keep the handler honest as root's too.
 package main
 
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
 type sym struct {
@@ -87,14 +96,66 @@ func path(f []string) string {
 	return filepath.Join(dir, "jitsyms-"+f[1]+".txt")
 }
 
+// maxFile bounds the symbol file read.
+const maxFile = 64 << 20
+
+// openOwn opens path for reading if it is a regular file of uid's with
+// one link, reached without following a symlink at its end (O_NOFOLLOW)
+// and without blocking on a FIFO (O_NONBLOCK). Its errors never quote
+// the file.
+func openOwn(path string, uid int) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+	if err != nil {
+		if pe, ok := err.(*os.PathError); ok && pe.Err == syscall.ELOOP {
+			return nil, fmt.Errorf("refusing %s: a symlink", path)
+		}
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	st := fi.Sys().(*syscall.Stat_t)
+	switch {
+	case !fi.Mode().IsRegular():
+		err = fmt.Errorf("refusing %s: not a regular file", path)
+	case int(st.Uid) != uid:
+		err = fmt.Errorf("refusing %s: owned by uid %d, not by the process's user, uid %d", path, st.Uid, uid)
+	case st.Nlink != 1:
+		err = fmt.Errorf("refusing %s: %d hard links", path, st.Nlink)
+	case fi.Size() > maxFile:
+		err = fmt.Errorf("refusing %s: %d bytes, over %d", path, fi.Size(), maxFile)
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
 func claim(f []string) ([]sym, error) {
 	if len(f) < 6 {
 		return nil, fmt.Errorf("claim needs 5 fields, got %d", len(f)-1)
 	}
-	b, err := os.ReadFile(path(f))
+	// The process's user; -1 when jitprof does not know it: then only
+	// this handler's own user's files are read.
+	uid, err := strconv.Atoi(f[3])
+	if err != nil {
+		return nil, fmt.Errorf("bad uid in claim")
+	}
+	if uid < 0 {
+		uid = os.Geteuid()
+	}
+	file, err := openOwn(path(f), uid)
 	if os.IsNotExist(err) {
 		return nil, nil
 	}
+	if err != nil {
+		return nil, err
+	}
+	b, err := io.ReadAll(io.LimitReader(file, maxFile))
+	file.Close()
 	if err != nil {
 		return nil, err
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/jitprof/jitprof/internal/profile"
 	"github.com/jitprof/jitprof/internal/symbolize"
+	"github.com/jitprof/jitprof/internal/termtext"
 	"github.com/jitprof/jitprof/internal/trust"
 )
 
@@ -134,7 +135,7 @@ func Write(w io.Writer, p *profile.Profile, opts Options) error {
 		case im.Kind != profile.ImageFile:
 			// Kernel text needs a vmlinux, and JIT code its bytes, which
 			// only JITs that log them (jitlog, jitdump) provide.
-			fmt.Fprintf(w, "# %s in %s: %d samples; no code bytes to annotate\n\n", f.Name, im.Name, t.samples)
+			fmt.Fprintf(w, "# %s in %s: %d samples; no code bytes to annotate\n\n", termtext.Escape(f.Name), termtext.Escape(im.Name), t.samples)
 		default:
 			err = annotate(w, p, t, opts, src)
 		}
@@ -142,7 +143,7 @@ func Write(w io.Writer, p *profile.Profile, opts Options) error {
 			return fmt.Errorf("annotate %s in %s: %w", f.Name, im.Name, err)
 		}
 		if err != nil {
-			fmt.Fprintf(w, "# %s in %s: %d samples; cannot annotate: %v\n\n", f.Name, im.Name, t.samples, err)
+			fmt.Fprintf(w, "# %s in %s: %d samples; cannot annotate: %s\n\n", termtext.Escape(f.Name), termtext.Escape(im.Name), t.samples, termtext.Escape(err.Error()))
 		}
 	}
 	return nil
@@ -185,10 +186,10 @@ func annotate(w io.Writer, p *profile.Profile, t *target, opts Options, src sour
 	}
 
 	title := fmt.Sprintf(" Percent |\tSource code & Disassembly of %s for %s (%d samples, percent: local period)",
-		filepath.Base(pim.Name), p.Events[t.event].Name, t.samples)
+		termtext.Escape(filepath.Base(pim.Name)), termtext.Escape(p.Events[t.event].Name), t.samples)
 	fmt.Fprintln(w, title)
 	fmt.Fprintln(w, strings.Repeat("-", len(title)+8))
-	fmt.Fprintf(w, "         :\t%016x <%s>:\n", sym.Start, sym.Name)
+	fmt.Fprintf(w, "         :\t%016x <%s>:\n", sym.Start, termtext.Escape(sym.Name))
 	var lastFile string
 	lastLine := -1
 	for _, in := range insts {
@@ -197,14 +198,16 @@ func annotate(w io.Writer, p *profile.Profile, t *target, opts Options, src sour
 				fr := frames[0]
 				if fr.File != lastFile || fr.Line != lastLine {
 					lastFile, lastLine = fr.File, fr.Line
-					fmt.Fprintf(w, "         :\t%s:%d\n", fr.File, fr.Line)
+					fmt.Fprintf(w, "         :\t%s:%d\n", termtext.Escape(fr.File), fr.Line)
 					if text, ok := src.line(fr.File, fr.Line, im.SourceCred()); ok {
-						fmt.Fprintf(w, "         :\t%-6d %s\n", fr.Line, text)
+						// A source line keeps its tabs; the writer, a
+						// terminal's (termtext.Writer), escapes the rest.
+						fmt.Fprintf(w, "         :\t%-6d %s\n", fr.Line, strings.TrimSuffix(text, "\r"))
 					}
 				}
 			}
 		}
-		fmt.Fprintf(w, "%8.2f :\t%8x:\t%s\n", percent(in.period, t.period), in.PC, in.Text)
+		fmt.Fprintf(w, "%8.2f :\t%8x:\t%s\n", percent(in.period, t.period), in.PC, termtext.Escape(in.Text))
 	}
 	fmt.Fprintln(w)
 	return nil
@@ -225,12 +228,12 @@ func annotateJIT(w io.Writer, p *profile.Profile, t *target, opts Options) error
 		return err
 	}
 	title := fmt.Sprintf(" Percent |\tDisassembly of JIT code %s in %s for %s (%d samples, percent: local period)",
-		f.Name, p.Images[f.Image].Name, p.Events[t.event].Name, t.samples)
+		termtext.Escape(f.Name), termtext.Escape(p.Images[f.Image].Name), termtext.Escape(p.Events[t.event].Name), t.samples)
 	fmt.Fprintln(w, title)
 	fmt.Fprintln(w, strings.Repeat("-", len(title)+8))
-	fmt.Fprintf(w, "         :\t%016x <%s>:\n", f.Addr, f.Name)
+	fmt.Fprintf(w, "         :\t%016x <%s>:\n", f.Addr, termtext.Escape(f.Name))
 	for _, in := range insts {
-		fmt.Fprintf(w, "%8.2f :\t%8x:\t%s\n", percent(in.period, t.period), in.PC, in.Text)
+		fmt.Fprintf(w, "%8.2f :\t%8x:\t%s\n", percent(in.period, t.period), in.PC, termtext.Escape(in.Text))
 	}
 	fmt.Fprintln(w)
 	return nil

@@ -29,6 +29,10 @@ type Process struct {
 	// trust.UnknownOwner accepts only the files of the user running
 	// jitprof.
 	UID int
+	// GID is the process's group, as the recorder saw it; with UID, whom
+	// external handlers run as when jitprof runs as root.
+	// trust.UnknownOwner when not known.
+	GID int
 	// StartTime is the process's start time (field 22 of /proc/PID/stat)
 	// when the recording says it, 0 when not: FillLive uses it to tell
 	// the process from a later one with its pid.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/jitprof/jitprof/internal/codemap"
 	"github.com/jitprof/jitprof/internal/jitname"
+	"github.com/jitprof/jitprof/internal/trust"
 )
 
 // scripted is a handler that runs in the test process behind pipes and
@@ -138,7 +139,7 @@ func FuzzExternalConversation(f *testing.F) {
 		var peers []*scripted
 		h := &external{name: "fuzz", path: "jitprof-anon-fuzz", shown: "jitprof-anon-fuzz",
 			budget: &budget{timeout: 5 * time.Millisecond, total: time.Second},
-			run: func(*external, []*os.File, io.Writer) (peer, io.WriteCloser, io.Reader, error) {
+			run: func(*external, trust.Cred, []*os.File, io.Writer) (peer, io.WriteCloser, io.Reader, error) {
 				p, w, r := runScripted(script)
 				peers = append(peers, p)
 				return p, w, r, nil
@@ -202,7 +203,7 @@ func FuzzExternalConversation(f *testing.F) {
 func TestScriptedConversation(t *testing.T) {
 	script := "yes toy\n\x00ok 1000 100 1 loop_a\nnone\n\x00ambiguous 1000 200 a\tb\n"
 	h := &external{name: "fuzz", path: "jitprof-anon-fuzz", shown: "jitprof-anon-fuzz", budget: &budget{timeout: time.Second, total: time.Minute},
-		run: func(*external, []*os.File, io.Writer) (peer, io.WriteCloser, io.Reader, error) {
+		run: func(*external, trust.Cred, []*os.File, io.Writer) (peer, io.WriteCloser, io.Reader, error) {
 			p, w, r := runScripted([]byte(script))
 			return p, w, r, nil
 		}}
@@ -228,7 +229,7 @@ func TestScriptedConversation(t *testing.T) {
 func talkTo(script string) (*external, *[]*scripted) {
 	var peers []*scripted
 	h := &external{name: "v2", path: "jitprof-anon-v2", shown: "jitprof-anon-v2", budget: &budget{timeout: time.Second, total: time.Minute},
-		run: func(*external, []*os.File, io.Writer) (peer, io.WriteCloser, io.Reader, error) {
+		run: func(*external, trust.Cred, []*os.File, io.Writer) (peer, io.WriteCloser, io.Reader, error) {
 			p, w, r := runScripted([]byte(script))
 			peers = append(peers, p)
 			return p, w, r, nil
@@ -371,7 +372,7 @@ func TestConversationV2Disk(t *testing.T) {
 	var got []string
 	var sp *scripted
 	h := &external{name: "v2", path: "jitprof-anon-v2", shown: "jitprof-anon-v2", budget: &budget{timeout: time.Second, total: time.Minute},
-		run: func(_ *external, data []*os.File, _ io.Writer) (peer, io.WriteCloser, io.Reader, error) {
+		run: func(_ *external, _ trust.Cred, data []*os.File, _ io.Writer) (peer, io.WriteCloser, io.Reader, error) {
 			for _, f := range data {
 				b, _ := io.ReadAll(f)
 				got = append(got, fmt.Sprintf("%s: %q", f.Name(), b))

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"slices"
@@ -17,8 +18,11 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/jitprof/jitprof/internal/codemap"
 	"github.com/jitprof/jitprof/internal/jitname"
+	"github.com/jitprof/jitprof/internal/trust"
 )
 
 // The external-handler protocol, specified in docs/anon-handlers.md.
@@ -100,7 +104,14 @@ func findExternal(name string, b *budget) (Handler, error) {
 	} else if fi, err := os.Stat(name); err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
 		return nil, fmt.Errorf("%s is not an executable file or a library (.so): %w", name, ErrUnknownHandler)
 	}
-	return &external{name: name, path: path, shown: path, budget: b}, nil
+	// Run through this descriptor: the file found is the file run, and
+	// a handler run as the process's user (unprivileged.go) needs no
+	// right to the directories on its path.
+	fd, err := unix.Open(path, unix.O_PATH|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+	return &external{name: name, path: path, exe: os.NewFile(uintptr(fd), path), shown: path, budget: b}, nil
 }
 
 // IsExternal reports whether h runs as a process of its own, so that its
@@ -113,6 +124,10 @@ func IsExternal(h Handler) bool {
 // external is a handler run as a child process, one per claimed process.
 type external struct {
 	name, path string
+	// exe is the executable at path, open: it is run through this
+	// descriptor, kept open for every process started, and closed with
+	// jitprof.
+	exe *os.File
 	// args and files are the handler's arguments and descriptors from 3
 	// on: a library's host gets the library.
 	args  []string
@@ -120,9 +135,10 @@ type external struct {
 	// shown names the handler in errors: the executable, or the library.
 	shown  string
 	budget *budget
-	// run starts the handler with data, descriptors after files; nil is
-	// startProcess. Tests talk to a handler in the test process instead.
-	run func(h *external, data []*os.File, stderr io.Writer) (peer, io.WriteCloser, io.Reader, error)
+	// run starts the handler as the user as says (when jitprof runs as
+	// root) with data, descriptors after files; nil is startProcess.
+	// Tests talk to a handler in the test process instead.
+	run func(h *external, as trust.Cred, data []*os.File, stderr io.Writer) (peer, io.WriteCloser, io.Reader, error)
 
 	// version is the protocol version the handler's claims were answered
 	// in: 0 until one was, then 1 or 2. A handler of version 1 is not
@@ -202,7 +218,7 @@ func (h *external) Claim(p *Process) (Resolver, error) {
 	if h.version.Load() != 1 {
 		data = gatherData(p, 3+len(h.files), MaxData)
 	}
-	c, err := h.start(p.PID, data.passedFiles())
+	c, err := h.start(p.PID, handlerCred(p), data.passedFiles())
 	// The handler has its own descriptors, or failed to start.
 	data.closeFiles()
 	if err != nil {
@@ -282,12 +298,16 @@ type process struct{ cmd *exec.Cmd }
 func (p process) kill()       { syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL) }
 func (p process) wait() error { return p.cmd.Wait() }
 
-// startProcess runs the handler at path with pipes to talk to it; stderr
-// gets what it writes there.
-func startProcess(h *external, data []*os.File, stderr io.Writer) (peer, io.WriteCloser, io.Reader, error) {
+// startProcess runs the handler at path with pipes to talk to it, as the
+// user as says when jitprof runs as root (unprivileged.go); stderr gets
+// what it writes there.
+func startProcess(h *external, as trust.Cred, data []*os.File, stderr io.Writer) (peer, io.WriteCloser, io.Reader, error) {
 	path := h.path
-	cmd := exec.Command(path, h.args...)
-	cmd.ExtraFiles = append(slices.Clip(h.files), data...)
+	// The executable follows the descriptors the handler is told of.
+	extra := append(append(slices.Clip(h.files), data...), h.exe)
+	cmd := exec.Command("/proc/self/fd/"+strconv.Itoa(2+len(extra)), h.args...)
+	cmd.Args[0] = path
+	cmd.ExtraFiles = extra
 	// Its own process group, so that killing it also kills what it
 	// started and nothing keeps its stdout open.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -301,21 +321,21 @@ func startProcess(h *external, data []*os.File, stderr io.Writer) (peer, io.Writ
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("%s: %w", path, err)
 	}
-	if err := cmd.Start(); err != nil {
+	if err := startAs(cmd, as); err != nil {
 		return nil, nil, nil, fmt.Errorf("anon handler: %w", err)
 	}
 	return process{cmd}, w, r, nil
 }
 
-// start runs the handler to ask about pid, with data as descriptors
-// after h.files.
-func (h *external) start(pid int, data []*os.File) (*conn, error) {
+// start runs the handler to ask about pid, as the user as says, with
+// data as descriptors after h.files.
+func (h *external) start(pid int, as trust.Cred, data []*os.File) (*conn, error) {
 	c := &conn{h: h, pid: pid, version: 1, stderr: &tailBuffer{max: 4096}}
 	run := h.run
 	if run == nil {
 		run = startProcess
 	}
-	p, w, r, err := run(h, data, c.stderr)
+	p, w, r, err := run(h, as, data, c.stderr)
 	if err != nil {
 		return nil, err
 	}

@@ -34,7 +34,7 @@ func (p *Process) FillLive(procRoot string) bool {
 	// The uid the recorder saw wins: a process started through su was
 	// root when it was forked and its user's when its JIT wrote.
 	if p.UID == trust.UnknownOwner {
-		p.UID = id.UID
+		p.UID, p.GID = id.UID, id.GID
 	}
 	p.StartTime = id.StartTime
 	p.NSPID = id.NSPID

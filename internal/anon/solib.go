@@ -1,10 +1,10 @@
 package anon
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 
@@ -63,45 +63,41 @@ func findLibrary(name string) (string, error) {
 	return "", fs.ErrNotExist
 }
 
-// findHost finds the host of handler libraries: $JITPROF_ANON_HOST,
-// jitprof-anon-host beside jitprof's executable, or on PATH.
-func findHost() (string, error) {
+// findHost finds the host of handler libraries and opens it after the
+// trust checks for code: $JITPROF_ANON_HOST, else jitprof-anon-host
+// beside jitprof's executable or on PATH, where a candidate refused is
+// passed over for the next (trust.FindCode).
+func findHost() (*trust.File, error) {
 	if h := os.Getenv(HostEnv); h != "" {
-		return h, nil
+		return trust.OpenCode(h)
 	}
+	var dirs []string
 	if exe, err := os.Executable(); err == nil {
-		p := filepath.Join(filepath.Dir(exe), HostName)
-		if _, err := os.Stat(p); err == nil {
-			return p, nil
-		}
+		dirs = append(dirs, filepath.Dir(exe))
 	}
-	if p, err := exec.LookPath(HostName); err == nil {
-		return p, nil
+	f, err := trust.FindCode(HostName, dirs...)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("no %s beside jitprof, on PATH or in $%s: build it with make -C agent", HostName, HostEnv)
 	}
-	return "", fmt.Errorf("no %s beside jitprof, on PATH or in $%s: build it with make -C agent", HostName, HostEnv)
+	return f, err
 }
 
 // libraryHandler returns the external handler that runs the library at
 // path in the host. Both pass the trust checks for code (internal/trust
-// OpenCode); the library is handed to the host as descriptor 3, so the
-// host loads the file that was checked.
+// OpenCode) and stay open: the library is handed to the host as
+// descriptor 3, and the host is run through its descriptor, so the files
+// loaded and run are the ones checked.
 func libraryHandler(name, path string, b *budget) (Handler, error) {
 	lib, err := trust.OpenCode(path)
 	if err != nil {
 		return nil, err
 	}
 	host, err := findHost()
-	if err == nil {
-		var h *trust.File
-		if h, err = trust.OpenCode(host); err == nil {
-			h.Close()
-		}
-	}
 	if err != nil {
 		lib.Close()
 		return nil, fmt.Errorf("the library %s: %w", path, err)
 	}
-	// The descriptor stays open for every host started: it is closed
+	// The descriptors stay open for every host started: they are closed
 	// with jitprof.
-	return &external{name: name, path: host, args: []string{"/proc/self/fd/3", path}, files: []*os.File{lib.File}, shown: path, budget: b}, nil
+	return &external{name: name, path: host.Name(), exe: host.File, args: []string{"/proc/self/fd/3", path}, files: []*os.File{lib.File}, shown: path, budget: b}, nil
 }

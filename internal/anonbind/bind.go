@@ -141,9 +141,9 @@ type recorded struct {
 
 func (r recorded) Process(pid uint32) anon.Process {
 	sp, _ := r.t.Process(pid)
-	p := anon.Process{PID: int(pid), NSPID: int(pid), Comm: sp.Comm, UID: trust.UnknownOwner, Span: r.span}
+	p := anon.Process{PID: int(pid), NSPID: int(pid), Comm: sp.Comm, UID: trust.UnknownOwner, GID: trust.UnknownOwner, Span: r.span}
 	if rp, ok := r.ids[pid]; ok {
-		p.UID, p.StartTime = rp.UID, rp.StartTime
+		p.UID, p.GID, p.StartTime = rp.UID, rp.GID, rp.StartTime
 		if rp.NSPID != 0 {
 			p.NSPID = rp.NSPID
 		}

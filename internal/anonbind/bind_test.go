@@ -101,7 +101,14 @@ func load(t *testing.T, f *perfdata.File, path string, prepare, leafOnly bool) (
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := New(Recorded(tl.Tracker, nil, anon.TimeRange{}), Options{Handlers: hs, ProcRoot: t.TempDir()})
+	// The processes are the test's user's, as jitprof record would say:
+	// a handler runs as the process's user (as nobody for one not known)
+	// when jitprof runs as root, and reads and logs in the test's files.
+	bundle := &jitbundle.Bundle{}
+	for _, pid := range pids {
+		bundle.Processes = append(bundle.Processes, jitbundle.Process{PID: int(pid), NSPID: int(pid), UID: os.Geteuid(), GID: os.Getegid()})
+	}
+	b := New(Recorded(tl.Tracker, bundle, anon.TimeRange{}), Options{Handlers: hs, ProcRoot: t.TempDir()})
 	if prepare {
 		if !b.Batches() {
 			t.Fatal("an external handler, and the binder does not batch")
@@ -333,7 +340,7 @@ func TestRecorded(t *testing.T) {
 	}
 	p := Recorded(tr, bundle, anon.TimeRange{From: 10, To: 90}).Process(7)
 	want := anon.Process{
-		PID: 7, NSPID: 1, Comm: "node", UID: 1000, StartTime: 4242, Span: anon.TimeRange{From: 10, To: 90},
+		PID: 7, NSPID: 1, Comm: "node", UID: 1000, GID: 1000, StartTime: 4242, Span: anon.TimeRange{From: 10, To: 90},
 		Mappings: []anon.Mapping{{Start: 0x1000, End: 0x2000, Time: 2, Path: "/usr/bin/node", Exec: true}, {Start: 0x7f00, End: 0x8f00, Time: 3, Path: "//anon", Exec: true}},
 		Embedded: map[string][]byte{"/tmp/perf-1.map": []byte("7f00 10 f\n")},
 		Kinds:    map[string]string{"/tmp/perf-1.map": "perfmap"},
@@ -343,7 +350,7 @@ func TestRecorded(t *testing.T) {
 	}
 	// A process the recorder did not identify: its files are judged as
 	// the user's running jitprof (trust.UnknownOwner).
-	if p := Recorded(tr, nil, anon.TimeRange{}).Process(7); p.UID != trust.UnknownOwner || p.NSPID != 7 || p.Embedded != nil {
+	if p := Recorded(tr, nil, anon.TimeRange{}).Process(7); p.UID != trust.UnknownOwner || p.GID != trust.UnknownOwner || p.NSPID != 7 || p.Embedded != nil {
 		t.Errorf("without a bundle: %+v", p)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/jitprof/jitprof/internal/archive"
 	"github.com/jitprof/jitprof/internal/jitbundle"
 	"github.com/jitprof/jitprof/internal/linux"
+	"github.com/jitprof/jitprof/internal/outfile"
 	"github.com/jitprof/jitprof/internal/profile"
 	"github.com/jitprof/jitprof/internal/symbolize"
 	"github.com/jitprof/jitprof/internal/trust"
@@ -456,20 +457,17 @@ func SessionFiles(dir, name string) ([]OwnFile, error) {
 // file is its owner's alone (0600): it holds copies of binaries and
 // source files that other users may not be able to read.
 func WriteArchive(ctx context.Context, src Source, kind, name string, own []OwnFile, o Options, out string) (*archive.Manifest, error) {
-	f, err := os.CreateTemp(filepath.Dir(out), "."+filepath.Base(out)+".*")
+	f, err := outfile.Create(out, 0o600)
 	if err != nil {
 		src.Close()
 		return nil, err
 	}
 	m, err := Archive(ctx, src, kind, name, own, o, f)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), out)
-	}
 	if err != nil {
-		os.Remove(f.Name())
+		f.Abort()
+		return nil, err
+	}
+	if err := f.Close(); err != nil {
 		return nil, err
 	}
 	return m, nil

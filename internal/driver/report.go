@@ -11,6 +11,7 @@ import (
 	"github.com/jitprof/jitprof/internal/annotate"
 	"github.com/jitprof/jitprof/internal/flamegraph"
 	"github.com/jitprof/jitprof/internal/report"
+	"github.com/jitprof/jitprof/internal/termtext"
 )
 
 // Format is a report's output format.
@@ -132,8 +133,9 @@ var ErrTerminal = errors.New("--format pprof writes gzip-compressed bytes, not f
 // writer open returns; Report closes it. The note that JIT samples were
 // left out goes in a text or JSON report's header (and at the end of a
 // text report, where the eye lands), and for the other formats to
-// o.Log.
-func Report(ctx context.Context, src Source, o ReportOptions, open func() (io.WriteCloser, error)) error {
+// o.Log. A writer that can be discarded (Abort) is, when the report
+// fails.
+func Report(ctx context.Context, src Source, o ReportOptions, open func() (io.WriteCloser, error)) (err error) {
 	ro := o.Report
 	ro.Sort = o.View.Keys()
 	o.Lines = slices.Contains(ro.Sort, report.KeySrcline)
@@ -167,7 +169,14 @@ func Report(ctx context.Context, src Source, o ReportOptions, open func() (io.Wr
 	if err != nil {
 		return err
 	}
-	defer w.Close()
+	defer closeOutput(w, &err)
+	// Text for a terminal, whose names processes chose, is escaped
+	// (internal/termtext); JSON, HTML and pprof escape their own.
+	var out io.Writer = w
+	text := termtext.NewWriter(w)
+	if o.Format == Text || o.Format == CSV || o.Format == Folded {
+		out = text
+	}
 	switch o.Format {
 	case Pprof:
 		pp, err := report.Pprof(l.Profile, 0)
@@ -190,24 +199,24 @@ func Report(ctx context.Context, src Source, o ReportOptions, open func() (io.Wr
 		if o.FoldedPeriods {
 			value = report.FoldedPeriods
 		}
-		if err := report.WriteFolded(w, l.Profile, 0, value); err != nil {
+		if err := report.WriteFolded(out, l.Profile, 0, value); err != nil {
 			return err
 		}
 	default:
-		if err := report.Write(w, l.Profile, ro); err != nil {
+		if err := report.Write(out, l.Profile, ro); err != nil {
 			return err
 		}
 		if l.Note != "" && o.Format == Text {
-			fmt.Fprintf(w, "# %s\n", l.Note)
+			fmt.Fprintf(out, "# %s\n", l.Note)
 		}
 	}
-	return w.Close()
+	return text.Flush()
 }
 
 // Annotate loads src's profile with each frame's address and writes
 // the annotation ao asks for to the writer open returns, which it
-// closes.
-func Annotate(ctx context.Context, src Source, o Options, ao annotate.Options, open func() (io.WriteCloser, error)) error {
+// closes, or discards (Abort) when the annotation fails.
+func Annotate(ctx context.Context, src Source, o Options, ao annotate.Options, open func() (io.WriteCloser, error)) (err error) {
 	o.Addresses = true
 	l, err := Load(ctx, src, o)
 	if err != nil {
@@ -224,9 +233,24 @@ func Annotate(ctx context.Context, src Source, o Options, ao annotate.Options, o
 	if err != nil {
 		return err
 	}
-	defer w.Close()
-	if err := annotate.Write(w, l.Profile, ao); err != nil {
+	defer closeOutput(w, &err)
+	out := termtext.NewWriter(w) // names and source lines, escaped
+	if err := annotate.Write(out, l.Profile, ao); err != nil {
 		return fmt.Errorf("%s: %w", l.Name, err)
 	}
-	return w.Close()
+	return out.Flush()
+}
+
+// closeOutput closes an output once written, with *err the error of
+// writing it: an output that can be discarded (a file put in place only
+// when complete, internal/outfile) is, when there is one; the error of
+// closing is the caller's otherwise.
+func closeOutput(w io.WriteCloser, err *error) {
+	if a, ok := w.(interface{ Abort() }); ok && *err != nil {
+		a.Abort()
+		return
+	}
+	if cerr := w.Close(); *err == nil {
+		*err = cerr
+	}
 }

@@ -3,6 +3,7 @@ package driver
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/jitprof/jitprof/internal/anon"
 	"github.com/jitprof/jitprof/internal/anonbind"
@@ -156,5 +157,40 @@ func (r *Recording) Load(ctx context.Context, opts LoadOptions, bind func(anonbi
 			return b, nil
 		}
 	}
+	ropts.Live = func(tl *replay.Timeline) func(uint32) (symbolize.Place, bool) {
+		bundle, _ := jitbundle.Load(r.f) // without it, who each process was is not known
+		return livePlaces(anonbind.Recorded(tl.Tracker, bundle, anon.TimeRange{}))
+	}
 	return replay.Load(r.f, ropts)
+}
+
+// livePlaces says where each recorded process that still runs sees its
+// own files, and with whose rights to read them: its recorded user and
+// group, or, for a process the recording does not identify, those /proc
+// gives now. A pid is the recorded process only if its start time is the
+// recorded one or, without one, its command name is (anon.FillLive); a
+// process the recording names neither way is not looked for.
+func livePlaces(procs anonbind.Processes) func(uint32) (symbolize.Place, bool) {
+	var mu sync.Mutex
+	seen := map[uint32]*symbolize.Place{}
+	return func(pid uint32) (symbolize.Place, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		at, ok := seen[pid]
+		if !ok {
+			p := procs.Process(pid)
+			if (p.StartTime != 0 || p.Comm != "") && p.FillLive("/proc") && p.UID >= 0 {
+				gid := p.GID
+				if gid < 0 {
+					gid = trust.Nobody.GID
+				}
+				at = &symbolize.Place{Root: p.Root, As: trust.Cred{UID: p.UID, GID: gid}}
+			}
+			seen[pid] = at
+		}
+		if at == nil {
+			return symbolize.Place{}, false
+		}
+		return *at, true
+	}
 }

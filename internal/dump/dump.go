@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/jitprof/jitprof/internal/jitbundle"
+	"github.com/jitprof/jitprof/internal/termtext"
 	"github.com/jitprof/jitprof/perfdata"
 )
 
@@ -63,7 +64,7 @@ func Write(w io.Writer, f *perfdata.File, opts Options) error {
 		writeFeatures(bw, f)
 	}
 	for _, w := range f.Warnings() {
-		fmt.Fprintf(bw, "# warning: %s\n", w)
+		fmt.Fprintf(bw, "# warning: %s\n", termtext.Escape(w))
 	}
 	return nil
 }
@@ -98,7 +99,7 @@ func writeStats(w io.Writer, st *Stats, f *perfdata.File) {
 	}
 	fmt.Fprintf(w, "lost samples: %d in LOST records, %d in LOST_SAMPLES records\n", st.LostEvents, st.LostSamples)
 	for _, m := range f.Warnings() {
-		fmt.Fprintf(w, "warning: %s\n", m)
+		fmt.Fprintf(w, "warning: %s\n", termtext.Escape(m))
 	}
 }
 
@@ -145,14 +146,14 @@ func writeFeatures(w io.Writer, f *perfdata.File) {
 	b, err := jitbundle.Load(f)
 	switch {
 	case err != nil:
-		fmt.Fprintf(w, "# jitprof JIT data: unreadable: %v\n", err)
+		fmt.Fprintf(w, "# jitprof JIT data: unreadable: %s\n", termtext.Escape(err.Error()))
 	case b != nil:
 		fmt.Fprintf(w, "# jitprof JIT data: %d processes, %d files\n", len(b.Processes), len(b.Files))
 		for _, p := range b.Processes {
 			fmt.Fprintf(w, "#   process %d: nspid %d uid %d gid %d start %d\n", p.PID, p.NSPID, p.UID, p.GID, p.StartTime)
 		}
 		for _, e := range b.Files {
-			fmt.Fprintf(w, "#   file of %d: %s %s, %d bytes\n", e.PID, e.Kind, e.Path, len(e.Data))
+			fmt.Fprintf(w, "#   file of %d: %s %s, %d bytes\n", e.PID, termtext.Escape(e.Kind), termtext.Escape(e.Path), len(e.Data))
 		}
 	}
 }
@@ -163,14 +164,14 @@ func describeFeature(fs *perfdata.Features, feat perfdata.Feature) string {
 	raw, _ := fs.Raw(feat)
 	errOr := func(s string, err error) string {
 		if err != nil {
-			return "unreadable: " + err.Error()
+			return "unreadable: " + termtext.Escape(err.Error())
 		}
 		return s
 	}
 	switch feat {
 	case perfdata.FeatHostname, perfdata.FeatOSRelease, perfdata.FeatVersion, perfdata.FeatArch, perfdata.FeatCPUDesc, perfdata.FeatCPUID:
 		s, err := fs.String(feat)
-		return errOr(s, err)
+		return errOr(termtext.Escape(s), err)
 	case perfdata.FeatNrCPUs:
 		a, o, err := fs.NrCPUs()
 		return errOr(fmt.Sprintf("%d available, %d online", a, o), err)
@@ -179,7 +180,7 @@ func describeFeature(fs *perfdata.Features, feat perfdata.Feature) string {
 		return errOr(fmt.Sprintf("%d kB", v), err)
 	case perfdata.FeatCmdline:
 		l, err := fs.Cmdline()
-		return errOr(strings.Join(l, " "), err)
+		return errOr(termtext.Escape(strings.Join(l, " ")), err)
 	case perfdata.FeatClockID:
 		v, err := fs.ClockResolution()
 		return errOr(fmt.Sprintf("clock resolution %d ns", v), err)
@@ -193,14 +194,14 @@ func describeFeature(fs *perfdata.Features, feat perfdata.Feature) string {
 		l, err := fs.BuildIDs()
 		var sb strings.Builder
 		for _, b := range l {
-			fmt.Fprintf(&sb, "\n#   %x pid %d %s", b.ID, b.PID, b.Filename)
+			fmt.Fprintf(&sb, "\n#   %x pid %d %s", b.ID, b.PID, termtext.Escape(b.Filename))
 		}
 		return errOr(fmt.Sprintf("%d images%s", len(l), sb.String()), err)
 	case perfdata.FeatEventDesc:
 		l, err := fs.EventDescs()
 		var names []string
 		for _, d := range l {
-			names = append(names, fmt.Sprintf("%s ids %v", d.Name, d.IDs))
+			names = append(names, fmt.Sprintf("%s ids %v", termtext.Escape(d.Name), d.IDs))
 		}
 		return errOr(strings.Join(names, "; "), err)
 	case perfdata.FeatCPUTopology:
@@ -257,13 +258,13 @@ func writeRecord(w io.Writer, rec perfdata.Record, size int, base int64) {
 			}
 			fmt.Fprintf(w, " prot %#x flags %#x", v.Prot, v.Flags)
 		}
-		fmt.Fprintf(w, "]: %s", v.Filename)
+		fmt.Fprintf(w, "]: %s", termtext.Escape(v.Filename))
 	case *perfdata.Comm:
 		exec := ""
 		if v.Exec() {
 			exec = " exec"
 		}
-		fmt.Fprintf(w, "%s: %s:%d/%d", exec, v.Comm, v.PID, v.TID)
+		fmt.Fprintf(w, "%s: %s:%d/%d", exec, termtext.Escape(v.Comm), v.PID, v.TID)
 	case *perfdata.Fork:
 		fmt.Fprintf(w, " (%d:%d):(%d:%d)", v.PID, v.TID, v.PPID, v.PTID)
 	case *perfdata.Exit:
@@ -281,17 +282,17 @@ func writeRecord(w io.Writer, rec perfdata.Record, size int, base int64) {
 		}
 		fmt.Fprintf(w, " %s next/prev %d/%d", dir, v.NextPrevPID, v.NextPrevTID)
 	case *perfdata.Ksymbol:
-		fmt.Fprintf(w, " addr %#x len %d type %d flags %#x name %s", v.Addr, v.Len, v.KsymType, v.KFlags, v.Name)
+		fmt.Fprintf(w, " addr %#x len %d type %d flags %#x name %s", v.Addr, v.Len, v.KsymType, v.KFlags, termtext.Escape(v.Name))
 	case *perfdata.BPFEvent:
 		fmt.Fprintf(w, " type %d flags %d id %d tag %x", v.BPFType, v.BPFFlags, v.BPFID, v.Tag)
 	case *perfdata.Cgroup:
-		fmt.Fprintf(w, " id %d path %s", v.CgroupID, v.Path)
+		fmt.Fprintf(w, " id %d path %s", v.CgroupID, termtext.Escape(v.Path))
 	case *perfdata.TextPoke:
 		fmt.Fprintf(w, " addr %#x old %x new %x", v.Addr, v.Old, v.New)
 	case *perfdata.HeaderAttr:
 		fmt.Fprintf(w, " type %d config %#x sample_type %v ids %v", v.EventAttr.Type, v.EventAttr.Config, v.EventAttr.SampleType, v.EventAttr.IDs)
 	case *perfdata.HeaderBuildID:
-		fmt.Fprintf(w, " %x pid %d %s", v.BuildID.ID, v.BuildID.PID, v.BuildID.Filename)
+		fmt.Fprintf(w, " %x pid %d %s", v.BuildID.ID, v.BuildID.PID, termtext.Escape(v.BuildID.Filename))
 	case *perfdata.IDIndex:
 		fmt.Fprintf(w, " nr %d", len(v.Entries))
 		for _, e := range v.Entries {

@@ -380,3 +380,16 @@ func ProcStat(pid int) (start uint64, state byte, err error) {
 	}
 	return start, f[0][0], nil
 }
+
+// SameMountNamespace says whether process pid sees the mount namespace
+// this process sees: then a path names the same file for both.
+func SameMountNamespace(pid int) (bool, error) {
+	var theirs, ours unix.Stat_t
+	if err := unix.Stat("/proc/"+strconv.Itoa(pid)+"/ns/mnt", &theirs); err != nil {
+		return false, err
+	}
+	if err := unix.Stat("/proc/self/ns/mnt", &ours); err != nil {
+		return false, err
+	}
+	return theirs.Dev == ours.Dev && theirs.Ino == ours.Ino, nil
+}

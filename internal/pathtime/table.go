@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"time"
+
+	"github.com/jitprof/jitprof/internal/termtext"
 )
 
 // Table says how WriteTable shows a Result.
@@ -32,7 +34,7 @@ func WriteTable(w io.Writer, res *Result, t Table) error {
 	}
 	for _, r := range res.Totals {
 		var err error
-		name := t.Name(r.Region)
+		name := termtext.Escape(t.Name(r.Region)) // the JIT's words
 		switch {
 		case t.Sampled:
 			_, err = fmt.Fprintf(w, "%7.2f%% %14v %14v %8d %8d %9d  %s\n", r.Percent, time.Duration(r.Time), time.Duration(r.OnCPU), r.Samples, r.Self, r.Entries, name)

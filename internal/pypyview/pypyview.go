@@ -9,6 +9,7 @@ import (
 
 	"github.com/jitprof/jitprof/internal/codemap"
 	"github.com/jitprof/jitprof/internal/pypylog"
+	"github.com/jitprof/jitprof/internal/termtext"
 )
 
 // Sample is one sample of a PyPy process: its time on CLOCK_MONOTONIC
@@ -248,16 +249,17 @@ func WriteText(w io.Writer, v *View, traces bool) error {
 	var write func(e *Entry, depth int)
 	write = func(e *Entry, depth int) {
 		indent := strings.Repeat("  ", depth)
-		where := e.Source
+		// Every name and trace is PyPy's log's: escaped for the terminal.
+		where := termtext.Escape(e.Source)
 		if e.Bridge && e.Leaves != "" {
-			where = fmt.Sprintf("%s, out of guard %#x of %s", e.Source, e.Guard, e.Leaves)
+			where = fmt.Sprintf("%s, out of guard %#x of %s", where, e.Guard, termtext.Escape(e.Leaves))
 		}
-		fmt.Fprintf(&sb, "%9d %7.2f%%  %s%s  %s  %#x-%#x\n", e.Samples, e.Percent, indent, e.Name, where, e.Start, e.End)
+		fmt.Fprintf(&sb, "%9d %7.2f%%  %s%s  %s  %#x-%#x\n", e.Samples, e.Percent, indent, termtext.Escape(e.Name), where, e.Start, e.End)
 		if traces && len(e.Ops) > 0 {
-			fmt.Fprintf(&sb, "%19s%s    %s %s\n", "", indent, e.Kind, e.Inputs)
+			fmt.Fprintf(&sb, "%19s%s    %s %s\n", "", indent, termtext.Escape(e.Kind), termtext.Escape(e.Inputs))
 			for _, op := range e.Ops {
 				if op.Source != "" {
-					fmt.Fprintf(&sb, "%19s%s    # %s\n", "", indent, op.Source)
+					fmt.Fprintf(&sb, "%19s%s    # %s\n", "", indent, termtext.Escape(op.Source))
 				}
 				pc := ""
 				if op.Samples > 0 {
@@ -267,7 +269,7 @@ func WriteText(w io.Writer, v *View, traces bool) error {
 				if op.Offset >= 0 {
 					off = fmt.Sprintf("+%d:", op.Offset)
 				}
-				fmt.Fprintf(&sb, "%17s  %s    %-7s %s\n", pc, indent, off, op.Text)
+				fmt.Fprintf(&sb, "%17s  %s    %-7s %s\n", pc, indent, off, termtext.Escape(op.Text))
 			}
 		}
 		for _, br := range e.Bridges {

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/jitprof/jitprof/internal/linux"
@@ -33,14 +34,39 @@ func (r *Recorder) buildIDs() []perfdata.BuildID {
 	for _, name := range names {
 		// With the rights of the process that ran it: a process can name
 		// any path by mapping its own file there in a mount namespace of
-		// its own, and must not make root read a file it could not.
-		id, err := elfBuildID(name, r.hits[name].as)
+		// its own, and must not make root read a file it could not. In
+		// such a namespace the path is read as the process sees it, in
+		// its root, as perf reads it there: the host's file at that path,
+		// if any, is another.
+		img := r.hits[name]
+		path := name
+		if root, ok := r.otherRoot(img.pid); ok {
+			path = root + name
+		}
+		id, err := elfBuildID(path, img.as)
 		if err != nil || id == nil {
 			continue
 		}
 		l = append(l, perfdata.BuildID{Misc: perfdata.MiscUser | perfdata.MiscBuildIDSize, PID: -1, ID: id, Filename: name})
 	}
 	return l
+}
+
+// otherRoot returns the root of process pid, /proc/PID/root, when it
+// still runs, is the process recorded, and sees another mount namespace
+// than jitprof.
+func (r *Recorder) otherRoot(pid uint32) (string, bool) {
+	id := r.ids[pid]
+	if !id.known || pid == 0 {
+		return "", false
+	}
+	if now, err := linux.ReadIdentity("/proc", int(pid)); err != nil || now.StartTime != id.StartTime {
+		return "", false
+	}
+	if same, err := linux.SameMountNamespace(int(pid)); err != nil || same {
+		return "", false
+	}
+	return "/proc/" + strconv.Itoa(int(pid)) + "/root", true
 }
 
 // elfBuildID returns the GNU build-id of an ELF file, read with c's

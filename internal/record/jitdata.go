@@ -43,9 +43,9 @@ func (s *fileSink) embedJITData(r *Recorder, pypyLog string, notice func(string)
 				id.Identity = now
 			}
 		}
-		ap := &anon.Process{PID: int(pid), NSPID: int(pid), UID: trust.UnknownOwner, PyPyLog: pypyLog}
+		ap := &anon.Process{PID: int(pid), NSPID: int(pid), UID: trust.UnknownOwner, GID: trust.UnknownOwner, PyPyLog: pypyLog}
 		if id.known {
-			ap.UID, ap.StartTime = id.UID, id.StartTime
+			ap.UID, ap.GID, ap.StartTime = id.UID, id.GID, id.StartTime
 			b.Processes = append(b.Processes, jitbundle.Process{PID: int(pid), NSPID: id.NSPID, UID: id.UID, GID: id.GID, StartTime: id.StartTime})
 		}
 		for _, m := range p.Mappings {

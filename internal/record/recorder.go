@@ -71,6 +71,9 @@ type hitImage struct {
 	// first process seen to hit it, when known (trust.OpenNamed).
 	as    trust.Cred
 	asSet bool
+	// pid is that process: one in a mount namespace of its own has its
+	// build-id read as it sees the file, in its root.
+	pid uint32
 }
 
 type userIP struct {
@@ -233,7 +236,7 @@ func (r *Recorder) hit(s userIP) {
 		img = &hitImage{}
 		r.hits[m.Path] = img
 	}
-	img.as, img.asSet = trust.Unknown, id.known
+	img.as, img.asSet, img.pid = trust.Unknown, id.known, s.pid
 	if id.known {
 		img.as = trust.Cred{UID: id.UID, GID: id.GID}
 	}

@@ -25,6 +25,11 @@ type Options struct {
 	// chooses JIT handlers by the recorded processes when the timeline
 	// and the samples come in one pass, as in a stream.
 	Bind func(*Timeline) (resolve.AnonResolver, error)
+	// Live, when set, is called with the recording's timeline and
+	// returns where a process that still runs sees its own files
+	// (resolve.Options.Live): images the host's paths do not give are
+	// read there.
+	Live func(*Timeline) func(pid uint32) (symbolize.Place, bool)
 	// Lines resolves a source line for every frame (DWARF).
 	Lines bool
 	// Addresses keeps each frame's image-relative address (annotate).
@@ -236,10 +241,14 @@ func newResolver(f *perfdata.File, tl *Timeline, opts Options) (*resolve.Resolve
 			ev.index[a] = int32(i)
 		}
 	}
-	r := resolve.New(b, tl.Tracker, resolve.Options{
+	ro := resolve.Options{
 		Symbolizer: opts.Symbolizer, Anon: opts.Anon,
 		Lines: opts.Lines, Addresses: opts.Addresses, LeafOnly: opts.LeafOnly,
-	})
+	}
+	if opts.Live != nil {
+		ro.Live = opts.Live(tl)
+	}
+	r := resolve.New(b, tl.Tracker, ro)
 	return r, b, ev
 }
 

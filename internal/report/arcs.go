@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/jitprof/jitprof/internal/profile"
+	"github.com/jitprof/jitprof/internal/termtext"
 )
 
 // ErrArcsFormat is Write's error for a call graph of arcs asked in CSV:
@@ -157,7 +158,7 @@ func writeArcs(w io.Writer, p *profile.Profile, opts Options) error {
 	fmt.Fprintln(w, "#")
 	for _, rep := range reps {
 		if len(reps) > 1 {
-			fmt.Fprintf(w, "# %s\n", rep.Event.Name)
+			fmt.Fprintf(w, "# %s\n", termtext.Escape(rep.Event.Name))
 		}
 		// Rows of four cells, a nil row a rule; the columns are as wide
 		// as their widest cell in the whole event, rules between blocks
@@ -166,7 +167,7 @@ func writeArcs(w io.Writer, p *profile.Profile, opts Options) error {
 		line := func(indent string, samples uint64, share float64, fn int32, suffix string) {
 			f := &p.Funcs[fn]
 			rows = append(rows, []string{indent + strconv.FormatUint(samples, 10), fmt.Sprintf("%.2f%%", share),
-				p.Images[f.Image].Name, keyString(p, KeySym, int64(fn)) + suffix})
+				termtext.Escape(p.Images[f.Image].Name), termtext.Escape(keyString(p, KeySym, int64(fn))) + suffix})
 		}
 		for _, f := range rep.Funcs {
 			in, out := arcSum(f.Callers), arcSum(f.Callees)

@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/jitprof/jitprof/internal/profile"
+	"github.com/jitprof/jitprof/internal/termtext"
 )
 
 // Chains says how callchains are read and shown, as perf report's
@@ -169,7 +170,7 @@ func (tp *treePrinter) shown(n *callNode) []*callNode {
 	return l
 }
 
-func (tp *treePrinter) name(fn int32) string { return tp.p.Funcs[fn].Name }
+func (tp *treePrinter) name(fn int32) string { return termtext.Escape(tp.p.Funcs[fn].Name) }
 
 const treeMargin = "            "
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/jitprof/jitprof/internal/profile"
+	"github.com/jitprof/jitprof/internal/termtext"
 )
 
 // FoldedValue is what WriteFolded writes for each stack.
@@ -39,13 +40,13 @@ func WriteFolded(w io.Writer, p *profile.Profile, event int, value FoldedValue) 
 		}
 		stack = p.Stack(stack[:0], e.Stack)
 		sb.Reset()
-		sb.WriteString(p.Strings[p.Threads[e.Thread].Comm])
+		sb.WriteString(termtext.Escape(p.Strings[p.Threads[e.Thread].Comm]))
 		for i := len(stack) - 1; i >= 0; i-- {
 			sb.WriteByte(';')
 			if f := p.FuncOf(stack[i]); f.Unresolved {
 				sb.WriteString("[unknown]")
 			} else {
-				sb.WriteString(foldedName.Replace(f.Name))
+				sb.WriteString(foldedName.Replace(termtext.Escape(f.Name)))
 			}
 		}
 		if value == FoldedPeriods {

@@ -31,3 +31,25 @@ func TestSortKey(t *testing.T) {
 		}
 	}
 }
+
+// TestCSVCell: cells a spreadsheet would take for formulas are quoted,
+// control bytes escaped, everything else kept.
+func TestCSVCell(t *testing.T) {
+	for in, want := range map[string]string{
+		"main":                "main",
+		"=1+2":                "'=1+2",
+		"+cmd":                "'+cmd",
+		"-2+3":                "'-2+3",
+		"@SUM(A1)":            "'@SUM(A1)",
+		"\t=1":                `\x09=1`, // escaped: no longer a tab
+		"-":                   "-",      // no CPU
+		"a=b":                 "a=b",
+		"x\x1b]0;t\x07":       `x\x1b]0;t\x07`,
+		"operator-(int)":      "operator-(int)",
+		"[JIT perfmap] =evil": "[JIT perfmap] =evil",
+	} {
+		if got := csvCell(in); got != want {
+			t.Errorf("csvCell(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

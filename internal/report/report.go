@@ -15,6 +15,7 @@ import (
 	"unicode"
 
 	"github.com/jitprof/jitprof/internal/profile"
+	"github.com/jitprof/jitprof/internal/termtext"
 )
 
 // Format is an output format of Write.
@@ -399,7 +400,7 @@ func WriteHeader(w io.Writer, p *profile.Profile, notes ...string) {
 		if e.Freq != 0 {
 			rate = fmt.Sprintf("frequency %d Hz", e.Freq)
 		}
-		fmt.Fprintf(w, "# event: %s (%s): %d samples, event count %d\n", e.Name, rate, e.Count, e.Total)
+		fmt.Fprintf(w, "# event: %s (%s): %d samples, event count %d\n", termtext.Escape(e.Name), rate, e.Count, e.Total)
 	}
 	fmt.Fprintf(w, "# lost samples: %d\n", p.Lost)
 	if u := p.Unwound; u.Chains > 0 {
@@ -414,17 +415,17 @@ func WriteHeader(w io.Writer, p *profile.Profile, notes ...string) {
 	}
 	for _, im := range p.Images {
 		if im.NoSymbols != "" {
-			fmt.Fprintf(w, "# note: no symbols for %s: %s\n", im.Name, im.NoSymbols)
+			fmt.Fprintf(w, "# note: no symbols for %s: %s\n", termtext.Escape(im.Name), termtext.Escape(im.NoSymbols))
 		}
 		if im.Stripped != "" {
-			fmt.Fprintf(w, "# note: %s has %s\n", im.Name, im.Stripped)
+			fmt.Fprintf(w, "# note: %s has %s\n", termtext.Escape(im.Name), termtext.Escape(im.Stripped))
 		}
 	}
 	for _, n := range notes {
-		fmt.Fprintf(w, "# note: %s\n", n)
+		fmt.Fprintf(w, "# note: %s\n", termtext.Escape(n))
 	}
 	for _, h := range Hints(p) {
-		fmt.Fprintf(w, "# hint: %s\n", h)
+		fmt.Fprintf(w, "# hint: %s\n", termtext.Escape(h))
 	}
 	fmt.Fprintln(w, "#")
 }
@@ -448,7 +449,7 @@ func writeText(w io.Writer, p *profile.Profile, keys []string, reps []EventRepor
 	tw := newTable(w, opts)
 	for _, rep := range reps {
 		if len(reps) > 1 {
-			fmt.Fprintf(tw, "# %s\n", rep.Event.Name)
+			fmt.Fprintf(tw, "# %s\n", termtext.Escape(rep.Event.Name))
 		}
 		if opts.Children {
 			fmt.Fprint(tw, "Children\t")
@@ -468,10 +469,11 @@ func writeText(w io.Writer, p *profile.Profile, keys []string, reps []EventRepor
 			}
 			fmt.Fprintf(tw, "%.2f%%\t%d\t", pct(r.Self, rep.Event.Total), r.Samples)
 			for i, k := range r.Keys {
+				// A name's tab or newline would forge a column or a row.
 				if i == len(r.Keys)-1 {
-					fmt.Fprintf(tw, " %s\n", k)
+					fmt.Fprintf(tw, " %s\n", termtext.Escape(k))
 				} else {
-					fmt.Fprintf(tw, "%s\t", k)
+					fmt.Fprintf(tw, "%s\t", termtext.Escape(k))
 				}
 			}
 		}
@@ -558,6 +560,20 @@ func SplitLevel(sym string) (level, name string) {
 	return "", sym
 }
 
+// csvCell is a cell of text that processes named (a command, a path, a
+// function's name): escaped for a terminal, and, when it begins with
+// what a spreadsheet takes for a formula (=, +, -, @, a tab or a
+// carriage return), prefixed with a quote as OWASP advises, so that a
+// name such as =HYPERLINK(...) stays text when the CSV is opened.
+func csvCell(s string) string {
+	s = termtext.Escape(s)
+	// A lone "-" (no CPU) is no formula.
+	if s != "" && s != "-" && strings.IndexByte("=+-@\t\r", s[0]) >= 0 {
+		return "'" + s
+	}
+	return s
+}
+
 func writeCSV(w io.Writer, keys []string, reps []EventReport, opts Options) error {
 	cw := csv.NewWriter(w)
 	head := []string{"event"}
@@ -575,12 +591,14 @@ func writeCSV(w io.Writer, keys []string, reps []EventReport, opts Options) erro
 	cw.Write(head)
 	for _, rep := range reps {
 		for _, r := range rep.Rows {
-			rec := []string{rep.Event.Name}
-			rec = append(rec, r.Keys...)
+			rec := []string{csvCell(rep.Event.Name)}
+			for _, k := range r.Keys {
+				rec = append(rec, csvCell(k))
+			}
 			if sym >= 0 {
 				level, name := SplitLevel(r.Keys[sym])
 				rec = slices.Insert(rec, 2+sym, level)
-				rec[1+sym] = name
+				rec[1+sym] = csvCell(name)
 			}
 			rec = append(rec, strconv.FormatUint(r.Samples, 10), strconv.FormatUint(r.Self, 10),
 				strconv.FormatFloat(pct(r.Self, rep.Event.Total), 'f', 4, 64))

@@ -1,7 +1,9 @@
 package resolve
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"slices"
 
 	"github.com/jitprof/jitprof/internal/process"
@@ -118,6 +120,12 @@ type Options struct {
 	// LeafOnly keeps only the sampled address of each stack, for flat
 	// profiles: callchains are not resolved.
 	LeafOnly bool
+	// Live, when set, says where a process that still runs sees its own
+	// files: an image the host's path does not give (missing, or another
+	// build-id), as for a process in a mount namespace of its own, is
+	// read there (symbolize.Symbolizer.OpenIn), as perf reads it through
+	// /proc/PID/root.
+	Live func(pid uint32) (symbolize.Place, bool)
 }
 
 // Resolver turns samples into the frames, stacks and threads of a
@@ -132,8 +140,9 @@ type Resolver struct {
 	b       *profile.Builder
 	cache   map[cacheKey]int32
 	images  map[imageKey]*loadedImage
-	mapped  []*loadedImage   // by Mapping.ID
-	ksyms   map[uint64]int32 // frames of the kernel symbols met, by start
+	inProc  map[procImageKey]*loadedImage // read in a live process's root (Options.Live)
+	mapped  []*loadedImage                // by Mapping.ID
+	ksyms   map[uint64]int32              // frames of the kernel symbols met, by start
 
 	kernel       *symbolize.Kernel
 	kernelErr    error
@@ -155,6 +164,7 @@ func New(b *profile.Builder, procs Processes, opts Options) *Resolver {
 		procs: procs, opts: opts, b: b,
 		cache:  map[cacheKey]int32{},
 		images: map[imageKey]*loadedImage{},
+		inProc: map[procImageKey]*loadedImage{},
 		ksyms:  map[uint64]int32{},
 	}
 	r.reset()
@@ -193,6 +203,11 @@ func mappingKey(m *process.Mapping, ret bool) int64 {
 }
 
 type imageKey struct{ path, buildID string }
+
+type procImageKey struct {
+	pid uint32
+	imageKey
+}
 
 type loadedImage struct {
 	im    *symbolize.Image
@@ -509,6 +524,9 @@ func (r *Resolver) image(m *process.Mapping) *loadedImage {
 		li.im, li.err = r.opts.Symbolizer.Open(m.Path, m.BuildID)
 		r.images[k] = li
 	}
+	if li.err != nil && r.opts.Live != nil && (errors.Is(li.err, fs.ErrNotExist) || errors.Is(li.err, symbolize.ErrBuildIDMismatch)) {
+		li = r.inProcess(m, li)
+	}
 	if li.id < 0 {
 		img := profile.Image{Name: m.Path, BuildID: m.BuildID, Kind: profile.ImageFile, Start: m.Start, Limit: m.End, Offset: m.Pgoff}
 		if img.BuildID == "" && li.im != nil {
@@ -525,6 +543,23 @@ func (r *Resolver) image(m *process.Mapping) *loadedImage {
 		r.mapped = slices.Grow(r.mapped, int(m.ID)+1-len(r.mapped))[:m.ID+1]
 	}
 	r.mapped[m.ID] = li
+	return li
+}
+
+// inProcess returns the image of m as m's process sees it, if it still
+// runs and has it, else host, the host's failed one.
+func (r *Resolver) inProcess(m *process.Mapping, host *loadedImage) *loadedImage {
+	k := procImageKey{m.PID, imageKey{m.Path, m.BuildID}}
+	if li, ok := r.inProc[k]; ok {
+		return li
+	}
+	li := host
+	if at, ok := r.opts.Live(m.PID); ok {
+		if im, err := r.opts.Symbolizer.OpenIn(m.Path, m.BuildID, at); err == nil {
+			li = &loadedImage{id: -1, syms: map[uint64]int32{}, im: im}
+		}
+	}
+	r.inProc[k] = li
 	return li
 }
 

@@ -360,7 +360,7 @@ func readProcess(dir string, pid int) (anon.Process, error) {
 	if m.PID != pid {
 		return anon.Process{}, fmt.Errorf("%s: manifest of pid %d", dir, m.PID)
 	}
-	p := anon.Process{PID: pid, NSPID: m.NSPID, UID: m.UID, StartTime: m.StartTime, Comm: m.Comm,
+	p := anon.Process{PID: pid, NSPID: m.NSPID, UID: m.UID, GID: trust.UnknownOwner, StartTime: m.StartTime, Comm: m.Comm,
 		Embedded: map[string][]byte{}, Kinds: map[string]string{}}
 	for _, f := range m.Files {
 		if f.Name == "" || filepath.Base(f.Name) != f.Name || f.Name[0] == '.' {
@@ -396,5 +396,5 @@ func (s *sessions) Process(pid uint32) anon.Process {
 	if p, ok := s.procs[pid]; ok {
 		return p
 	}
-	return anon.Process{PID: int(pid), NSPID: int(pid), UID: trust.UnknownOwner}
+	return anon.Process{PID: int(pid), NSPID: int(pid), UID: trust.UnknownOwner, GID: trust.UnknownOwner}
 }

@@ -53,6 +53,7 @@ type Symbolizer struct {
 type imageKey struct {
 	path, buildID string
 	as            trust.Cred
+	root          string // a live process's root (OpenIn); "" for the host's
 }
 
 // imageSlot lets concurrent callers wait for one load instead of repeating
@@ -96,7 +97,7 @@ func (s *Symbolizer) Open(path, buildID string) (*Image, error) {
 // by build-id (debug directories, build-id caches) are opened with
 // jitprof's rights: the recorded build-id, not a path, chose them.
 func (s *Symbolizer) OpenAs(path, buildID string, c trust.Cred) (*Image, error) {
-	key := imageKey{path, buildID, c}
+	key := imageKey{path, buildID, c, ""}
 	s.mu.Lock()
 	slot := s.images[key]
 	if slot == nil {
@@ -118,6 +119,41 @@ func (s *Symbolizer) OpenAs(path, buildID string, c trust.Cred) (*Image, error) 
 			return
 		}
 		slot.img, slot.err = s.load(path, filepath.Join(s.opts.Root, path), buildID, c)
+	})
+	return slot.img, slot.err
+}
+
+// Place is where a process that still runs sees its own files, and
+// whose rights read them there.
+type Place struct {
+	// Root is the process's root, /proc/PID/root: a path under it is
+	// resolved in the process's mount namespace.
+	Root string
+	// As is the process's user and group.
+	As trust.Cred
+}
+
+// OpenIn is OpenAs for an image that a process still running mapped from
+// a file the host's path does not give: one in a mount namespace of its
+// own, or another file at that path. The recorded path is read under
+// at.Root, as the process sees it (as perf reads such images, through
+// /proc/PID/root), with at.As's rights (trust.OpenNamed), so that a
+// process cannot make jitprof read a file its user could not; a
+// recorded build-id must match, as for OpenAs.
+func (s *Symbolizer) OpenIn(path, buildID string, at Place) (*Image, error) {
+	if at.Root == "" || !filepath.IsAbs(path) {
+		return s.OpenAs(path, buildID, at.As)
+	}
+	key := imageKey{path, buildID, at.As, at.Root}
+	s.mu.Lock()
+	slot := s.images[key]
+	if slot == nil {
+		slot = &imageSlot{}
+		s.images[key] = slot
+	}
+	s.mu.Unlock()
+	slot.once.Do(func() {
+		slot.img, slot.err = s.load(path, at.Root+path, buildID, at.As)
 	})
 	return slot.img, slot.err
 }

@@ -184,29 +184,44 @@ func (o *opener) open(path string, limit int64) (*File, error) {
 // as perf does: one owned neither by the user running jitprof nor by
 // root is refused unless force (perf's -f, jitprof's --force), because
 // what it names (images, JIT data) is then read with jitprof's rights on
-// that owner's word. "-" is standard input, which is not checked. A FIFO
-// is opened for reading as a stream; a path that is neither a regular
-// file nor a FIFO is refused.
+// that owner's word. "-" is standard input, which is not checked. A path
+// that is neither a regular file nor a FIFO is refused.
+//
+// The path is opened O_PATH and checked before it is opened for
+// reading: a FIFO another user planted would block a reader's open until
+// someone wrote it, and opening a device, even O_NONBLOCK, runs its
+// driver. A FIFO that passes (yours, root's, or --force) is opened as
+// FIFOs are, waiting for its writer, and read as a stream.
 func OpenRecording(path string, force bool) (*os.File, error) {
 	if path == "-" {
 		return os.Stdin, nil
 	}
-	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOCTTY, 0)
+	// The path is the user's: symlinks in it are followed, as perf
+	// follows them.
+	pfd, err := unix.Open(path, unix.O_PATH|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, err
+		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
 	}
+	defer unix.Close(pfd)
 	var st unix.Stat_t
-	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
-		f.Close()
+	if err := unix.Fstat(pfd, &st); err != nil {
 		return nil, &fs.PathError{Op: "stat", Path: path, Err: err}
 	}
-	if t := st.Mode & unix.S_IFMT; t != unix.S_IFREG && t != unix.S_IFIFO {
-		f.Close()
+	t := st.Mode & unix.S_IFMT
+	if t != unix.S_IFREG && t != unix.S_IFIFO {
 		return nil, refuse(path, "not a regular file or a pipe ("+typeName(t)+")", false)
 	}
 	if me := os.Geteuid(); !force && st.Uid != 0 && int(st.Uid) != me {
-		f.Close()
 		return nil, refuse(path, fmt.Sprintf("owned by uid %d, neither by the user running jitprof (uid %d) nor by root, as perf requires", st.Uid, me), true)
 	}
-	return f, nil
+	fd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(pfd), unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOCTTY, 0)
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+	var st2 unix.Stat_t
+	if err := unix.Fstat(fd, &st2); err != nil || st2.Dev != st.Dev || st2.Ino != st.Ino {
+		unix.Close(fd)
+		return nil, refuse(path, "changed while it was opened", false)
+	}
+	return os.NewFile(uintptr(fd), path), nil
 }

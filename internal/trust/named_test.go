@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -142,5 +143,77 @@ func TestOpenNamedAsUser(t *testing.T) {
 		if _, err := os.ReadFile(p); err != nil {
 			t.Errorf("os.ReadFile(%s) after reads as uid %d: %v", p, uid, err)
 		}
+	}
+}
+
+// TestOpenRecording: -i takes a regular file or a FIFO of the user's or
+// root's; another owner's is refused (unless force) before it is opened
+// for reading, so that a FIFO no one writes cannot block, and a device
+// is refused without being opened.
+func TestOpenRecording(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "perf.data")
+	if err := os.WriteFile(file, []byte("data"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link")
+	os.Symlink(file, link)
+	fifo := filepath.Join(dir, "fifo")
+	if err := unix.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{file, link} { // -i's path is the user's: links are followed
+		f, err := OpenRecording(path, false)
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		if b, _ := io.ReadAll(f); string(b) != "data" {
+			t.Errorf("%s reads %q", path, b)
+		}
+		f.Close()
+	}
+	for _, path := range []string{"/dev/null", dir} {
+		if _, err := OpenRecording(path, true); !errors.Is(err, ErrUntrusted) || !strings.Contains(err.Error(), "not a regular file or a pipe") {
+			t.Errorf("%s: %v, want a refusal", path, err)
+		}
+	}
+	// The user's own FIFO waits for its writer, then reads as a stream.
+	go func() {
+		w, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+		if err == nil {
+			w.WriteString("stream")
+			w.Close()
+		}
+	}()
+	f, err := OpenRecording(fifo, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := io.ReadAll(f); string(b) != "stream" {
+		t.Errorf("the FIFO reads %q", b)
+	}
+	f.Close()
+	if os.Geteuid() != 0 {
+		t.Skip("a file of another user needs root to make")
+	}
+	// Another user's FIFO, which no one writes: refused at once.
+	if err := os.Chown(fifo, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		f, err := OpenRecording(fifo, false)
+		if err == nil {
+			f.Close()
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrUntrusted) || !strings.Contains(err.Error(), "owned by uid 65534") {
+			t.Errorf("another user's FIFO: %v, want a refusal", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("OpenRecording blocked on another user's FIFO")
 	}
 }

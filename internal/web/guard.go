@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"net"
 	"net/http"
-	"net/url"
 	"strings"
 )
 
@@ -15,13 +14,17 @@ import (
 // a loopback address keeps other machines out, not the machine's other
 // users, nor a web page in the user's own browser that sends requests to
 // it (CSRF) or reads it under a name of its own (DNS rebinding). So the
-// server answers only requests that carry a random token: the address
-// jitprof web prints has it (/?t=TOKEN), and a request with it gets it
-// back as a cookie that other sites' pages do not send (HttpOnly,
-// SameSite=Strict) and is sent to the same address without it.
-
-// tokenParam is the query parameter that carries the token.
-const tokenParam = "t"
+// server answers only requests whose path begins with a random token:
+// every address of the view is /TOKEN/..., its pages' links are too, and
+// the address jitprof web prints is the first of them.
+//
+// The token is not a cookie: browsers keep cookies per host, not per
+// port, so a page another user serves on another port of 127.0.0.1,
+// opened in the same browser, would be sent it (and any other credential
+// the browser keeps for the host), and could replay it. An address is
+// sent only to the server it names; another site's page cannot guess
+// it, and the pages' Referrer-Policy keeps it out of the requests they
+// make elsewhere.
 
 // newToken returns 128 random bits, in hex.
 func newToken() (string, error) {
@@ -32,39 +35,41 @@ func newToken() (string, error) {
 	return hex.EncodeToString(b), nil
 }
 
-// guard passes on the requests that carry the token, in the query or in
-// the cookie, and, when hostIP is set (a loopback listener), name that
-// address or localhost as their host; it refuses the others (403).
+// guard passes on the requests whose path begins with the token, with
+// the token taken off, and, when hostIP is set (a loopback listener),
+// that name that address or localhost as their host; it refuses the
+// others (403).
 type guard struct {
 	next   http.Handler
 	token  string
-	cookie string // the cookie's name
 	hostIP net.IP
 }
 
 func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// No page of the view tells another site where it came from: its
+	// address is its credential.
+	w.Header().Set("Referrer-Policy", "no-referrer")
 	if g.hostIP != nil && !g.hostOK(r.Host) {
 		http.Error(w, "jitprof web answers only for the address it listens on or localhost", http.StatusForbidden)
 		return
 	}
-	if q := r.URL.Query(); q.Has(tokenParam) {
-		if !g.valid(q.Get(tokenParam)) {
-			http.Error(w, "jitprof web: wrong token", http.StatusForbidden)
-			return
-		}
-		http.SetCookie(w, &http.Cookie{Name: g.cookie, Value: g.token, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
-		// The same address without the token, which then stays out of
-		// the browser's history and of the pages' links.
-		q.Del(tokenParam)
-		to := url.URL{Path: "/" + strings.TrimLeft(r.URL.Path, "/"), RawQuery: q.Encode()}
-		http.Redirect(w, r, to.RequestURI(), http.StatusSeeOther)
-		return
-	}
-	if c, err := r.Cookie(g.cookie); err != nil || !g.valid(c.Value) {
+	// The path as sent: the token is hex, and a request that escapes
+	// its letters is refused rather than unescaped.
+	first, _, slash := strings.Cut(strings.TrimPrefix(r.URL.EscapedPath(), "/"), "/")
+	if !g.valid(first) {
 		http.Error(w, "jitprof web: open the address jitprof web printed, which carries its token", http.StatusForbidden)
 		return
 	}
-	g.next.ServeHTTP(w, r)
+	if !slash {
+		// The view's root: its pages' relative links need the slash.
+		to := "/" + g.token + "/"
+		if r.URL.RawQuery != "" {
+			to += "?" + r.URL.RawQuery
+		}
+		http.Redirect(w, r, to, http.StatusFound)
+		return
+	}
+	http.StripPrefix("/"+g.token, g.next).ServeHTTP(w, r)
 }
 
 // valid says whether got is the token, in a time that does not depend on

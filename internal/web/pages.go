@@ -28,6 +28,7 @@ type page struct {
 	Title string
 
 	// Filled by pageData.
+	Base    string // the path the view is served under: links begin with it
 	Name    string
 	Procs   []process
 	Events  []profile.Event
@@ -72,6 +73,7 @@ func templates() *template.Template {
 // pageData fills what every page shows about the recording.
 func (s *Server) pageData(st *state, pg page) page {
 	p := st.rec.Profile
+	pg.Base = s.base
 	pg.Name = st.rec.Name
 	pg.Procs = st.processes(pg.Sel.Event)
 	pg.Events = p.Events

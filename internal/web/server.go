@@ -88,7 +88,8 @@ type Server struct {
 	opts  Options
 	dot   bool // Graphviz's dot is installed: pprof's graph view works
 	mux   *http.ServeMux
-	token string // what a request must carry (guard)
+	token string // what a request's path must begin with (guard)
+	base  string // "/" + token: the path every address of the view is under
 
 	reloading sync.Mutex // one load at a time
 	mu        sync.Mutex // guards cur
@@ -126,7 +127,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{opts: opts, mux: http.NewServeMux(), token: token}
+	s := &Server{opts: opts, mux: http.NewServeMux(), token: token, base: "/" + token}
 	_, err = exec.LookPath("dot")
 	s.dot = err == nil
 	st, err := s.load(ctx)
@@ -137,10 +138,10 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	static, _ := fs.Sub(files, "static")
 	s.mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
 	s.mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
-		http.Redirect(w, r, "/ui/"+all.String()+"/", http.StatusFound)
+		http.Redirect(w, r, s.base+"/ui/"+all.String()+"/", http.StatusFound)
 	})
 	s.mux.HandleFunc("GET /ui/{sel}", func(w http.ResponseWriter, r *http.Request) {
-		http.Redirect(w, r, "/ui/"+url.PathEscape(r.PathValue("sel"))+"/", http.StatusMovedPermanently)
+		http.Redirect(w, r, s.base+"/ui/"+url.PathEscape(r.PathValue("sel"))+"/", http.StatusMovedPermanently)
 	})
 	s.mux.HandleFunc("/ui/{sel}/{view...}", s.servePprof)
 	s.mux.HandleFunc("GET /select", s.serveSelect)
@@ -309,24 +310,19 @@ func (st *state) processes(event int) []process {
 	return l
 }
 
-// URL is the address to open the view at, served on addr: it carries
-// the server's token.
+// URL is the address to open the view at, served on addr: its path
+// begins with the server's token, as every address of the view does.
 func (s *Server) URL(addr net.Addr) string {
-	return "http://" + addr.String() + "/?" + tokenParam + "=" + s.token
+	return "http://" + addr.String() + s.base + "/"
 }
 
 // Handler returns the server's HTTP handler, served on addr. It answers
-// only requests that carry the server's token (guard), and on a loopback
-// address only those for a loopback host name.
+// only requests whose path begins with the server's token (guard), and
+// on a loopback address only those for a loopback host name.
 func (s *Server) Handler(addr net.Addr) http.Handler {
-	g := &guard{next: s.mux, token: s.token, cookie: "jitprof-web"}
-	if ta, ok := addr.(*net.TCPAddr); ok {
-		// Cookies are kept per host, not per port: each server's has a
-		// name of its own.
-		g.cookie += "-" + strconv.Itoa(ta.Port)
-		if ta.IP.IsLoopback() {
-			g.hostIP = ta.IP
-		}
+	g := &guard{next: s.mux, token: s.token}
+	if ta, ok := addr.(*net.TCPAddr); ok && ta.IP.IsLoopback() {
+		g.hostIP = ta.IP
 	}
 	return g
 }
@@ -389,7 +385,7 @@ func (s *Server) servePprof(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
 		}
-		body = st.src.unname(decorate(body, bar.Bytes(), st.marks, !s.dot))
+		body = st.src.unname(decorate(body, bar.Bytes(), st.marks, s.base, !s.dot))
 		buf.header.Del("Content-Length")
 	}
 	for k, v := range buf.header {
@@ -404,9 +400,9 @@ var stackViewerCall = regexp.MustCompile(`(?m)^(\s*)stackViewer\(`)
 
 // decorate adds jitprof's style sheet, script, bar and JIT marks to a
 // page of pprof's, whose flame graph then draws through jitprof's script
-// (static/jitprof.js).
-func decorate(page, bar, marks []byte, noGraph bool) []byte {
-	head := fmt.Appendf(nil, `<link rel="stylesheet" href="/static/jitprof.css"><script>var jitprofJIT = %s;</script><script src="/static/jitprof.js"></script>`, marks)
+// (static/jitprof.js); base is the path the view is served under.
+func decorate(page, bar, marks []byte, base string, noGraph bool) []byte {
+	head := fmt.Appendf(nil, `<link rel="stylesheet" href="%[2]s/static/jitprof.css"><script>var jitprofJIT = %[1]s;</script><script src="%[2]s/static/jitprof.js"></script>`, marks, base)
 	if noGraph {
 		head = append(head, `<style>#graphbtn{display:none}</style>`...)
 	}
@@ -472,7 +468,7 @@ func (s *Server) serveSelect(w http.ResponseWriter, r *http.Request) {
 			to += "?" + rq
 		}
 	}
-	http.Redirect(w, r, to, http.StatusFound)
+	http.Redirect(w, r, s.base+to, http.StatusFound)
 }
 
 func (s *Server) serveReload(w http.ResponseWriter, r *http.Request) {
@@ -480,9 +476,10 @@ func (s *Server) serveReload(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "reload: "+err.Error(), http.StatusInternalServerError)
 		return
 	}
+	// Back to the page the form was on, under the view's path only.
 	to := r.FormValue("back")
-	if !strings.HasPrefix(to, "/") || strings.HasPrefix(to, "//") {
-		to = "/"
+	if !strings.HasPrefix(to, s.base+"/") {
+		to = s.base + "/"
 	}
 	http.Redirect(w, r, to, http.StatusSeeOther)
 }

@@ -4,10 +4,10 @@ import (
 	"context"
 	"debug/elf"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"net/http/cookiejar"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -71,14 +71,14 @@ func jitRecording() *Recording {
 
 // testServer is a Server served over HTTP for a test.
 type testServer struct {
-	URL    string // its root, without the token
+	URL    string // the view's root: the server's address and its token
 	srv    *Server
 	loads  *atomic.Int32 // Load's calls
-	client *http.Client  // has the token's cookie
+	client *http.Client
 }
 
 // server serves rec over HTTP for the test, with a client that opened
-// the address with the token.
+// the address the server gives.
 func server(t *testing.T, rec func() *Recording) *testServer {
 	t.Helper()
 	ts := &testServer{loads: &atomic.Int32{}}
@@ -93,17 +93,13 @@ func server(t *testing.T, rec func() *Recording) *testServer {
 	hs.Config.Handler = srv.Handler(hs.Listener.Addr())
 	hs.Start()
 	t.Cleanup(func() { hs.Close(); srv.Close() })
-	jar, err := cookiejar.New(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts.URL, ts.srv, ts.client = hs.URL, srv, &http.Client{Jar: jar}
+	ts.URL, ts.srv, ts.client = hs.URL+srv.base, srv, &http.Client{}
 	resp, err := ts.client.Get(srv.URL(hs.Listener.Addr()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || resp.Request.URL.RawQuery != "" {
+	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("the address with the token: %s at %s", resp.Status, resp.Request.URL)
 	}
 	return ts
@@ -290,13 +286,13 @@ func TestSelections(t *testing.T) {
 		}
 	}
 	// The bar's form: a choice keeps the view and its parameters.
-	client := &http.Client{Jar: ts.client.Jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	resp, err := client.Get(ts.URL + "/select?who=p7&code=jit&page=ui&view=flamegraph&q=si%3Dsamples")
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if loc := resp.Header.Get("Location"); loc != "/ui/p7-jit/flamegraph?si=samples" {
+	if loc := resp.Header.Get("Location"); loc != ts.srv.base+"/ui/p7-jit/flamegraph?si=samples" {
 		t.Errorf("select redirects to %q", loc)
 	}
 }
@@ -316,7 +312,7 @@ func TestPages(t *testing.T) {
 	ts := server(t, jitRecording)
 	rec := ts.get(t, "/recording")
 	for _, want := range []string{"cpu-clock (period 1000000): 10 samples", "<th>lost samples</th><td>2</td>", "1s (5.000000 to 6.000000)",
-		"jitprof record -- minijit", "jitlog /tmp/anon.7", "6 of 6", `href="/ui/p7-jit/">its JIT code</a>`} {
+		"jitprof record -- minijit", "jitlog /tmp/anon.7", "6 of 6", `href="` + ts.srv.base + `/ui/p7-jit/">its JIT code</a>`} {
 		if !strings.Contains(rec, want) {
 			t.Errorf("the recording page lacks %q", want)
 		}
@@ -366,12 +362,12 @@ func TestReload(t *testing.T) {
 	})
 	ts.get(t, "/ui/all/top")
 	st := ts.srv.acquire() // a request still under way
-	resp, err := ts.client.PostForm(ts.URL+"/reload", map[string][]string{"back": {"/recording"}})
+	resp, err := ts.client.PostForm(ts.URL+"/reload", map[string][]string{"back": {ts.srv.base + "/recording"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if ts.loads.Load() != 2 || resp.Request.URL.Path != "/recording" {
+	if ts.loads.Load() != 2 || resp.Request.URL.Path != ts.srv.base+"/recording" {
 		t.Errorf("after reload: %d loads, at %s", ts.loads.Load(), resp.Request.URL)
 	}
 	if closed.Load() != 0 {
@@ -387,10 +383,11 @@ func TestReload(t *testing.T) {
 }
 
 // TestWebToken: served on a loopback address, the view answers only
-// requests with its token, and for its address or localhost only. The
-// token in the query becomes an HttpOnly, SameSite=Strict cookie and
-// leaves the address; without it, with a wrong one, or for another host
-// name (a DNS rebinding page), requests are refused.
+// requests whose path begins with its token, and for its address or
+// localhost only: without it, with a wrong one, with the token anywhere
+// but there, or for another host name (a DNS rebinding page), requests
+// are refused. No response sets a cookie (another port's server would
+// be sent it), and none lets a page tell another site its address.
 func TestWebToken(t *testing.T) {
 	srv, err := New(context.Background(), Options{Load: func(context.Context) (*Recording, error) { return jitRecording(), nil }})
 	if err != nil {
@@ -404,64 +401,56 @@ func TestWebToken(t *testing.T) {
 	done := make(chan error)
 	go func() { done <- srv.Serve(ctx, ln) }()
 	addr := ln.Addr().String()
-	tokenURL := srv.URL(ln.Addr())
-	if !regexp.MustCompile(`^http://` + regexp.QuoteMeta(addr) + `/\?t=[0-9a-f]{32}$`).MatchString(tokenURL) {
-		t.Fatalf("the address to open is %s", tokenURL)
+	m := regexp.MustCompile(`^http://` + regexp.QuoteMeta(addr) + `/([0-9a-f]{32})/$`).FindStringSubmatch(srv.URL(ln.Addr()))
+	if m == nil {
+		t.Fatalf("the address to open is %s", srv.URL(ln.Addr()))
 	}
-	token := strings.TrimPrefix(tokenURL, "http://"+addr+"/?t=")
+	token := m[1]
 	noRedirect := func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	do := func(host, path string, cookie *http.Cookie) *http.Response {
-		t.Helper()
-		req, _ := http.NewRequest("GET", "http://"+addr+path, nil)
-		req.Host = host
-		if cookie != nil {
-			req.AddCookie(cookie)
-		}
+	localhost := "localhost:" + strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	wrong := strings.Repeat("0", len(token))
+	for _, tc := range []struct {
+		what, host, path string
+		want             int
+	}{
+		{"the token", addr, "/" + token + "/recording", http.StatusOK},
+		{"the token, for localhost", localhost, "/" + token + "/recording", http.StatusOK},
+		{"the token, a pprof page", addr, "/" + token + "/ui/all/top", http.StatusOK},
+		{"the token, a static file", addr, "/" + token + "/static/jitprof.js", http.StatusOK},
+		{"the token alone", addr, "/" + token, http.StatusFound},
+		{"nothing", addr, "/recording", http.StatusForbidden},
+		{"nothing, for the root", addr, "/", http.StatusForbidden},
+		{"nothing, for a pprof page", addr, "/ui/all/source?f=fib", http.StatusForbidden},
+		{"nothing, for the reload", addr, "/reload", http.StatusForbidden},
+		{"nothing, for a static file", addr, "/static/jitprof.js", http.StatusForbidden},
+		{"a wrong token", addr, "/" + wrong + "/recording", http.StatusForbidden},
+		{"an empty token", addr, "//recording", http.StatusForbidden},
+		{"the token and more", addr, "/" + token + "0/recording", http.StatusForbidden},
+		{"the token, escaped", addr, "/%" + fmt.Sprintf("%02x", token[0]) + token[1:] + "/recording", http.StatusForbidden},
+		{"the token in the query", addr, "/recording?t=" + token, http.StatusForbidden},
+		{"the token further on", addr, "/ui/" + token + "/top", http.StatusForbidden},
+		{"the token, for another host", "evil.example", "/" + token + "/recording", http.StatusForbidden},
+		{"the token, for another host and the port", "evil.example:" + strconv.Itoa(ln.Addr().(*net.TCPAddr).Port), "/" + token + "/", http.StatusForbidden},
+		{"the token, for another loopback address", "127.0.0.2", "/" + token + "/recording", http.StatusForbidden},
+	} {
+		req, _ := http.NewRequest("GET", "http://"+addr+tc.path, nil)
+		req.Host = tc.host
 		resp, err := (&http.Client{CheckRedirect: noRedirect}).Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
 		resp.Body.Close()
-		return resp
-	}
-
-	// The token in the query: a cookie, and the address without it.
-	resp := do(addr, "/recording?sel=all&t="+token, nil)
-	if loc := resp.Header.Get("Location"); resp.StatusCode != http.StatusSeeOther || loc != "/recording?sel=all" {
-		t.Errorf("with the token: %s to %q, want 303 to /recording?sel=all", resp.Status, loc)
-	}
-	var cookie *http.Cookie
-	for _, c := range resp.Cookies() {
-		if c.Value == token {
-			cookie = c
-		}
-	}
-	if cookie == nil || !cookie.HttpOnly || cookie.SameSite != http.SameSiteStrictMode || cookie.Path != "/" {
-		t.Fatalf("with the token: cookie %+v, want the token, HttpOnly, SameSite=Strict, for /", cookie)
-	}
-	wrong := &http.Cookie{Name: cookie.Name, Value: strings.Repeat("0", len(token))}
-	other := &http.Cookie{Name: "jitprof-web-1", Value: token} // another port's name
-	for _, tc := range []struct {
-		what, host, path string
-		cookie           *http.Cookie
-		want             int
-	}{
-		{"the cookie", addr, "/recording", cookie, http.StatusOK},
-		{"the cookie, for localhost", "localhost:" + strconv.Itoa(ln.Addr().(*net.TCPAddr).Port), "/recording", cookie, http.StatusOK},
-		{"nothing", addr, "/recording", nil, http.StatusForbidden},
-		{"nothing, for a pprof page", addr, "/ui/all/source?f=fib", nil, http.StatusForbidden},
-		{"nothing, for the reload", addr, "/reload", nil, http.StatusForbidden},
-		{"nothing, for a static file", addr, "/static/jitprof.js", nil, http.StatusForbidden},
-		{"a wrong cookie", addr, "/recording", wrong, http.StatusForbidden},
-		{"a wrong token", addr, "/recording?t=" + strings.Repeat("0", len(token)), nil, http.StatusForbidden},
-		{"an empty token", addr, "/recording?t=", nil, http.StatusForbidden},
-		{"another server's cookie", addr, "/recording", other, http.StatusForbidden},
-		{"the cookie, for another host", "evil.example", "/recording", cookie, http.StatusForbidden},
-		{"the token, for another host", "evil.example:" + strconv.Itoa(ln.Addr().(*net.TCPAddr).Port), "/?t=" + token, nil, http.StatusForbidden},
-		{"the cookie, for another loopback address", "127.0.0.2", "/recording", cookie, http.StatusForbidden},
-	} {
-		if resp := do(tc.host, tc.path, tc.cookie); resp.StatusCode != tc.want {
+		if resp.StatusCode != tc.want {
 			t.Errorf("%s (Host %s, %s): %s, want %d", tc.what, tc.host, tc.path, resp.Status, tc.want)
+		}
+		if c := resp.Header.Values("Set-Cookie"); len(c) > 0 {
+			t.Errorf("%s: sets a cookie: %q", tc.what, c)
+		}
+		if p := resp.Header.Get("Referrer-Policy"); p != "no-referrer" {
+			t.Errorf("%s: Referrer-Policy %q, want no-referrer", tc.what, p)
+		}
+		if tc.want == http.StatusFound && resp.Header.Get("Location") != "/"+token+"/" {
+			t.Errorf("%s: to %q, want the view's root", tc.what, resp.Header.Get("Location"))
 		}
 	}
 	cancel()
