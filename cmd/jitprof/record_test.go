@@ -261,7 +261,8 @@ func TestRecordUsage(t *testing.T) {
 		{"--freq", "99", "--count", "9", "-a"},
 		{"-p", "x"},
 		{"-F", "fast", "-a"},
-		{"--call-graph", "dwarf", "-a"}, // frame pointers only
+		{"--call-graph", "lbr", "-a"},     // fp and dwarf only
+		{"--call-graph", "dwarf,0", "-a"}, // no stack to dump
 	} {
 		if err := runRecord(args); !errors.Is(err, cli.ErrUsage) {
 			t.Errorf("record %q: %v, want a usage error", args, err)
