@@ -108,3 +108,29 @@ func TestOpenOwnDir(t *testing.T) {
 	}
 }
 
+// TestOpenEntry: an entry is opened on the directory's descriptor and
+// never through a link, even one that stays inside the directory.
+func TestOpenEntry(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "file"), []byte("x"), 0o600)
+	os.Symlink("file", filepath.Join(dir, "inside"))
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	if f, err := OpenEntry(root, "file", os.O_RDONLY, 0); err != nil {
+		t.Errorf("a regular file: %v", err)
+	} else {
+		f.Close()
+	}
+	if f, err := OpenEntry(root, "inside", os.O_RDONLY, 0); !errors.Is(err, ErrUntrusted) {
+		if f != nil {
+			f.Close()
+		}
+		t.Errorf("a link inside the directory: %v, want a refusal", err)
+	}
+	if _, err := OpenEntry(root, "a/b", os.O_RDONLY, 0); err == nil {
+		t.Error("a path of two entries was opened")
+	}
+}
