@@ -40,11 +40,13 @@ const (
 // at most recordRate and byteRate a second on average, at most a tenth
 // of that in one round (a round is one drain of the rings, 100 ms or
 // less) and a quarter of a round's for one process. A JIT that loads
-// code faster than this is followed with a delay; one that loads without
-// end is followed at this rate, in a fraction of one CPU.
+// code faster than this (V8 starting a large program loads some
+// thousands of functions a second) is followed with a delay; one that
+// loads without end is followed at this rate, in about a tenth of one
+// CPU.
 const (
-	recordRate = 1 << 18 // ~262,000 records/s
-	byteRate   = 32 << 20
+	recordRate = 1 << 16 // 65,536 records/s
+	byteRate   = 16 << 20
 	// copyPerFlush bounds the bytes of JIT data copied into the session
 	// at one flush (copy_file_range: the kernel copies them).
 	copyPerFlush = 64 << 20

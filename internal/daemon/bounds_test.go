@@ -223,3 +223,99 @@ func dirSize(t *testing.T, dir string) int64 {
 	})
 	return n
 }
+
+// TestSessionChangedCopiesAgain: after save (or reset), the new session
+// gets the whole of a jitdump's copy again, and a perf map is numbered
+// anew into the new session's own numbered dump, every range of it; the
+// saved session keeps its own.
+func TestSessionChangedCopiesAgain(t *testing.T) {
+	in, db, dir := newTestIngest(t)
+	tmp := t.TempDir()
+	dump := filepath.Join(tmp, "jit-610.dump")
+	writeLoads(t, dump, 610, 0x1000, 0, 1000)
+	j := followDump(t, in, 610, dump)
+	mp := filepath.Join(tmp, "perf-611.map")
+	os.WriteFile(mp, []byte("1000 10 a\n2000 10 b\n3000 10 c\n"), 0o600)
+	f, _ := os.Open(mp)
+	m := in.pid(611).jit
+	m.handler, m.path, m.f, m.snap = "perfmap", mp, f, 1
+	m.p = anon.Process{PID: 611, NSPID: 611, UID: trust.UnknownOwner}
+	drainJIT(t, in)
+	in.SaveAllJIT()
+	if err := db.Save("first"); err != nil {
+		t.Fatal(err)
+	}
+	in.SessionChanged()
+	drainJIT(t, in)
+	in.SaveAllJIT()
+	for _, session := range []string{"first", sampledb.Current} {
+		cp, err := os.ReadFile(filepath.Join(sampledb.JITDir(dir, session, 610), "data.jitdump"))
+		src, _ := os.ReadFile(dump)
+		if err != nil || !bytes.Equal(cp, src) {
+			t.Errorf("%s: the jitdump's copy has %d of its %d bytes (%v)", session, len(cp), len(src), err)
+		}
+		seq, err := os.ReadFile(filepath.Join(sampledb.JITDir(dir, session, 611), perfmapSeqFile))
+		if err != nil {
+			t.Fatalf("%s: %v", session, err)
+		}
+		for _, name := range []string{"a", "b", "c"} {
+			if !bytes.Contains(seq, []byte(name+"\x00")) {
+				t.Errorf("%s: the numbered dump lacks %q", session, name)
+			}
+		}
+	}
+	if in.JITData != j.off+m.added {
+		t.Errorf("the new session counts %d bytes of JIT data, want %d", in.JITData, j.off+m.added)
+	}
+}
+
+// TestPerfmapRewrittenFasterThanRead: a map written anew faster than the
+// daemon's share of work reads it keeps the daemon's ranges to about
+// two maps' worth: renamed over the old, each map is read whole before
+// the next; written anew in place, what an unfinished read had seen is
+// all that stays.
+func TestPerfmapRewrittenFasterThanRead(t *testing.T) {
+	for _, inPlace := range []bool{false, true} {
+		mp := filepath.Join(t.TempDir(), "perf-612.map")
+		write := func(gen int) {
+			var b bytes.Buffer
+			for i := range 3000 {
+				fmt.Fprintf(&b, "%x 10 g%d_%d\n", 0x1000+0x10*(i%200), gen, i)
+			}
+			if inPlace {
+				os.WriteFile(mp, b.Bytes(), 0o600)
+				return
+			}
+			os.WriteFile(mp+".tmp", b.Bytes(), 0o600)
+			os.Rename(mp+".tmp", mp)
+		}
+		write(0)
+		f, _ := os.Open(mp)
+		session := t.TempDir()
+		root, _ := os.OpenRoot(session)
+		j := &jitProc{pid: 612, handler: "perfmap", path: mp, f: f, snap: 1, p: anon.Process{PID: 612, NSPID: 612, UID: trust.UnknownOwner}}
+		for gen := 1; gen <= 20; gen++ {
+			w := work{records: 1000, bytes: 1 << 30}
+			if err := j.poll(uint64(gen)*1e6, &w, unbounded, func() (*os.Root, error) { return root, nil }); err != nil {
+				t.Fatal(err)
+			}
+			if len(j.ranges) > 2*3000+1000 {
+				t.Fatalf("in place %v: %d ranges after %d maps of 3000 lines", inPlace, len(j.ranges), gen)
+			}
+			write(gen)
+		}
+		j.close()
+		root.Close()
+		if !inPlace {
+			// Whole maps were read: every name of one of them is numbered.
+			seq, _ := os.ReadFile(filepath.Join(session, perfmapSeqFile))
+			whole := false
+			for gen := 1; gen < 20 && !whole; gen++ {
+				whole = bytes.Contains(seq, fmt.Appendf(nil, "g%d_0\x00", gen)) && bytes.Contains(seq, fmt.Appendf(nil, "g%d_2999\x00", gen))
+			}
+			if !whole {
+				t.Error("no map written anew was read whole")
+			}
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path"
 	"path/filepath"
@@ -232,7 +233,8 @@ func (j *jitProc) fill(data []byte, room jitRoom, session func() (*os.Root, erro
 			if off+len(chunk) == len(data) && chunk[len(chunk)-1] != '\n' {
 				chunk = append(slices.Clip(chunk), '\n') // the last line, unterminated
 			}
-			out, used, err := j.mapLines(nil, chunk, len(chunk) >= mapChunk, 0, &room)
+			all := work{math.MaxInt64, math.MaxInt64}
+			out, used, err := j.mapLines(nil, chunk, len(chunk) >= mapChunk, 0, &room, &all)
 			if len(out) > 0 {
 				if werr := j.appendDump(out, 0, session); werr != nil {
 					return werr

@@ -633,8 +633,9 @@ func (in *Ingest) Close() {
 }
 
 // SessionChanged says the DB began a new current session (reset or
-// save): every followed JIT's data is copied into it again, and a perf
-// map's numbered dump is written anew with the ranges it has now.
+// save): every followed JIT's data is copied into it again, from its
+// start; a perf map is read again from its start, its ranges numbered
+// anew in the new session's numbered dump.
 func (in *Ingest) SessionChanged() {
 	in.JITData, in.JITBounded = 0, 0
 	for _, st := range in.pids {
@@ -646,21 +647,20 @@ func (in *Ingest) SessionChanged() {
 		j.changed = true
 		var b *errBound
 		if errors.As(j.bound, &b) {
-			in.JITBounded++ // followed no more, but copied again
+			if j.handler == "perfmap" {
+				j.bound = nil // the new session has room for it again
+			} else {
+				in.JITBounded++ // followed no more, but copied again
+			}
+		}
+		if j.handler == "perfmap" {
+			in.entries -= j.entries()
+			j.ranges, j.code = nil, codeTable{}
+			j.off, j.skip, j.sweep, j.snap, j.added = 0, false, false, j.snap+1, 0
+			delete(in.JITErrors, j.pid)
+			continue
 		}
 		j.added = j.off
-		if j.handler == "perfmap" {
-			j.added = 0
-			var out []byte
-			now := in.now()
-			for s, r := range j.ranges {
-				out, _ = j.appendRange(out, s, r.seq, now)
-			}
-			j.added += int64(len(out))
-			if err := j.appendDump(out, now, func() (*os.Root, error) { return in.jitDir(j) }); err != nil {
-				in.jitError(j, err)
-			}
-		}
 		in.JITData += j.added
 	}
 }

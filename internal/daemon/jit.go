@@ -5,9 +5,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"io/fs"
 	"os"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -74,7 +76,7 @@ type jitProc struct {
 	// perfmap: the ranges of the map and their numbers, the last number
 	// given, the snapshot being read and, after the map was rewritten,
 	// that ranges not in the new one end when it is read to its end.
-	ranges map[perfmap.Symbol]mapRange
+	ranges map[rangeKey]mapRange
 	seq    uint64
 	snap   uint64
 	sweep  bool
@@ -114,6 +116,18 @@ type jitProc struct {
 // mapRange is a perf map range's number and the snapshot it was last
 // seen in.
 type mapRange struct{ seq, snap uint64 }
+
+// rangeKey is a perf map range as the daemon keeps it: its name is
+// hashed (with a seed of this process's, which no map's writer knows),
+// for the ranges of a large map take a tenth of the memory they would
+// with their names. The name is written once, in the numbered dump.
+type rangeKey struct{ start, size, name uint64 }
+
+var nameSeed = maphash.MakeSeed()
+
+func keyOf(s perfmap.Symbol) rangeKey {
+	return rangeKey{s.Start, s.Size, maphash.String(nameSeed, s.Name)}
+}
 
 // entries is what the process's JIT data holds in memory.
 func (j *jitProc) entries() int { return j.code.len() + len(j.ranges) }
@@ -286,6 +300,12 @@ func (j *jitProc) grown() (grown, replaced bool, err error) {
 			// session's copy is made of.
 			return true, true, nil
 		}
+		if j.sweep && j.off < fi.Size() {
+			// A new map read to its end before the next: each
+			// snapshot is one map, whole, however often it is
+			// replaced.
+			return true, false, nil
+		}
 		f, err := anon.OpenData(&j.p, j.path)
 		if err != nil {
 			return false, false, err
@@ -404,6 +424,11 @@ func (j *jitProc) pollPerfmap(now uint64, w *work, room jitRoom, session func() 
 		return err
 	}
 	if rewritten {
+		if j.sweep {
+			// Written anew again before the last new map was read
+			// to its end: only what that one had so far stays.
+			j.sweepBefore(j.snap, now)
+		}
 		j.off, j.skip, j.sweep = 0, false, true
 		j.snap++
 	}
@@ -414,16 +439,18 @@ func (j *jitProc) pollPerfmap(now uint64, w *work, room jitRoom, session func() 
 		return err
 	}
 	var out []byte
-	for j.off < j.size && w.bytes > 0 {
+	chunk := chunks.Get().(*[]byte)
+	defer chunks.Put(chunk)
+	for j.off < j.size && w.bytes > 0 && w.records > 0 {
 		n := min(j.size-j.off, mapChunk, w.bytes)
-		buf := make([]byte, n)
+		buf := (*chunk)[:n]
 		if _, err := j.f.ReadAt(buf, j.off); err != nil && !errors.Is(err, io.EOF) {
 			return fmt.Errorf("%s: %w", j.path, err)
 		}
 		w.bytes -= n
 		var lerr error
 		var used int64
-		out, used, lerr = j.mapLines(out, buf, n == mapChunk, now, &room)
+		out, used, lerr = j.mapLines(out, buf, n == mapChunk, now, &room, w)
 		j.off += used
 		if lerr != nil {
 			err = lerr
@@ -435,12 +462,7 @@ func (j *jitProc) pollPerfmap(now uint64, w *work, room jitRoom, session func() 
 	}
 	if err == nil && j.off == j.size && j.sweep {
 		// The new map is read: what it no longer has is gone.
-		for s, r := range j.ranges {
-			if r.snap != j.snap {
-				j.code.unload(r.seq, now)
-				delete(j.ranges, s)
-			}
-		}
+		j.sweepBefore(j.snap, now)
 		j.sweep = false
 	}
 	if len(out) > 0 {
@@ -452,10 +474,24 @@ func (j *jitProc) pollPerfmap(now uint64, w *work, room jitRoom, session func() 
 	return err
 }
 
-// mapLines applies the whole lines of b, read at j.off, and returns the
-// dump's records grown and how many bytes of b it used; full says b is a
-// whole chunk, so a chunk without a newline is a line too long.
-func (j *jitProc) mapLines(out, b []byte, full bool, now uint64, room *jitRoom) ([]byte, int64, error) {
+// sweepBefore ends the ranges last seen before snapshot snap.
+func (j *jitProc) sweepBefore(snap, now uint64) {
+	for k, r := range j.ranges {
+		if r.snap < snap {
+			j.code.unload(r.seq, now)
+			delete(j.ranges, k)
+		}
+	}
+}
+
+// chunks are the buffers perf maps are read into, a chunk at a time.
+var chunks = sync.Pool{New: func() any { b := make([]byte, mapChunk); return &b }}
+
+// mapLines applies the whole lines of b, read at j.off, a new range
+// costing a record of w, and returns the dump's records grown and how
+// many bytes of b it used; full says b is a whole chunk, so a chunk
+// without a newline is a line too long.
+func (j *jitProc) mapLines(out, b []byte, full bool, now uint64, room *jitRoom, w *work) ([]byte, int64, error) {
 	used := int64(0)
 	if j.skip {
 		i := bytes.IndexByte(b, '\n')
@@ -465,35 +501,32 @@ func (j *jitProc) mapLines(out, b []byte, full bool, now uint64, room *jitRoom) 
 		j.skip = false
 		used, b = int64(i+1), b[i+1:]
 	}
-	last := bytes.LastIndexByte(b, '\n')
-	if last < 0 {
-		if full {
-			j.skip = true
-			return out, used + int64(len(b)), nil
-		}
-		return out, used, nil
-	}
-	m, err := perfmap.Options{Lenient: true}.Parse(bytes.NewReader(b[:last+1]))
-	if err != nil {
-		return out, used, fmt.Errorf("%s: %w", j.path, err)
+	if full && bytes.IndexByte(b, '\n') < 0 {
+		j.skip = true
+		return out, used + int64(len(b)), nil
 	}
 	if j.ranges == nil {
-		j.ranges = map[perfmap.Symbol]mapRange{}
+		j.ranges = map[rangeKey]mapRange{}
 	}
-	for _, s := range m.Symbols {
-		if s.Size == 0 {
-			continue // names no address; V8 writes some
+	for w.records > 0 {
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			break // a torn last line: the rest is not written yet
 		}
-		s.Line = 0
-		if r, ok := j.ranges[s]; ok {
+		s, ok, err := perfmap.ParseLine(b[:i+1])
+		used, b = used+int64(i+1), b[i+1:]
+		if err != nil || !ok || s.Size == 0 {
+			continue // a bad line, or one naming no address (V8 writes some)
+		}
+		k := keyOf(s)
+		if r, ok := j.ranges[k]; ok {
 			r.snap = j.snap
-			j.ranges[s] = r
+			j.ranges[k] = r
 			continue
 		}
 		n := len(out)
-		out, err = j.appendRange(out, s, j.seq+1, now)
-		if err != nil {
-			return out, used, err
+		if out, err = j.appendRange(out, s, j.seq+1, now); err != nil {
+			return out[:n], used, err
 		}
 		if size := int64(len(out) - n); size > room.bytes {
 			return out[:n], used, boundErr("%s: past %s of numbered perf map (%s)", j.path, mib(j.added), room.bytesWhy)
@@ -504,11 +537,12 @@ func (j *jitProc) mapLines(out, b []byte, full bool, now uint64, room *jitRoom) 
 			room.entries--
 			j.added += size
 		}
+		w.records--
 		j.seq++
-		j.ranges[s] = mapRange{seq: j.seq, snap: j.snap}
+		j.ranges[k] = mapRange{seq: j.seq, snap: j.snap}
 		j.code.load(s.Start, s.Size, j.seq, now)
 	}
-	return out, used + int64(last+1), nil
+	return out, used, nil
 }
 
 // appendRange appends the numbered dump's record of a perf map's range:
