@@ -308,7 +308,10 @@ func (j *jitProc) grown() (grown, replaced bool, err error) {
 		}
 		f, err := anon.OpenData(&j.p, j.path)
 		if err != nil {
-			return false, false, err
+			// Replaced again while it was opened (it has no link left),
+			// or by a file that fails the checks: the map as last read
+			// stays, and the next poll looks again.
+			return false, false, fmt.Errorf("%s written anew, not read: %v", j.path, err)
 		}
 		j.f.Close()
 		j.f, replaced = f.File, true

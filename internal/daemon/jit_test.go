@@ -286,3 +286,43 @@ func TestJitdumpModifiedSameSize(t *testing.T) {
 		t.Errorf("the live code is generation %d, want 15", seq)
 	}
 }
+
+// TestPerfmapReplacementRefused: a perf map written anew whose new file
+// cannot be taken (replaced again while it was opened, so it has no link
+// left; or a link) leaves the map as last read, and the daemon follows
+// the next good one: a JIT renaming its map over and over in a race with
+// the daemon's open is not given up.
+func TestPerfmapReplacementRefused(t *testing.T) {
+	dir := t.TempDir()
+	mp := filepath.Join(dir, "perf-4243.map")
+	os.WriteFile(mp, []byte("1000 40 fib\n"), 0o600)
+	f, _ := os.Open(mp)
+	session := t.TempDir()
+	root, _ := os.OpenRoot(session)
+	defer root.Close()
+	sess := func() (*os.Root, error) { return root, nil }
+	j := &jitProc{pid: 4243, handler: "perfmap", path: mp, f: f, snap: 1, p: anon.Process{PID: 4243, NSPID: 4243, UID: trust.UnknownOwner}}
+	defer j.close()
+	if err := pollAll(j, 100, sess); err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(dir, "other")
+	os.WriteFile(other, []byte("1000 40 collatz\n"), 0o600)
+	os.Remove(mp)
+	os.Symlink(other, mp)
+	if err := pollAll(j, 200, sess); err == nil || j.bound != nil {
+		t.Errorf("a link for the map: %v, bound %v; want an error, and the map followed on", err, j.bound)
+	}
+	if seq, _ := j.code.lookup(0x1010, 250); seq != 1 {
+		t.Errorf("after the refused replacement the code is generation %d, want 1 (fib)", seq)
+	}
+	os.Remove(mp)
+	os.WriteFile(mp+".tmp", []byte("1000 40 sum\n"), 0o600)
+	os.Rename(mp+".tmp", mp)
+	if err := pollAll(j, 300, sess); err != nil {
+		t.Fatal(err)
+	}
+	if seq, _ := j.code.lookup(0x1010, 350); seq != 2 {
+		t.Errorf("after a good replacement the code is generation %d, want 2 (sum)", seq)
+	}
+}
