@@ -289,21 +289,18 @@ func (c *codeTable) prune(t uint64) {
 	}
 }
 
-// jitlogRecord applies what a jitlog record says of code; it reports
-// whether the record was about code, and false in ok when the table is
-// full.
-func (c *codeTable) jitlogRecord(r jitlog.Record) (code, ok bool) {
+// jitlogRecord applies what a jitlog record says of code; false when the
+// table is full.
+func (c *codeTable) jitlogRecord(r jitlog.Record) bool {
 	switch r := r.(type) {
 	case *jitlog.LoadRecord:
-		return true, c.load(r.Addr, r.Size, r.Seq, r.Time)
+		return c.load(r.Addr, r.Size, r.Seq, r.Time)
 	case *jitlog.MoveRecord:
 		c.move(r.Seq, r.NewAddr, r.Time)
 	case *jitlog.UnloadRecord:
 		c.unload(r.Seq, r.Time)
-	default:
-		return false, true
 	}
-	return true, true
+	return true
 }
 
 // jitdumpRecord applies what a jitdump record says of code; false when

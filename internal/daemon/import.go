@@ -167,7 +167,6 @@ func embeddedJIT(in *Ingest, b *jitbundle.Bundle, procs *process.Tracker) func(j
 				}
 				j.bound = err
 			}
-			j.changed = true
 			return
 		}
 	}
@@ -207,10 +206,7 @@ func (j *jitProc) fill(data []byte, room jitRoom, session func() (*os.Root, erro
 				return rec.Time
 			}
 			return 0
-		}, func(rec jitlog.Record) bool {
-			_, ok := j.code.jitlogRecord(rec)
-			return ok
-		})
+		}, j.code.jitlogRecord)
 	case "jitdump":
 		r, err := jitdump.NewReader(bytes.NewReader(data))
 		if err != nil {

@@ -209,7 +209,9 @@ func (in *Ingest) placeAnon(st *pidState, pid uint32, m *process.Mapping, addr, 
 			}
 			found = j.handler != ""
 		} else {
-			found = j.find(time.Now(), in.mappings)
+			var err error
+			found, err = j.find(time.Now(), in.mappings)
+			in.jitError(j, err)
 		}
 		if found {
 			clear(st.anon) // its anonymous images become JIT images
@@ -644,7 +646,6 @@ func (in *Ingest) SessionChanged() {
 			continue
 		}
 		j.closeSession()
-		j.changed = true
 		var b *errBound
 		if errors.As(j.bound, &b) {
 			if j.handler == "perfmap" {

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -360,5 +361,27 @@ func TestShortLivedAnon(t *testing.T) {
 	}
 	if len(sel.Files) > 2 || total != n {
 		t.Errorf("%d sample files with %d samples, want one file (the spawner's anonymous memory) with %d", len(sel.Files), total, n)
+	}
+}
+
+// TestFindRefusalReported: a JIT data file refused when the daemon first
+// looks for a process's data (here a link at /tmp/perf-PID.map) is said
+// in status, not dropped.
+func TestFindRefusalReported(t *testing.T) {
+	in, _, _ := newTestIngest(t)
+	const pid = 3_950_001
+	mp := fmt.Sprintf("/tmp/perf-%d.map", pid)
+	target := filepath.Join(t.TempDir(), "map")
+	os.WriteFile(target, []byte("7e0000000000 10 f\n"), 0o600)
+	if err := os.Symlink(target, mp); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Remove(mp)
+	in.procs.Map(process.Mapping{PID: pid, Start: 0x7e0000000000, End: 0x7e0000010000, Path: "//anon", Anon: true, Exec: true})
+	s := &perfdata.Sample{IP: 0x7e0000000004}
+	s.PID, s.TID, s.Time, s.Misc = pid, pid, t0, perfdata.MiscUser
+	in.Add(s)
+	if err := in.JITErrors[pid]; !errors.Is(err, trust.ErrUntrusted) {
+		t.Errorf("the refused map: %v, want a refusal in the process's errors", err)
 	}
 }

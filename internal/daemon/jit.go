@@ -93,9 +93,7 @@ type jitProc struct {
 	manifest bool
 	added    int64
 
-	behind  bool  // its last poll used all its share of the work
-	changed bool  // data changed since it was last copied into the session
-	err     error // the last error of its data
+	behind bool // its last poll used all its share of the work
 	// bound is the bound its data met, or the refusal of its file (a
 	// sparse one): no more of it is followed.
 	bound error
@@ -141,19 +139,19 @@ func (j *jitProc) stale(err error) error {
 	}
 	j.rejected[j.path] = true
 	j.close()
-	j.handler, j.path, j.changed = "", "", false
+	j.handler, j.path = "", ""
 	j.code, j.off, j.hdr, j.ranges = codeTable{}, 0, nil, nil
 	return err
 }
 
 // find looks for the process's JIT data; found reports whether it has a
-// source now.
-func (j *jitProc) find(now time.Time, procs func(pid uint32) []anon.Mapping) bool {
+// source now, err why a file was refused.
+func (j *jitProc) find(now time.Time, procs func(pid uint32) []anon.Mapping) (found bool, err error) {
 	if j.handler != "" {
-		return true
+		return true, nil
 	}
 	if now.Before(j.next) || j.noFiles {
-		return false
+		return false, nil
 	}
 	j.next = now.Add(lookAgain)
 	if j.p.PID == 0 {
@@ -177,15 +175,14 @@ func (j *jitProc) find(now time.Time, procs func(pid uint32) []anon.Mapping) boo
 				continue
 			}
 			if err != nil {
-				j.err = err
-				break
+				return false, err
 			}
-			j.handler, j.path, j.changed = h, path, true
+			j.handler, j.path = h, path
 			j.snap = 1
-			return true
+			return true, nil
 		}
 	}
-	return false
+	return false, nil
 }
 
 func (j *jitProc) open(handler, path string) error {
@@ -253,11 +250,7 @@ func (j *jitProc) pollJitlog(w *work, room jitRoom) error {
 		j.checked = true
 	}
 	for _, r := range recs {
-		code, ok := j.code.jitlogRecord(r)
-		if code {
-			j.changed = true
-		}
-		if !ok {
+		if !j.code.jitlogRecord(r) {
 			break
 		}
 	}
@@ -383,7 +376,6 @@ func (j *jitProc) pollJitdump(w *work, room jitRoom) error {
 	n := int64(0)
 	for n < w.records && r.Next() {
 		n++
-		j.changed = true
 		if !j.code.jitdumpRecord(r.Record()) {
 			break
 		}
@@ -469,7 +461,6 @@ func (j *jitProc) pollPerfmap(now uint64, w *work, room jitRoom, session func() 
 		j.sweep = false
 	}
 	if len(out) > 0 {
-		j.changed = true
 		if werr := j.appendDump(out, now, session); werr != nil {
 			return werr
 		}

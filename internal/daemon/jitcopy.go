@@ -102,7 +102,6 @@ func (j *jitProc) save(session func() (*os.Root, error), left *int64) error {
 	}
 	copies := j.handler != "perfmap"
 	if j.manifest && (!copies || j.copied == j.off) {
-		j.changed = false
 		return nil
 	}
 	dir, err := session()
@@ -115,11 +114,8 @@ func (j *jitProc) save(session func() (*os.Root, error), left *int64) error {
 		}
 	}
 	if !j.manifest {
-		if err := j.writeManifest(dir); err != nil {
-			return err
-		}
+		return j.writeManifest(dir)
 	}
-	j.changed = copies && j.copied < j.off
 	return nil
 }
 
