@@ -668,3 +668,54 @@ func openKinds() []Kind {
 	}
 	return []Kind{KindHeader, KindLoggerOpen}
 }
+
+// TestTailPollLimit: PollLimit returns no more records, nor bytes of
+// them, than asked (but always one record when maxBytes is positive),
+// says when more wait, and over its calls returns every record once; a
+// negative maxBytes returns none, only whether one waits.
+func TestTailPollLimit(t *testing.T) {
+	l := openTest(t, Options{Name: "limited"})
+	const n = 1000
+	for i := range n {
+		if _, err := l.CodeLoad(uintptr(0x1000+16*i), 16, "f", nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.Close()
+	tl, err := OpenTail(l.Path(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tl.Close()
+	if recs, more, err := tl.PollLimit(-1, 0); err != nil || !more || len(recs) != 1 {
+		t.Fatalf("PollLimit(-1, 0) = %d records (the header alone, want), more %v, %v", len(recs), more, err)
+	}
+	loads := 0
+	for calls := 0; ; calls++ {
+		before := tl.Offset()
+		recs, more, err := tl.PollLimit(200, 7)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(recs) > 7 || len(recs) > 1 && tl.Offset()-before > 200 {
+			t.Fatalf("call %d: %d records of %d bytes, limits 7 and 200", calls, len(recs), tl.Offset()-before)
+		}
+		for _, r := range recs {
+			if _, ok := r.(*LoadRecord); ok {
+				loads++
+			}
+		}
+		if !more {
+			break
+		}
+		if calls > 2*n {
+			t.Fatal("PollLimit makes no progress")
+		}
+	}
+	if loads != n {
+		t.Errorf("%d loads read, want %d", loads, n)
+	}
+	if recs, more, _ := tl.PollLimit(200, 7); len(recs) != 0 || more {
+		t.Errorf("after the last: %d records, more %v", len(recs), more)
+	}
+}

@@ -46,33 +46,57 @@ func (t *Tail) Header() *Header { return t.hdr }
 // Close closes the file.
 func (t *Tail) Close() error { return t.f.Close() }
 
+// File is the database followed, for a copy of what Poll returned
+// (Offset says how far that is).
+func (t *Tail) File() *os.File { return t.f }
+
+// Offset is where the record after those returned begins: the database
+// up to it is the header and whole records.
+func (t *Tail) Offset() int64 {
+	if t.hdr == nil {
+		return 0
+	}
+	return int64(t.off)
+}
+
 // Poll returns the records published since the last call, the header
 // first on the call that first sees it. An ErrTorn error comes with the
 // records read; the next Poll goes on after the torn record.
 func (t *Tail) Poll() ([]Record, error) {
+	recs, _, err := t.PollLimit(0, 0)
+	return recs, err
+}
+
+// PollLimit is Poll returning at most maxRecords records of at most
+// maxBytes bytes in all (0: no bound), so that a follower's work on a
+// database that grew by a gigabyte is bounded; more says records were
+// left for the next call. A positive maxBytes returns at least one
+// record when one is published, however big; a negative one returns
+// none, only whether one waits.
+func (t *Tail) PollLimit(maxBytes int64, maxRecords int) (_ []Record, more bool, _ error) {
 	var recs []Record
 	fi, err := t.f.Stat()
 	if err != nil {
-		return nil, fmt.Errorf("jitlog: tail %s: %w", t.path, err)
+		return nil, false, fmt.Errorf("jitlog: tail %s: %w", t.path, err)
 	}
 	size := uint64(fi.Size())
 	if err := t.rule.CheckSize(t.path, fi.Size()); err != nil {
-		return nil, fmt.Errorf("jitlog: %w", err)
+		return nil, false, fmt.Errorf("jitlog: %w", err)
 	}
 	var hb [HeaderSize]byte
 	if size < HeaderSize {
-		return nil, nil
+		return nil, false, nil
 	}
 	if _, err := t.f.ReadAt(hb[:], 0); err != nil {
-		return nil, fmt.Errorf("jitlog: tail %s: %w", t.path, err)
+		return nil, false, fmt.Errorf("jitlog: tail %s: %w", t.path, err)
 	}
 	if t.hdr == nil {
 		if le.Uint64(hb[offMagic:]) == 0 {
-			return nil, nil // being created
+			return nil, false, nil // being created
 		}
 		h, err := decodeHeader(hb[:])
 		if err != nil {
-			return nil, fmt.Errorf("jitlog: tail %s: %w", t.path, err)
+			return nil, false, fmt.Errorf("jitlog: tail %s: %w", t.path, err)
 		}
 		t.hdr, t.off = h, HeaderSize
 		recs = append(recs, h)
@@ -85,18 +109,24 @@ func (t *Tail) Poll() ([]Record, error) {
 	t.frame = Reader{r: t.f, end: end, buf: t.frame.buf[:0]}
 	pos := t.off
 	checked, alive := false, false
+	n := 0
 	for pos+frameSize <= end {
 		f, err := t.frame.bytesAt(pos, frameSize)
 		if err != nil {
-			return recs, fmt.Errorf("jitlog: tail %s: offset %d: %w", t.path, pos, err)
+			return recs, false, fmt.Errorf("jitlog: tail %s: offset %d: %w", t.path, pos, err)
 		}
 		size, _, st, err := parseFrame(f, pos, end)
 		if err != nil {
-			return recs, fmt.Errorf("jitlog: tail %s: offset %d: %w", t.path, pos, err)
+			return recs, false, fmt.Errorf("jitlog: tail %s: offset %d: %w", t.path, pos, err)
 		}
 		if st == unclaimed {
 			break
 		}
+		if maxBytes < 0 || maxRecords > 0 && n >= maxRecords || maxBytes > 0 && n > 0 && int64(pos+size-t.off) > maxBytes {
+			more = true
+			break
+		}
+		n++
 		if st == pending {
 			if !checked {
 				checked, alive = true, t.Alive(t.hdr)
@@ -113,9 +143,9 @@ func (t *Tail) Poll() ([]Record, error) {
 	}
 	t.off = rd.off
 	if err := rd.Err(); err != nil {
-		return recs, fmt.Errorf("jitlog: tail %s: %w", t.path, err)
+		return recs, more, fmt.Errorf("jitlog: tail %s: %w", t.path, err)
 	}
-	return recs, nil
+	return recs, more, nil
 }
 
 // Follow polls every interval and calls fn for each record until ctx is

@@ -21,8 +21,14 @@ type Writer struct {
 	// File.EventTypes), where a feature bit it does not know can crash
 	// perf 6.1's inject.
 	EventTypes []byte
+	// EventTypesFrom, if set instead of EventTypes, writes the section's
+	// bytes at Close, streamed (in pipe mode cut into records as
+	// EventTypes is), so that a large section is never whole in memory.
+	EventTypesFrom func(w io.Writer) error
 
 	w        io.WriteSeeker // nil in pipe mode
+	count    *countWriter   // pipe mode: what reached the stream
+	size     int64          // after Close: the file's size
 	bw       *bufio.Writer
 	pipe     bool
 	sent     map[Feature]bool // pipe mode: features already in the stream
@@ -222,12 +228,26 @@ func (w *Writer) Close() error {
 	w.write(hdrs)
 	w.write(contents)
 	var eventTypes section
-	if len(w.EventTypes) > 0 {
+	if len(w.EventTypes) > 0 || w.EventTypesFrom != nil {
 		end := contentOff + int64(len(contents))
 		pad := -end & 7
 		w.write(make([]byte, pad))
-		eventTypes = section{uint64(end + pad), uint64(len(w.EventTypes))}
+		n := int64(len(w.EventTypes))
 		w.write(w.EventTypes)
+		if w.EventTypesFrom != nil && w.err == nil {
+			cw := &countWriter{w: writerFunc(func(b []byte) (int, error) {
+				w.write(b)
+				if w.err != nil {
+					return 0, w.err
+				}
+				return len(b), nil
+			})}
+			if err := w.EventTypesFrom(cw); err != nil && w.err == nil {
+				w.err = fmt.Errorf("event types: %w", err)
+			}
+			n += cw.n
+		}
+		eventTypes = section{uint64(end + pad), uint64(n)}
 	}
 	if w.err == nil {
 		w.err = w.bw.Flush()
@@ -243,9 +263,34 @@ func (w *Writer) Close() error {
 	if _, err := w.w.Write(hdr); err != nil {
 		return fmt.Errorf("perf.data writer: header: %w", err)
 	}
-	_, err := w.w.Seek(0, io.SeekEnd)
+	size, err := w.w.Seek(0, io.SeekEnd)
+	w.size = size
 	return err
 }
+
+// Size is the size of the file, or of the stream, Close completed.
+func (w *Writer) Size() int64 {
+	if w.pipe {
+		return w.count.n
+	}
+	return w.size
+}
+
+// countWriter counts what reaches w.
+type countWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countWriter) Write(b []byte) (int, error) {
+	n, err := c.w.Write(b)
+	c.n += int64(n)
+	return n, err
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(b []byte) (int, error) { return f(b) }
 
 // NewPipeWriter starts perf's pipe mode (perf record -o -) on w: a stream
 // read front to back, which needs no seeking. The attrs go first, as
@@ -259,7 +304,8 @@ func NewPipeWriter(w io.Writer, attrs []*Attr) (*Writer, error) {
 	if len(attrs) == 0 {
 		return nil, errors.New("perf.data writer: at least one attr is needed")
 	}
-	wr := &Writer{pipe: true, attrs: attrs, bw: bufio.NewWriterSize(w, writeBuffer), sent: map[Feature]bool{}}
+	count := &countWriter{w: w}
+	wr := &Writer{pipe: true, attrs: attrs, bw: bufio.NewWriterSize(count, writeBuffer), sent: map[Feature]bool{}, count: count}
 	wr.write(le.AppendUint64(le.AppendUint64(nil, magicLE), pipeHeaderSz))
 	for _, a := range attrs {
 		var err error
@@ -280,21 +326,57 @@ func NewPipeWriter(w io.Writer, attrs []*Attr) (*Writer, error) {
 // maxRecord is the most a record's u16 size can say.
 const maxRecord = 1<<16 - 1
 
-// sendEventTypes writes, in pipe mode, EventTypes as HEADER_EVENT_TYPE
-// records whose bodies are multiples of 8 bytes.
+// sendEventTypes writes, in pipe mode, EventTypes (or what
+// EventTypesFrom writes) as HEADER_EVENT_TYPE records whose bodies are
+// multiples of 8 bytes.
 func (w *Writer) sendEventTypes() {
-	const most = (maxRecord - 8) &^ 7
-	var rec []byte
-	for b := w.EventTypes; len(b) > 0 && w.err == nil; {
-		n := min(len(b), most)
-		body := b[:n]
-		if pad := -n & 7; pad > 0 {
-			body = append(append([]byte(nil), body...), make([]byte, pad)...)
+	r := &eventTypeRecords{w: w}
+	r.Write(w.EventTypes)
+	if w.EventTypesFrom != nil && w.err == nil {
+		if err := w.EventTypesFrom(r); err != nil && w.err == nil {
+			w.err = fmt.Errorf("event types: %w", err)
 		}
-		rec, w.err = AppendRecord(rec[:0], &HeaderEventType{Data: body})
-		w.write(rec)
-		b = b[n:]
 	}
+	r.flush()
+}
+
+// eventTypeRecords cuts what is written to it into HEADER_EVENT_TYPE
+// records of the most a record holds.
+type eventTypeRecords struct {
+	w   *Writer
+	buf []byte
+	rec []byte
+}
+
+const eventTypeMost = (maxRecord - 8) &^ 7
+
+func (r *eventTypeRecords) Write(b []byte) (int, error) {
+	n := len(b)
+	for len(b) > 0 && r.w.err == nil {
+		k := min(len(b), eventTypeMost-len(r.buf))
+		r.buf = append(r.buf, b[:k]...)
+		b = b[k:]
+		if len(r.buf) == eventTypeMost {
+			r.flush()
+		}
+	}
+	if r.w.err != nil {
+		return 0, r.w.err
+	}
+	return n, nil
+}
+
+// flush writes what is buffered as one record, padded to 8 bytes.
+func (r *eventTypeRecords) flush() {
+	if len(r.buf) == 0 || r.w.err != nil {
+		return
+	}
+	if pad := -len(r.buf) & 7; pad > 0 {
+		r.buf = append(r.buf, make([]byte, pad)...)
+	}
+	r.rec, r.w.err = AppendRecord(r.rec[:0], &HeaderEventType{Data: r.buf})
+	r.w.write(r.rec)
+	r.buf = r.buf[:0]
 }
 
 // sendFeatures writes, in pipe mode, the features not yet in the stream.

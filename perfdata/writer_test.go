@@ -2,6 +2,7 @@ package perfdata_test
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -410,5 +411,74 @@ func TestPipeWriterRoundTrip(t *testing.T) {
 	// The file's own BUILD_ID records come first in the list.
 	if gi, err := g.Features.BuildIDs(); err != nil || len(gi) == 0 || gi[len(gi)-1].Filename != "/bin/true" || !bytes.Equal(gi[len(gi)-1].ID, ids[0].ID) {
 		t.Errorf("build-ids read back end %+v (%v), want %+v", gi[max(0, len(gi)-1):], err, ids)
+	}
+}
+
+// TestEventTypesFrom: an event_types section streamed at Close reads
+// back as the bytes streamed, from a file and from a stream, and Size is
+// what was written.
+func TestEventTypesFrom(t *testing.T) {
+	a := &perfdata.Attr{Type: perfdata.TypeSoftware, SamplePeriod: 1000,
+		SampleType: perfdata.SampleIP | perfdata.SampleTID | perfdata.SampleTime | perfdata.SamplePeriod,
+		Flags:      perfdata.FlagSampleIDAll | perfdata.FlagComm, IDs: []uint64{1}}
+	stream := func(w io.Writer) error {
+		for b := eventTypes; len(b) > 0; b = b[min(len(b), 1000):] {
+			if _, err := w.Write(b[:min(len(b), 1000)]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	c := perfdata.Common{Attr: a, PID: 1, TID: 1}
+	path := filepath.Join(t.TempDir(), "streamed.data")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	w, err := perfdata.NewWriter(f, []*perfdata.Attr{a})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.WriteRecord(&perfdata.Sample{Common: c, IP: 0x1000, Period: 1000})
+	w.EventTypesFrom = stream
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	fi, _ := f.Stat()
+	if w.Size() != fi.Size() {
+		t.Errorf("Size %d, the file has %d bytes", w.Size(), fi.Size())
+	}
+	g, err := perfdata.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if !bytes.Equal(g.EventTypes, eventTypes) {
+		t.Errorf("a file's streamed event types read back as %d bytes, want the %d written", len(g.EventTypes), len(eventTypes))
+	}
+
+	var buf bytes.Buffer
+	w, err = perfdata.NewPipeWriter(&buf, []*perfdata.Attr{a})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.WriteRecord(&perfdata.Sample{Common: c, IP: 0x1000, Period: 1000})
+	w.EventTypesFrom = stream
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if w.Size() != int64(buf.Len()) {
+		t.Errorf("Size %d, the stream has %d bytes", w.Size(), buf.Len())
+	}
+	s, err := perfdata.NewStream(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for r := s.Records(); r.Next(); {
+	}
+	// A stream pads its last record to 8 bytes.
+	if !bytes.Equal(bytes.TrimRight(s.EventTypes, "\x00"), bytes.TrimRight(eventTypes, "\x00")) {
+		t.Errorf("a stream's event types read back as %d bytes, want the %d written", len(s.EventTypes), len(eventTypes))
 	}
 }

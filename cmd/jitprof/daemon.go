@@ -28,7 +28,7 @@ func init() {
 	register(&command{name: "daemon", summary: "the always-on profiler: start, status, dump, stop, reset, save NAME (OProfile's opcontrol)", run: runDaemon})
 }
 
-const daemonUsage = `usage: jitprof daemon start [-a | -p PID[,PID]] [-e EVENT] [-F HZ | -c PERIOD] [-g] [--separate=none,lib,kernel,thread,cpu,all] [--session-dir DIR]
+const daemonUsage = `usage: jitprof daemon start [-a | -p PID[,PID]] [-e EVENT] [-F HZ | -c PERIOD] [-g] [--separate=none,lib,kernel,thread,cpu,all] [--session-dir DIR] [--max-jit-data SIZE] [--max-jit-data-per-process SIZE] [--max-sample-files N] [--max-sample-data SIZE]
        jitprof daemon status|dump|stop|reset [--session-dir DIR]
        jitprof daemon save NAME [--archive] [--session-dir DIR]`
 
@@ -48,6 +48,12 @@ func runDaemon(args []string) error {
 	dir := fs.String("session-dir", "", "the session `directory` (default $JITPROF_SESSION_DIR, else /var/lib/jitprof for root, ~/.local/share/jitprof for others)")
 	flush := fs.Duration("flush", daemon.DefaultFlushEvery, "write counts to the sample files this `often`")
 	archiveIt := fs.Bool("archive", false, "save: also write NAME.jitprof.tar.gz here, the session with the images, debug and source files and kernel symbols its reports read (report it anywhere with jitprof report --archive)")
+	maxJIT, maxJITProc := sizeFlag(daemon.DefaultMaxJITData), sizeFlag(daemon.DefaultMaxJITDataPerProcess)
+	fs.Var(&maxJIT, "max-jit-data", "copy at most this `size` of JIT data into the session, all processes together")
+	fs.Var(&maxJITProc, "max-jit-data-per-process", "copy at most this `size` of one process's JIT data into the session")
+	fs.IntVar(&cfg.MaxSampleFiles, "max-sample-files", daemon.DefaultMaxSampleFiles, "keep at most this `number` of sample files in the session")
+	maxSample := sizeFlag(daemon.DefaultMaxSampleData)
+	fs.Var(&maxSample, "max-sample-data", "keep at most this `size` of sample files in the session")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), daemonUsage)
 		cli.PrintFlags(fs)
@@ -85,6 +91,10 @@ func runDaemon(args []string) error {
 		}
 		cfg.SystemWide = len(cfg.PIDs) == 0
 		cfg.FlushEvery = *flush
+		if cfg.MaxSampleFiles <= 0 {
+			return fmt.Errorf("--max-sample-files %d: want a positive number", cfg.MaxSampleFiles)
+		}
+		cfg.MaxJITData, cfg.MaxJITDataPerProcess, cfg.MaxSampleData = int64(maxJIT), int64(maxJITProc), int64(maxSample)
 		if op == "run" {
 			return daemonRun(cfg)
 		}
@@ -138,14 +148,11 @@ func daemonStart(dir string, args []string) error {
 		fmt.Fprintf(stderrText, "jitprof daemon: removing the stale pid file of pid %d (a daemon that was killed)\n", pid)
 		daemon.RemoveStale(dir)
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
 	exe, err := os.Executable()
 	if err != nil {
 		return err
 	}
-	logf, err := os.OpenFile(filepath.Join(dir, "daemon.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	logf, err := daemon.OpenLog(dir)
 	if err != nil {
 		return err
 	}
@@ -195,7 +202,7 @@ func daemonStart(dir string, args []string) error {
 	}
 	cmd.Wait()
 	if msg == "" {
-		msg = "error: the daemon exited; see " + filepath.Join(dir, "daemon.log")
+		msg = "error: the daemon exited; see " + filepath.Join(dir, daemon.LogFile)
 	}
 	return errors.New(strings.TrimPrefix(msg, "error: "))
 }
@@ -278,8 +285,17 @@ func printStatus(w io.Writer, st *daemon.Status) {
 		what = "samples and arcs"
 	}
 	fmt.Fprintf(w, "counts:          %d %s, %d in files, %d dropped\n", st.Counts, what, st.Flushed, st.Dropped)
-	fmt.Fprintf(w, "sample files:    %d, %d open\n", st.Files, st.OpenFiles)
+	fmt.Fprintf(w, "sample files:    %d, %d open; %d of at most %d in the session, %.1f MB of at most %s\n",
+		st.Files, st.OpenFiles, st.SampleFiles, st.MaxSampleFiles, float64(st.SampleData)/1e6, formatSize(st.MaxSampleData))
+	if st.Refused > 0 {
+		fmt.Fprintf(w, "refused:         %d samples, at the session's bound of sample files or bytes\n", st.Refused)
+	}
 	fmt.Fprintf(w, "JIT processes:   %d\n", st.JITProcesses)
+	fmt.Fprintf(w, "JIT data:        %.1f MB in the session, of at most %s (%s a process)\n",
+		float64(st.JITData)/1e6, formatSize(st.MaxJITData), formatSize(st.MaxJITDataPerProcess))
+	if st.JITBounded > 0 {
+		fmt.Fprintf(w, "JIT bounds:      %d processes' JIT data met a bound: their later code is not followed\n", st.JITBounded)
+	}
 	if !st.LastFlush.IsZero() {
 		fmt.Fprintf(w, "last flush:      %s\n", st.LastFlush.Format(time.RFC3339))
 	}

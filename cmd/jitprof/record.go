@@ -164,10 +164,10 @@ func tellRecorded(res *record.Result, name string, quiet bool) {
 	}
 	jit := ""
 	if res.JITFiles > 0 {
-		jit = fmt.Sprintf(", %d JIT data files embedded", res.JITFiles)
+		jit = fmt.Sprintf(", %d JIT data files embedded, %.3f MB", res.JITFiles, float64(res.JITBytes)/1e6)
 	}
 	fmt.Fprintf(stderrText, "[ jitprof record: wrote %.3f MB %s (%d samples, %d build-ids%s) ]\n",
-		float64(res.Bytes)/1e6, name, res.Samples, res.BuildIDs, jit)
+		float64(res.FileBytes)/1e6, name, res.Samples, res.BuildIDs, jit)
 }
 
 // createOutput creates the output file at path at once, as perf record

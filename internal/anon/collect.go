@@ -1,7 +1,6 @@
 package anon
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -19,33 +18,38 @@ import (
 type collector interface {
 	// paths are where p's data may be, in the order the handler tries.
 	paths(p *Process) []string
-	// used returns the part of a file's bytes worth keeping.
-	used(b []byte) []byte
+	// used is the part of f, the first size bytes of a file of the
+	// handler's, worth keeping, to be streamed into the recording.
+	used(f *trust.File, size int64) (jitbundle.Source, error)
 }
 
 func (perfmapHandler) paths(p *Process) []string {
 	return filePaths(p, func(pid int) string { return "/tmp/perf-" + itoa(pid) + ".map" })
 }
-func (perfmapHandler) used(b []byte) []byte { return b }
+func (perfmapHandler) used(f *trust.File, size int64) (jitbundle.Source, error) {
+	return fileSource{f, size}, nil
+}
 
 func (jitdumpHandler) paths(p *Process) []string { return jitdumpPaths(p) }
-func (jitdumpHandler) used(b []byte) []byte      { return b }
+func (jitdumpHandler) used(f *trust.File, size int64) (jitbundle.Source, error) {
+	return fileSource{f, size}, nil
+}
 
 func (jitlogHandler) paths(p *Process) []string { return jitlogPaths(p) }
 
 // used keeps a jitlog database up to its last record: writers grow the
 // file ahead of need, and the zeros past the records are not data.
-func (jitlogHandler) used(b []byte) []byte {
-	r, err := jitlog.NewReader(bytes.NewReader(b), int64(len(b)))
+func (jitlogHandler) used(f *trust.File, size int64) (jitbundle.Source, error) {
+	r, err := jitlog.NewReader(f, size)
 	if err != nil {
-		return b
+		return fileSource{f, size}, nil
 	}
 	for r.Next() {
 	}
-	if end := r.Offset(); end > 0 && end <= int64(len(b)) {
-		return b[:end]
+	if end := r.Offset(); end > 0 && end <= size {
+		size = end
 	}
-	return b
+	return fileSource{f, size}, nil
 }
 
 // paths is where the log of PYPYLOG is, when the recorder knows the
@@ -62,16 +66,52 @@ func (*pypyHandler) paths(p *Process) []string {
 }
 
 // used keeps the sections the pypy handler reads: the rest of a log (the
-// GC's, the backend's dumps) can be most of it.
-func (*pypyHandler) used(b []byte) []byte { return pypylog.Keep(b) }
+// GC's, the backend's dumps) can be most of it. They are found twice,
+// once to know their size, once to write them, in the first size bytes
+// of a log that PyPy only appends to.
+func (*pypyHandler) used(f *trust.File, size int64) (jitbundle.Source, error) {
+	n, err := pypylog.KeepTo(io.Discard, io.NewSectionReader(f, 0, size))
+	if err != nil {
+		return nil, err
+	}
+	return keptSource{f, size, n}, nil
+}
 
-// Collect copies p's JIT data, the first existing file of each built-in
+// fileSource streams the first n bytes of a file.
+type fileSource struct {
+	f *trust.File
+	n int64
+}
+
+func (s fileSource) Len() int64 { return s.n }
+func (s fileSource) WriteTo(w io.Writer) (int64, error) {
+	return io.Copy(w, io.NewSectionReader(s.f, 0, s.n))
+}
+func (s fileSource) Close() error { return s.f.Close() }
+
+// keptSource streams the PyPy sections kept of a log's first size bytes,
+// n bytes of them.
+type keptSource struct {
+	f       *trust.File
+	size, n int64
+}
+
+func (s keptSource) Len() int64 { return s.n }
+func (s keptSource) WriteTo(w io.Writer) (int64, error) {
+	return pypylog.KeepTo(w, io.NewSectionReader(s.f, 0, s.size))
+}
+func (s keptSource) Close() error { return s.f.Close() }
+
+// Collect finds p's JIT data, the first existing file of each built-in
 // handler that reads files, for jitprof record to embed in the recording
 // (jitprof's perf.data section, see internal/jitbundle), so that reports
 // name JIT code after /tmp is cleaned or on another machine. Files go
-// through the same trust checks as when a report reads them; a file that
-// fails them, or would take the total past limit bytes, is left out with
-// an error saying so.
+// through the same trust checks as when a report reads them, and a
+// sparse one is refused (its copy would cost far more than the file); a
+// file that fails them, or would take the total past limit bytes, is
+// left out with an error saying so. The entries stream their data from
+// the files, which they hold open: CloseSources closes them once the
+// bundle is written.
 func Collect(p *Process, limit int64) ([]jitbundle.Entry, []error) {
 	var entries []jitbundle.Entry
 	var errs []error
@@ -81,18 +121,25 @@ func Collect(p *Process, limit int64) ([]jitbundle.Entry, []error) {
 			errs = append(errs, fmt.Errorf("pid %d: %s data not embedded: %w", p.PID, d.kind, d.err))
 			continue
 		}
-		e, err := collectFile(p, d.path, d.f, limit-total)
-		d.f.Close()
+		e, err := collectFile(p, d, limit-total)
 		if err != nil {
+			d.f.Close()
 			errs = append(errs, fmt.Errorf("pid %d: %s data not embedded: %w", p.PID, d.kind, err))
 			continue
 		}
-		e.Kind = d.kind
-		e.Data = d.c.used(e.Data)
-		total += int64(len(e.Data))
+		total += e.Src.Len()
 		entries = append(entries, e)
 	}
 	return entries, errs
+}
+
+// CloseSources closes the files the entries of Collect stream from.
+func CloseSources(es []jitbundle.Entry) {
+	for _, e := range es {
+		if c, ok := e.Src.(io.Closer); ok {
+			c.Close()
+		}
+	}
 }
 
 // dataFile is the JIT data of one built-in handler for one process: the
@@ -129,21 +176,24 @@ func dataFiles(p *Process) []dataFile {
 	return out
 }
 
-func collectFile(p *Process, path string, f *trust.File, room int64) (jitbundle.Entry, error) {
-	size := f.Size
-	if size > room {
-		return jitbundle.Entry{}, fmt.Errorf("%s: %d bytes exceed the %d left for embedded JIT data", path, size, max(room, 0))
+func collectFile(p *Process, d dataFile, room int64) (jitbundle.Entry, error) {
+	size := d.f.Size
+	if err := trust.CheckDense(d.f.File, d.path, 0, size); err != nil {
+		return jitbundle.Entry{}, err
 	}
-	b, err := io.ReadAll(io.LimitReader(f, size))
+	src, err := d.c.used(d.f, size)
 	if err != nil {
-		return jitbundle.Entry{}, fmt.Errorf("%s: %w", path, err)
+		return jitbundle.Entry{}, fmt.Errorf("%s: %w", d.path, err)
 	}
-	st, err := f.Stat()
+	if n := src.Len(); n > room {
+		return jitbundle.Entry{}, fmt.Errorf("%s: %d bytes exceed the %d left for embedded JIT data", d.path, n, max(room, 0))
+	}
+	st, err := d.f.Stat()
 	mtime := int64(-1)
 	if err == nil {
 		mtime = st.ModTime().UnixNano()
 	}
-	return jitbundle.Entry{PID: p.PID, Path: path, MTime: mtime, Data: b}, nil
+	return jitbundle.Entry{PID: p.PID, Kind: d.kind, Path: d.path, MTime: mtime, Src: src}, nil
 }
 
 // Paths lists where the built-in handler named handler looks for p's JIT

@@ -1,13 +1,13 @@
 package daemon
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log"
 	"os"
-	"path/filepath"
-	"slices"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -33,6 +33,12 @@ type Config struct {
 	// DefaultFlushEvery.
 	FlushEvery time.Duration
 	Pages      int // data pages per ring; 0 is perfevent's default
+	// MaxJITData and MaxJITDataPerProcess bound the JIT data copied into
+	// the session, MaxSampleFiles and MaxSampleData its sample files (0:
+	// the defaults, DefaultMaxJITData and so on).
+	MaxJITData, MaxJITDataPerProcess int64
+	MaxSampleFiles                   int
+	MaxSampleData                    int64
 }
 
 // DefaultFreq is the daemon's sampling frequency: OProfile's default
@@ -59,20 +65,32 @@ type Status struct {
 	// Counts are what the sample files count: the samples and, with a
 	// call graph, the arcs of their callchains; Flushed those in the
 	// files, Dropped those that never will be.
-	Counts        uint64           `json:"counts"`
-	Flushed       uint64           `json:"flushed"`
-	Lost          uint64           `json:"lost"`
-	Dropped       uint64           `json:"dropped"`
-	Unresolved    uint64           `json:"unresolved"`
-	Files         int              `json:"files"`
-	OpenFiles     int              `json:"open_files"`
-	JITProcesses  int              `json:"jit_processes"`
-	LastFlush     time.Time        `json:"last_flush,omitzero"`
-	FlushError    string           `json:"flush_error,omitempty"`
-	DiskFull      bool             `json:"disk_full"`
-	JITErrors     []string         `json:"jit_errors,omitempty"`
-	CallGraph     bool             `json:"call_graph"`
-	SessionEvents []sampledb.Event `json:"session_events"`
+	Counts       uint64 `json:"counts"`
+	Flushed      uint64 `json:"flushed"`
+	Lost         uint64 `json:"lost"`
+	Dropped      uint64 `json:"dropped"`
+	Unresolved   uint64 `json:"unresolved"`
+	Files        int    `json:"files"`
+	OpenFiles    int    `json:"open_files"`
+	JITProcesses int    `json:"jit_processes"`
+	// The session's bounds (Config), what it holds against them, and
+	// the samples refused at the sample files' bounds (counted in
+	// Dropped too) and processes whose JIT data met a bound.
+	SampleFiles          int              `json:"sample_files"`
+	SampleData           int64            `json:"sample_data"`
+	MaxSampleFiles       int              `json:"max_sample_files"`
+	MaxSampleData        int64            `json:"max_sample_data"`
+	Refused              uint64           `json:"refused"`
+	JITData              int64            `json:"jit_data"`
+	MaxJITData           int64            `json:"max_jit_data"`
+	MaxJITDataPerProcess int64            `json:"max_jit_data_per_process"`
+	JITBounded           int              `json:"jit_bounded"`
+	LastFlush            time.Time        `json:"last_flush,omitzero"`
+	FlushError           string           `json:"flush_error,omitempty"`
+	DiskFull             bool             `json:"disk_full"`
+	JITErrors            []string         `json:"jit_errors,omitempty"`
+	CallGraph            bool             `json:"call_graph"`
+	SessionEvents        []sampledb.Event `json:"session_events"`
 }
 
 // daemon is the running collector: the events, the database, and the
@@ -123,19 +141,26 @@ func Run(ctx context.Context, cfg Config, ready func()) (err error) {
 	if cfg.Period == 0 {
 		sev.Count, sev.Freq = cfg.Freq, true
 	}
-	db, err := sampledb.Create(cfg.Dir, sampledb.Options{Separate: cfg.Separate, Events: []sampledb.Event{sev}})
+	cfg.MaxJITData = cmp.Or(cfg.MaxJITData, DefaultMaxJITData)
+	cfg.MaxJITDataPerProcess = cmp.Or(cfg.MaxJITDataPerProcess, DefaultMaxJITDataPerProcess)
+	cfg.MaxSampleFiles = cmp.Or(cfg.MaxSampleFiles, DefaultMaxSampleFiles)
+	cfg.MaxSampleData = cmp.Or(cfg.MaxSampleData, DefaultMaxSampleData)
+	db, err := sampledb.Create(cfg.Dir, sampledb.Options{Separate: cfg.Separate, Events: []sampledb.Event{sev},
+		MaxFiles: cfg.MaxSampleFiles, MaxBytes: cfg.MaxSampleData})
 	if err != nil {
 		return err
 	}
 	d := &daemon{cfg: cfg, db: db, procs: process.New(), start: time.Now(), reqs: make(chan request)}
 	pidFile := false
+	var pidRoot *os.Root
 	defer func() {
 		if cerr := d.close(); err == nil {
 			err = cerr
 		}
 		// Last: stop waits for the pid file to go.
 		if pidFile {
-			os.Remove(filepath.Join(cfg.Dir, PIDFile))
+			pidRoot.Remove(PIDFile)
+			pidRoot.Close()
 		}
 	}()
 	opts := perfevent.Options{Event: ev, Freq: cfg.Freq, Period: cfg.Period, Callchain: cfg.Callchain, Pages: cfg.Pages}
@@ -162,7 +187,9 @@ func Run(ctx context.Context, cfg Config, ready func()) (err error) {
 	d.dec = perfdata.NewDecoder([]*perfdata.Attr{attr})
 	d.in = NewIngest(db, d.procs, 0)
 	d.in.CallGraph = cfg.Callchain
-	d.status = Status{PID: os.Getpid(), Dir: cfg.Dir, Start: d.start, Events: []string{name}, Separate: cfg.Separate.String(), CallGraph: cfg.Callchain}
+	d.in.MaxJITData, d.in.MaxJITDataPerProcess = cfg.MaxJITData, cfg.MaxJITDataPerProcess
+	d.status = Status{PID: os.Getpid(), Dir: cfg.Dir, Start: d.start, Events: []string{name}, Separate: cfg.Separate.String(), CallGraph: cfg.Callchain,
+		MaxSampleFiles: cfg.MaxSampleFiles, MaxSampleData: cfg.MaxSampleData, MaxJITData: cfg.MaxJITData, MaxJITDataPerProcess: cfg.MaxJITDataPerProcess}
 	d.status.Target = "all CPUs"
 	if !cfg.SystemWide {
 		d.status.Target = fmt.Sprint("processes ", cfg.PIDs)
@@ -173,13 +200,19 @@ func Run(ctx context.Context, cfg Config, ready func()) (err error) {
 		return err
 	}
 	d.synthesize()
-	ln, err := listen(cfg.Dir)
+	ln, err := listen(db.Root(), cfg.Dir)
 	if err != nil {
 		return err
 	}
 	defer ln.Close()
 	go serve(ln, d.reqs)
-	if err := writePIDFile(cfg.Dir); err != nil {
+	// The pid file is removed after the DB, which closes its Root, is
+	// closed: a Root of its own.
+	if pidRoot, err = db.Root().OpenRoot("."); err != nil {
+		return err
+	}
+	if err := writePIDFile(pidRoot); err != nil {
+		pidRoot.Close()
 		return err
 	}
 	pidFile = true
@@ -280,6 +313,13 @@ func (d *daemon) drain() {
 	if err != nil {
 		log.Printf("drain: %v", err)
 	}
+	last := ^uint32(0)
+	for i := range d.pending {
+		if pid := d.pending[i].s.PID; pid != last {
+			d.in.Sampled(pid)
+			last = pid
+		}
+	}
 	d.in.BeginRound()
 	for i := range d.pending {
 		p := &d.pending[i]
@@ -306,6 +346,8 @@ func (d *daemon) snapshot() Status {
 	s := d.db.Stats()
 	st.Samples, st.Counts, st.Flushed, st.Dropped = d.in.Samples, s.Samples, s.Flushed, s.Dropped
 	st.Files, st.OpenFiles = s.Files, s.Open
+	st.SampleFiles, st.SampleData, st.Refused = s.DiskFiles, s.DiskBytes, s.Refused
+	st.JITData, st.JITBounded = d.in.JITData, d.in.JITBounded
 	st.Lost = d.lost
 	st.Unresolved = d.in.Unresolved
 	st.JITProcesses = d.in.JITProcesses()
@@ -313,10 +355,7 @@ func (d *daemon) snapshot() Status {
 		st.FlushError = d.lastErr.Error()
 		st.DiskFull = errors.Is(d.lastErr, sampledb.ErrNoSpace)
 	}
-	for pid, err := range d.in.JITErrors {
-		st.JITErrors = append(st.JITErrors, fmt.Sprintf("pid %d: %v", pid, err))
-	}
-	slices.Sort(st.JITErrors)
+	st.JITErrors = d.in.JITErrorList()
 	st.SessionEvents = d.db.Meta().Events
 	return st
 }
@@ -367,7 +406,7 @@ func (d *daemon) close() error {
 		}
 	}
 	if d.in != nil {
-		d.in.SaveJIT()
+		d.in.SaveAllJIT()
 		d.in.Close()
 	}
 	if d.set != nil {
@@ -380,6 +419,20 @@ func (d *daemon) close() error {
 // PIDFile is the daemon's pid file in the session directory.
 const PIDFile = "jitprofd.pid"
 
-func writePIDFile(dir string) error {
-	return os.WriteFile(filepath.Join(dir, PIDFile), []byte(fmt.Sprintf("%d\n", os.Getpid())), 0o600)
+// writePIDFile writes the pid file in the session directory root,
+// created exclusively (one a killed daemon left is removed first: this
+// process holds the session's lock).
+func writePIDFile(root *os.Root) error {
+	if err := root.Remove(PIDFile); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	f, err := root.OpenFile(PIDFile, os.O_WRONLY|os.O_CREATE|os.O_EXCL|unix.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(f, "%d\n", os.Getpid())
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }

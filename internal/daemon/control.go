@@ -65,10 +65,39 @@ func serve(ln *listener, reqs chan<- request) {
 // ErrNotRunning says no daemon runs on the session directory.
 var ErrNotRunning = errors.New("no daemon is running")
 
+// openSession opens session directory dir as trust.OpenOwnDir does (no
+// symlink in its path, no other user able to write it or a directory
+// above it): everything a command does in it is done through the Root.
+// A directory that is not there wraps fs.ErrNotExist.
+func openSession(dir string) (*os.Root, error) {
+	r, err := trust.OpenOwnDir(dir, false)
+	if err != nil {
+		return nil, fmt.Errorf("session directory: %w", err)
+	}
+	return r, nil
+}
+
 // Ask sends a request to the daemon of session directory dir and returns
 // its status after the request.
 func Ask(dir, op, name string) (*Status, error) {
-	c, err := dial(filepath.Join(dir, SocketFile))
+	root, err := openSession(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%s: %w", dir, ErrNotRunning)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	d, err := root.Open(".")
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	// The socket must be one: connect would follow a link.
+	if fi, err := root.Lstat(SocketFile); err != nil || fi.Mode()&fs.ModeSocket == 0 {
+		return nil, fmt.Errorf("%s: %w", dir, ErrNotRunning)
+	}
+	c, err := dial(inDir(d, SocketFile), filepath.Join(dir, SocketFile))
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ECONNREFUSED) {
 			return nil, fmt.Errorf("%s: %w", dir, ErrNotRunning)
@@ -98,31 +127,39 @@ func Ask(dir, op, name string) (*Status, error) {
 // Running returns the pid of the daemon of session directory dir, from
 // its pid file: 0 when there is none; stale reports a pid file whose
 // process is gone or is not a jitprof daemon (a daemon killed with
-// SIGKILL leaves it).
+// SIGKILL leaves it). A directory another user could write is refused.
 func Running(dir string) (pid int, stale bool, err error) {
-	// The one trust policy, as for any file jitprof reads: a session
-	// directory given to root may be another user's, so the pid file is
-	// read only if it is a regular file (never blocking on a FIFO) of a
-	// few bytes that the user running jitprof owns; anything else is not
-	// a daemon's pid file and reads as stale.
-	path := filepath.Join(dir, PIDFile)
-	f, err := trust.OpenNamed(path, trust.Unknown, 32)
+	root, err := openSession(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, false, nil
-	}
-	if errors.Is(err, trust.ErrUntrusted) {
-		return 0, true, nil
 	}
 	if err != nil {
 		return 0, false, err
 	}
+	defer root.Close()
+	// Only a regular file (never blocking on a FIFO) of a few bytes
+	// that the user running jitprof owns is a pid file; anything else
+	// reads as stale.
+	f, err := trust.OpenEntry(root, PIDFile, os.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return 0, false, nil
+	case errors.Is(err, trust.ErrUntrusted):
+		return 0, true, nil
+	case err != nil:
+		return 0, false, err
+	}
 	defer f.Close()
-	if f.Owner.UID != os.Geteuid() {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return 0, false, err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Size > 32 || int(st.Uid) != os.Geteuid() {
 		return 0, true, nil
 	}
-	b := make([]byte, f.Size)
-	if _, err := io.ReadFull(f, b); err != nil {
-		return 0, false, fmt.Errorf("%s: %w", path, err)
+	b, err := io.ReadAll(io.LimitReader(f, 32))
+	if err != nil {
+		return 0, false, fmt.Errorf("%s: %w", filepath.Join(dir, PIDFile), err)
 	}
 	pid, err = strconv.Atoi(strings.TrimSpace(string(b)))
 	if err != nil || pid <= 0 {
@@ -151,10 +188,45 @@ func isDaemon(pid int) bool {
 
 // RemoveStale removes the pid file and socket a killed daemon left.
 func RemoveStale(dir string) {
-	os.Remove(filepath.Join(dir, PIDFile))
-	if fi, err := os.Lstat(filepath.Join(dir, SocketFile)); err == nil && fi.Mode()&fs.ModeSocket != 0 {
-		os.Remove(filepath.Join(dir, SocketFile))
+	root, err := openSession(dir)
+	if err != nil {
+		return
 	}
+	defer root.Close()
+	root.Remove(PIDFile)
+	if fi, err := root.Lstat(SocketFile); err == nil && fi.Mode()&fs.ModeSocket != 0 {
+		root.Remove(SocketFile)
+	}
+}
+
+// LogFile is the daemon's log in the session directory: what `daemon
+// start` runs writes its output there.
+const LogFile = "daemon.log"
+
+// OpenLog opens the log of session directory dir for appending, making
+// the directory (0700) if it is missing: the log is created exclusively
+// or, if it is there, opened without following a link and only if it is
+// a regular file of the user running jitprof.
+func OpenLog(dir string) (*os.File, error) {
+	root, err := trust.OpenOwnDir(dir, true)
+	if err != nil {
+		return nil, fmt.Errorf("session directory: %w", err)
+	}
+	defer root.Close()
+	f, err := root.OpenFile(LogFile, os.O_WRONLY|os.O_APPEND|os.O_CREATE|os.O_EXCL|unix.O_NOFOLLOW, 0o600)
+	if !errors.Is(err, fs.ErrExist) {
+		return f, err
+	}
+	f, err = trust.OpenEntry(root, LogFile, os.O_WRONLY|os.O_APPEND|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, LogFile), err)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || int(st.Uid) != os.Geteuid() || st.Nlink != 1 {
+		f.Close()
+		return nil, fmt.Errorf("%s: not a regular file of the user running jitprof", filepath.Join(dir, LogFile))
+	}
+	return f, nil
 }
 
 // DefaultDir is the session directory when none is given:

@@ -10,12 +10,17 @@
 // mapping's image, the offset, and in JIT code the sequence number of
 // the code live at the address when the sample was taken, from the JIT
 // data it follows live (a jitlog database tailed, a jitdump's
-// code_index, numbered snapshots of a perf map). It copies each
-// process's JIT data into the session (jit/PID/, with a manifest), so
-// reports work after /tmp is cleaned, and lets go of a process when it
-// exits (sampledb.DB.ForgetProcess).
+// code_index, numbered snapshots of a perf map), each read from where it
+// was last read. It copies each process's JIT data into the session
+// (jit/PID/, with a manifest) as it reads it, so reports work after /tmp
+// is cleaned, and lets go of a process when it exits
+// (sampledb.DB.ForgetProcess). A process's JIT data is its user's to
+// write: what the daemon copies of it, keeps of it in memory and does
+// with it between two drains of the rings is bounded (bounds.go).
 //
 // Control is OProfile's opcontrol over a Unix socket in the session
 // directory (mode 0600): status, dump, stop, reset and save; a pid file
-// beside it; the session directory's lock keeps a second daemon out.
+// beside it; the session directory's lock keeps a second daemon out. The
+// directory is one no other user can write (trust.OpenOwnDir), and what
+// the daemon makes in it is made through its descriptor.
 package daemon

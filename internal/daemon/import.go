@@ -5,14 +5,16 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"io/fs"
+	"math"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strconv"
 
 	"github.com/jitprof/jitprof/internal/jitbundle"
 	"github.com/jitprof/jitprof/internal/jitdump"
-	"github.com/jitprof/jitprof/internal/perfmap"
 	"github.com/jitprof/jitprof/internal/process"
 	"github.com/jitprof/jitprof/internal/sampledb"
 	"github.com/jitprof/jitprof/internal/trust"
@@ -42,18 +44,25 @@ func Import(f *perfdata.File, dir, session string, sep sampledb.Separate) (Impor
 	attr := f.Attrs[0]
 	ev := sampledb.Event{Name: cmp.Or(attr.Name, "cpu-clock"), Count: attr.SamplePeriod, Freq: attr.Freq()}
 	target := dir
+	root, err := trust.OpenOwnDir(dir, true)
+	if err != nil {
+		return res, fmt.Errorf("session directory: %w", err)
+	}
+	defer root.Close()
+	aside := ".import-" + strconv.Itoa(os.Getpid())
 	if session != "" {
 		if err := sampledb.ValidSessionName(session); err != nil {
 			return res, err
 		}
-		if _, err := os.Lstat(filepath.Join(dir, "samples", session)); err == nil {
+		if _, err := root.Lstat(path.Join("samples", session)); err == nil {
 			return res, fmt.Errorf("session %q exists", session)
 		}
 		// A session of its own, made aside and moved in whole.
-		target = filepath.Join(dir, ".import-"+strconv.Itoa(os.Getpid()))
-		defer os.RemoveAll(target)
+		target = filepath.Join(dir, aside)
+		defer root.RemoveAll(aside)
 	}
-	db, err := sampledb.Create(target, sampledb.Options{Separate: sep, Events: []sampledb.Event{ev}})
+	db, err := sampledb.Create(target, sampledb.Options{Separate: sep, Events: []sampledb.Event{ev},
+		MaxFiles: DefaultMaxSampleFiles, MaxBytes: DefaultMaxSampleData})
 	if err != nil {
 		return res, err
 	}
@@ -64,10 +73,17 @@ func Import(f *perfdata.File, dir, session string, sep sampledb.Separate) (Impor
 	}
 	procs := process.New()
 	in := NewIngest(db, procs, 0)
-	in.embedded = embeddedJIT(bundle, procs)
+	in.embedded = embeddedJIT(in, bundle, procs)
 	r := f.Records()
 	var pending []perfdata.Sample
 	flushRound := func() {
+		// The JIT data the daemon would have read by the round's drain:
+		// what was written by its last sample and a poll after.
+		last := uint64(0)
+		for i := range pending {
+			last = max(last, pending[i].Time)
+		}
+		in.feedTo(last + uint64(pollEvery))
 		for i := range pending {
 			in.Add(&pending[i])
 		}
@@ -97,22 +113,23 @@ func Import(f *perfdata.File, dir, session string, sep sampledb.Separate) (Impor
 		}
 	}
 	flushRound()
-	in.SaveJIT()
+	in.SaveAllJIT()
 	st := db.Stats()
 	res.Samples, res.Unresolved, res.Files, res.JITProcesses = st.Samples, in.Unresolved, st.Files, len(in.saved)
 	err = errors.Join(r.Err(), db.Close())
 	if err != nil || session == "" {
 		return res, err
 	}
-	if err := os.MkdirAll(filepath.Join(dir, "samples"), 0o700); err != nil {
+	if err := root.Mkdir("samples", 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 		return res, err
 	}
-	return res, os.Rename(filepath.Join(target, "samples", sampledb.Current), filepath.Join(dir, "samples", session))
+	return res, root.Rename(path.Join(aside, "samples", sampledb.Current), path.Join("samples", session))
 }
 
 // embeddedJIT finds a process's JIT data in a recording's bundle, in the
-// daemon's order of sources, and fills its code table from it.
-func embeddedJIT(b *jitbundle.Bundle, procs *process.Tracker) func(j *jitProc) {
+// daemon's order of sources, and fills its code table from it, within
+// the bounds on JIT data.
+func embeddedJIT(in *Ingest, b *jitbundle.Bundle, procs *process.Tracker) func(j *jitProc) {
 	files := map[int][]jitbundle.Entry{}
 	who := map[int]jitbundle.Process{}
 	if b != nil {
@@ -138,61 +155,126 @@ func embeddedJIT(b *jitbundle.Bundle, procs *process.Tracker) func(j *jitProc) {
 				continue
 			}
 			e := files[pid][i]
-			if err := j.fill(h, e.Data); err != nil {
-				j.err = err
-				continue
+			j.handler, j.path = h, e.Path
+			if err := j.fill(e.Data, in.room(j), func() (*os.Root, error) { return in.jitDir(j) }); err != nil {
+				in.jitError(j, err)
+				var b *errBound
+				if !errors.As(err, &b) {
+					j.handler, j.path, j.code, j.ranges, j.seq = "", "", codeTable{}, nil, 0
+					j.data, j.off, j.added = nil, 0, 0
+					j.closeSession()
+					continue
+				}
+				j.bound = err
 			}
-			j.handler, j.path, j.data, j.changed = h, e.Path, e.Data, true
 			return
 		}
 	}
 }
 
-// fill fills the code table from a whole JIT data file of a recording.
-func (j *jitProc) fill(handler string, data []byte) error {
-	switch handler {
+// fill fills the code table from a whole JIT data file of a recording,
+// of kind j.handler, within room: a jitdump or jitlog database is
+// copied whole into the session (at the next save), a perf map numbered
+// as the daemon numbers one it reads.
+func (j *jitProc) fill(data []byte, room jitRoom, session func() (*os.Root, error)) error {
+	j.code.limit = max(room.entries, 1)
+	switch j.handler {
+	case "jitlog", "jitdump":
+		if int64(len(data)) > room.bytes {
+			return boundErr("%s: %s of JIT data, past %s", j.path, mib(int64(len(data))), room.bytesWhy)
+		}
+		j.data, j.off, j.added = data, int64(len(data)), int64(len(data))
+	}
+	switch j.handler {
 	case "jitlog":
 		r, err := jitlog.NewReader(bytes.NewReader(data), int64(len(data)))
 		if err != nil {
 			return err
 		}
-		for r.Next() {
-			j.code.jitlogRecord(r.Record())
-		}
-		return nil
+		j.feed = feed(func() (jitlog.Record, bool) {
+			if !r.Next() {
+				return nil, false
+			}
+			return r.Record(), true
+		}, func(rec jitlog.Record) uint64 {
+			switch rec := rec.(type) {
+			case *jitlog.LoadRecord:
+				return rec.Time
+			case *jitlog.MoveRecord:
+				return rec.Time
+			case *jitlog.UnloadRecord:
+				return rec.Time
+			}
+			return 0
+		}, j.code.jitlogRecord)
 	case "jitdump":
 		r, err := jitdump.NewReader(bytes.NewReader(data))
 		if err != nil {
 			return err
 		}
-		for r.Next() {
-			j.code.jitdumpRecord(r.Record())
-		}
-		return nil
-	case "perfmap":
-		// One snapshot, the map as the recorder copied it: a range the
-		// map names twice keeps the last name, as a report of the
-		// recording does not (it says the range is ambiguous).
-		m, err := perfmap.Options{Lenient: true}.Parse(bytes.NewReader(data))
-		if err != nil {
-			return err
-		}
-		j.ranges = map[perfmap.Symbol]uint64{}
-		var out []byte
-		for _, s := range m.Symbols {
-			if s.Size == 0 {
-				continue
+		j.feed = feed(func() (jitdump.Record, bool) {
+			if !r.Next() {
+				return nil, false
 			}
-			s.Line = 0
-			j.seq++
-			j.ranges[s] = j.seq
-			j.code.load(s.Start, s.Size, j.seq, 0)
-			if out, err = j.appendRange(out, s, j.seq, 0); err != nil {
+			return r.Record(), true
+		}, func(rec jitdump.Record) uint64 { return rec.Header().Timestamp }, j.code.jitdumpRecord)
+	case "perfmap":
+		// The map as the recorder copied it, read as the daemon reads
+		// one: a range the map names twice keeps the last name, as a
+		// report of the recording does not (it says the range is
+		// ambiguous).
+		j.snap = 1
+		for off := 0; off < len(data); {
+			chunk := data[off:min(off+mapChunk, len(data))]
+			if off+len(chunk) == len(data) && chunk[len(chunk)-1] != '\n' {
+				chunk = append(slices.Clip(chunk), '\n') // the last line, unterminated
+			}
+			all := work{math.MaxInt64, math.MaxInt64}
+			out, used, err := j.mapLines(nil, chunk, len(chunk) >= mapChunk, 0, &room, &all)
+			if len(out) > 0 {
+				if werr := j.appendDump(out, 0, session); werr != nil {
+					return werr
+				}
+			}
+			if err != nil {
 				return err
 			}
+			if used == 0 {
+				break
+			}
+			off += int(used)
 		}
-		j.pendingDump = out
-		return nil
+	default:
+		return fmt.Errorf("no JIT data of kind %q", j.handler)
 	}
-	return fmt.Errorf("no JIT data of kind %q", handler)
+	if j.code.full {
+		return boundErr("%s: more than %d pieces of JIT code (%s)", j.path, room.entries, room.entriesWhy)
+	}
+	return nil
+}
+
+// feed makes a jitProc.feed of a recording's JIT data: it applies, in
+// file order, the records up to a time, keeping the first one past it
+// for the next call, and reports whether records are left. next reads
+// the next record (a jitdump's is valid until the next call); at is a
+// record's time; apply applies it, false when the table is full.
+func feed[R any](next func() (R, bool), at func(R) uint64, apply func(R) bool) func(uint64) bool {
+	var pending R
+	have := false
+	return func(upTo uint64) bool {
+		for {
+			if !have {
+				if pending, have = next(); !have {
+					return false
+				}
+			}
+			if at(pending) > upTo {
+				return true
+			}
+			have = false
+			if !apply(pending) {
+				return false
+			}
+		}
+	}
 }

@@ -2,6 +2,10 @@ package daemon
 
 import (
 	"encoding/hex"
+	"errors"
+	"fmt"
+	"math"
+	"os"
 	"path"
 	"slices"
 	"time"
@@ -44,8 +48,10 @@ type Ingest struct {
 	// exitedBefore exited in the round before: the tracker forgets them
 	// at the end of this one.
 	exitedBefore []uint32
-	// JITErrors keeps the last error of each process's JIT data.
-	JITErrors map[uint32]error
+	// JITErrors keeps the last error of the JIT data of each process
+	// followed; pastErrors the last few of processes let go.
+	JITErrors  map[uint32]error
+	pastErrors []string
 	// embedded, when set, fills a process's JIT data from a recording
 	// instead of looking for files (Import).
 	embedded func(j *jitProc)
@@ -53,7 +59,23 @@ type Ingest struct {
 	// Samples counts the samples added; Unresolved those no mapping
 	// held; Errors those the database refused.
 	Samples, Unresolved, Errors uint64
+
+	// MaxJITData and MaxJITDataPerProcess bound the JIT data copied into
+	// the session (0: DefaultMaxJITData, DefaultMaxJITDataPerProcess).
+	MaxJITData, MaxJITDataPerProcess int64
+	// JITData is the JIT data in the session: copied, or applied and
+	// copied at the next flush. JITBounded counts the processes whose
+	// JIT data met a bound in the session.
+	JITData    int64
+	JITBounded int
+	entries    int         // code held in memory, all processes
+	budget     budget      // the work left for JIT data this round
+	fed        uint64      // Import: the time up to which embedded JIT data is applied
+	order      []*pidState // BeginRound's, kept to not allocate it each round
 }
+
+// maxPastErrors bounds the errors kept of processes let go.
+const maxPastErrors = 16
 
 // pidState is what Ingest keeps per process.
 type pidState struct {
@@ -73,6 +95,7 @@ type pidState struct {
 	last    *process.Mapping
 	version uint64
 	polled  uint64 // the round its JIT data was last read
+	sampled uint64 // the round it has samples in (Sampled)
 }
 
 // NewIngest returns an Ingest of samples of event ev into db, with the
@@ -180,10 +203,15 @@ func (in *Ingest) placeAnon(st *pidState, pid uint32, m *process.Mapping, addr, 
 		if in.embedded != nil {
 			if !j.noFiles {
 				in.embedded(j)
+				in.JITData += j.added
+				in.entries += j.entries()
+				in.feed(st)
 			}
 			found = j.handler != ""
 		} else {
-			found = j.find(time.Now(), in.mappings)
+			var err error
+			found, err = j.find(time.Now(), in.mappings)
+			in.jitError(j, err)
 		}
 		if found {
 			clear(st.anon) // its anonymous images become JIT images
@@ -196,15 +224,20 @@ func (in *Ingest) placeAnon(st *pidState, pid uint32, m *process.Mapping, addr, 
 		if j.handler != "" {
 			id, err = in.db.JITImage(j.handler, pid, m.Start, m.End)
 		} else {
-			id, err = in.db.AnonImage(pid, m.Start, m.End, anonName(m.Path))
+			// Nothing names this process's anonymous code: its samples
+			// are the application's, one place, and make no file of
+			// the process's (a file per short-lived process filled
+			// sessions).
+			id, err = in.db.AppAnonImage(anonName(m.Path))
 		}
 		if err != nil {
 			return false
 		}
 		st.anon[m.ID] = id
 	}
-	*image, *k1, *k2 = id, addr-m.Start, 0
+	*image, *k1, *k2 = id, 0, 0
 	if j.handler != "" {
+		*k1 = addr - m.Start
 		seq, ok := j.code.lookup(addr, t)
 		if !ok && st.polled != in.round {
 			// Code newer than the last poll: read what the JIT added.
@@ -299,25 +332,146 @@ func arcEnd(st *pidState, p *sampledb.Sample) uint64 {
 	return sampledb.ArcEnd(p.Key1, p.Key2, st.last.End-st.last.Start)
 }
 
-// BeginRound reads what every followed JIT added since the last round,
-// before the round's samples are counted.
-func (in *Ingest) BeginRound() {
-	in.round++
-	for _, st := range in.pids {
-		if st.jit.handler != "" {
-			in.pollJIT(st)
-		}
+// Sampled says process pid has samples in the round about to begin:
+// its JIT data is read before that of processes without.
+func (in *Ingest) Sampled(pid uint32) {
+	if st := in.pids[pid]; st != nil {
+		st.sampled = in.round + 1
 	}
 }
 
+// BeginRound reads what every followed JIT added since the last round,
+// before the round's samples are counted, within the round's work:
+// first the JIT data of processes with samples in the round (those
+// that kept up first, so that a user flooding their own data does not
+// leave another's samples keyed by code that is gone), then the rest.
+func (in *Ingest) BeginRound() {
+	in.round++
+	in.budget.refill(in.now())
+	in.order = in.order[:0]
+	for _, st := range in.pids {
+		if st.jit.handler != "" {
+			in.order = append(in.order, st)
+		}
+	}
+	rank := func(st *pidState) int {
+		r := 0
+		if st.sampled != in.round {
+			r += 2
+		}
+		if st.jit.behind {
+			r++
+		}
+		return r
+	}
+	slices.SortFunc(in.order, func(a, b *pidState) int { return rank(a) - rank(b) })
+	for _, st := range in.order {
+		in.pollJIT(st)
+	}
+	clear(in.order)
+}
+
+// pollJIT reads what the process's JIT added, with a share of the
+// round's work and within the room the bounds leave it.
 func (in *Ingest) pollJIT(st *pidState) {
 	st.polled = in.round
-	if err := st.jit.poll(in.now(), in.db.JITDir); err != nil {
-		in.JITErrors[st.jit.pid] = err
+	j := st.jit
+	if in.budget.left.done() {
+		return
 	}
-	if st.jit.handler == "" {
+	share := in.budget.left.share()
+	left := share
+	added, entries := j.added, j.entries()
+	err := j.poll(in.now(), &left, in.room(j), func() (*os.Root, error) { return in.jitDir(j) })
+	in.budget.spend(share, left)
+	// Work left undone means the process is behind if the round's work
+	// ran out before its data did.
+	j.behind = left.done()
+	in.JITData += j.added - added
+	in.entries += j.entries() - entries
+	in.jitError(j, err)
+	if j.handler == "" {
 		clear(st.anon) // a source given up: its images are anonymous again
 	}
+}
+
+// jitError keeps the error of a process's JIT data.
+func (in *Ingest) jitError(j *jitProc, err error) {
+	if err == nil {
+		return
+	}
+	var was, is *errBound
+	if !errors.As(in.JITErrors[j.pid], &was) && errors.As(err, &is) {
+		in.JITBounded++
+	}
+	in.JITErrors[j.pid] = err
+}
+
+// feedTo applies the JIT data recordings embedded up to time t (Import).
+func (in *Ingest) feedTo(t uint64) {
+	in.fed = t
+	for _, st := range in.pids {
+		in.feed(st)
+	}
+}
+
+func (in *Ingest) feed(st *pidState) {
+	j := st.jit
+	if j.feed == nil {
+		return
+	}
+	entries := j.entries()
+	j.code.limit = max(in.room(j).entries, 1)
+	if !j.feed(in.fed) {
+		j.feed = nil
+		if j.code.full {
+			err := boundErr("%s: more than %d pieces of JIT code", j.path, j.code.limit)
+			in.jitError(j, err)
+			j.bound = err
+		}
+	}
+	in.entries += j.entries() - entries
+}
+
+// room is what the bounds leave process j.
+func (in *Ingest) room(j *jitProc) jitRoom {
+	r := jitRoom{
+		bytes: in.maxJITDataPerProcess() - j.added, bytesWhy: "--max-jit-data-per-process " + mib(in.maxJITDataPerProcess()),
+		entries: maxEntriesPerProcess, entriesWhy: "the bound of a process",
+	}
+	if s := in.maxJITData() - in.JITData; s < r.bytes {
+		r.bytes, r.bytesWhy = s, "--max-jit-data "+mib(in.maxJITData())+" for the session"
+	}
+	if e := maxEntries - (in.entries - j.entries()); e < r.entries {
+		r.entries, r.entriesWhy = e, "the daemon's bound"
+	}
+	return r
+}
+
+func (in *Ingest) maxJITData() int64 {
+	if in.MaxJITData > 0 {
+		return in.MaxJITData
+	}
+	return DefaultMaxJITData
+}
+
+func (in *Ingest) maxJITDataPerProcess() int64 {
+	if in.MaxJITDataPerProcess > 0 {
+		return in.MaxJITDataPerProcess
+	}
+	return DefaultMaxJITDataPerProcess
+}
+
+// jitDir is process j's directory in the session.
+func (in *Ingest) jitDir(j *jitProc) (*os.Root, error) {
+	if j.dir == nil {
+		d, err := in.db.JITRoot(int(j.pid))
+		if err != nil {
+			return nil, err
+		}
+		j.dir = d
+	}
+	return j.dir, nil
 }
 
 // Take follows what a side-band record says of a process's executable
@@ -374,8 +528,17 @@ func (in *Ingest) reset(pid uint32) {
 	if st == nil {
 		return
 	}
-	in.saveJIT(st)
+	all := int64(math.MaxInt64)
+	in.saveJIT(st, &all)
+	in.entries -= st.jit.entries()
 	st.jit.close()
+	if err := in.JITErrors[pid]; err != nil {
+		if len(in.pastErrors) == maxPastErrors {
+			in.pastErrors = in.pastErrors[1:]
+		}
+		in.pastErrors = append(in.pastErrors, fmt.Sprintf("pid %d (exited): %v", pid, err))
+		delete(in.JITErrors, pid)
+	}
 	delete(in.pids, pid)
 	if in.lastPID == pid {
 		in.lastState = nil
@@ -406,38 +569,51 @@ func (in *Ingest) EndRound() {
 	in.exited = in.exited[:0]
 }
 
-// saveJIT copies a process's JIT data into the session, if it changed.
-func (in *Ingest) saveJIT(st *pidState) {
+// saveJIT copies what a process's JIT data gained into the session, at
+// most *left bytes of it.
+func (in *Ingest) saveJIT(st *pidState, left *int64) {
 	j := st.jit
-	if j.handler == "" || !j.changed {
+	if j.handler == "" {
 		return
 	}
-	if j.handler != "perfmap" {
+	if j.handler != "perfmap" && st.polled != in.round {
 		// The last records, before the copy that the report reads.
 		in.pollJIT(st)
 	}
-	dir, err := in.db.JITDir(int(j.pid))
-	if err == nil && j.pendingDump != nil {
-		err = j.appendDump(j.pendingDump, 0, in.db.JITDir)
-		j.pendingDump = nil
-	}
-	if err == nil {
-		err = j.copyInto(dir)
-	}
+	err := j.save(func() (*os.Root, error) { return in.jitDir(j) }, left)
 	if err == nil {
 		in.saved[j.pid] = true
 	}
-	if err != nil {
-		in.JITErrors[j.pid] = err
+	in.jitError(j, err)
+}
+
+// SaveJIT copies what the JIT data of every process gained into the
+// session, at most copyPerFlush bytes: at each flush, so reports work
+// after /tmp is cleaned.
+func (in *Ingest) SaveJIT() {
+	left := int64(copyPerFlush)
+	for _, st := range in.pids {
+		in.saveJIT(st, &left)
 	}
 }
 
-// SaveJIT copies the JIT data of every process that changed into the
-// session: at each flush, so reports work after /tmp is cleaned.
-func (in *Ingest) SaveJIT() {
+// SaveAllJIT copies all the JIT data not yet in the session: at the end.
+func (in *Ingest) SaveAllJIT() {
+	left := int64(math.MaxInt64)
 	for _, st := range in.pids {
-		in.saveJIT(st)
+		in.saveJIT(st, &left)
 	}
+}
+
+// JITErrorList lists the errors of the processes' JIT data: those followed,
+// by pid, then the last few of processes let go.
+func (in *Ingest) JITErrorList() []string {
+	var l []string
+	for pid, err := range in.JITErrors {
+		l = append(l, fmt.Sprintf("pid %d: %v", pid, err))
+	}
+	slices.Sort(l)
+	return append(l, in.pastErrors...)
 }
 
 // JITProcesses counts the processes whose JIT data the daemon follows.
@@ -459,27 +635,33 @@ func (in *Ingest) Close() {
 }
 
 // SessionChanged says the DB began a new current session (reset or
-// save): every followed JIT's data is copied into it again, and a perf
-// map's numbered dump is written anew with the ranges it has now.
+// save): every followed JIT's data is copied into it again, from its
+// start; a perf map is read again from its start, its ranges numbered
+// anew in the new session's numbered dump.
 func (in *Ingest) SessionChanged() {
+	in.JITData, in.JITBounded = 0, 0
 	for _, st := range in.pids {
 		j := st.jit
 		if j.handler == "" {
 			continue
 		}
-		j.changed = true
-		if j.dump == nil {
+		j.closeSession()
+		var b *errBound
+		if errors.As(j.bound, &b) {
+			if j.handler == "perfmap" {
+				j.bound = nil // the new session has room for it again
+			} else {
+				in.JITBounded++ // followed no more, but copied again
+			}
+		}
+		if j.handler == "perfmap" {
+			in.entries -= j.entries()
+			j.ranges, j.code = nil, codeTable{}
+			j.off, j.skip, j.sweep, j.snap, j.added = 0, false, false, j.snap+1, 0
+			delete(in.JITErrors, j.pid)
 			continue
 		}
-		j.dump.Close()
-		j.dump = nil
-		var out []byte
-		now := in.now()
-		for s, seq := range j.ranges {
-			out, _ = j.appendRange(out, s, seq, now)
-		}
-		if err := j.appendDump(out, now, in.db.JITDir); err != nil {
-			in.JITErrors[j.pid] = err
-		}
+		j.added = j.off
+		in.JITData += j.added
 	}
 }

@@ -1,7 +1,14 @@
 package daemon
 
 import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
+
+	"github.com/jitprof/jitprof/internal/anon"
+	"github.com/jitprof/jitprof/internal/trust"
 
 	"github.com/jitprof/jitprof/internal/process"
 	"github.com/jitprof/jitprof/internal/resolve"
@@ -260,5 +267,121 @@ func TestForgetsExited(t *testing.T) {
 	}
 	if _, ok := in.procs.Process(testPID); !ok {
 		t.Error("the live process was forgotten")
+	}
+}
+
+// TestIngestRoundBudget: the JIT data of all processes together gets a
+// bounded amount of work a round, shared so that each progresses: two
+// users flooding their jitdumps cannot make one round, nor the next,
+// long.
+func TestIngestRoundBudget(t *testing.T) {
+	in, _, _ := newTestIngest(t)
+	dir := t.TempDir()
+	const n = 100_000
+	var js []*jitProc
+	for _, pid := range []uint32{501, 502} {
+		path := filepath.Join(dir, fmt.Sprintf("jit-%d.dump", pid))
+		writeLoads(t, path, pid, 0x1000, 0, n)
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		j := in.pid(pid).jit
+		j.handler, j.path, j.f = "jitdump", path, f
+		j.p = anon.Process{PID: int(pid), NSPID: int(pid), UID: trust.UnknownOwner}
+		js = append(js, j)
+	}
+	clock := uint64(1e9)
+	in.now = func() uint64 { return clock }
+	rounds := 0
+	for js[0].off < js[0].size || js[1].off < js[1].size || rounds == 0 {
+		clock += uint64(pollEvery)
+		before := js[0].code.nextID + js[1].code.nextID
+		in.BeginRound()
+		rounds++
+		applied := js[0].code.nextID + js[1].code.nextID - before
+		if applied > recordRate/10 {
+			t.Fatalf("round %d applied %d records, bound %d", rounds, applied, recordRate/10)
+		}
+		if rounds == 1 && (js[0].code.nextID == 0 || js[1].code.nextID == 0) {
+			t.Errorf("the first round applied %d and %d records: one process waits for the other", js[0].code.nextID, js[1].code.nextID)
+		}
+		if rounds > 4*n/(recordRate/10)+10 {
+			t.Fatalf("%d rounds and the dumps are not read: %d and %d records", rounds, js[0].code.nextID, js[1].code.nextID)
+		}
+	}
+	for _, j := range js {
+		if seq, _ := j.code.lookup(0x1008, 10*n); seq != n {
+			t.Errorf("pid %d: the live code is generation %d, want %d", j.pid, seq, n)
+		}
+	}
+}
+
+// TestShortLivedAnon: 5,000 short-lived processes of one application
+// running anonymous code that no JIT data names (it left 4,952 sample
+// files) count into one file, the application's, not one each.
+func TestShortLivedAnon(t *testing.T) {
+	dir := t.TempDir()
+	db, err := sampledb.Create(dir, sampledb.Options{Events: []sampledb.Event{{Name: "cpu-clock", Count: 1000, Freq: true}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	in := NewIngest(db, process.New(), 0)
+	const n = 5000
+	for i := range uint32(n) {
+		pid := 3_900_000 + i
+		start := uint64(0x7e0000000000) + uint64(i)<<20
+		in.procs.Map(process.Mapping{PID: pid, Start: start, End: start + 0x10000, Path: "//anon", Anon: true, Exec: true})
+		in.SetExe(pid, "/usr/bin/spawner")
+		s := &perfdata.Sample{IP: start + uint64(i%100)*16}
+		s.PID, s.TID, s.Time, s.Misc = pid, pid, t0+uint64(i), perfdata.MiscUser
+		in.Add(s)
+		in.Take(&perfdata.Exit{PID: pid, TID: pid})
+		in.EndRound()
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	spec, _ := sampledb.ParseSpec(nil)
+	sel, err := sampledb.Select(dir, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := uint64(0)
+	for _, f := range sel.Files {
+		r, err := sampledb.Open(dir, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for e := range r.Entries() {
+			total += e.Count
+		}
+		r.Close()
+	}
+	if len(sel.Files) > 2 || total != n {
+		t.Errorf("%d sample files with %d samples, want one file (the spawner's anonymous memory) with %d", len(sel.Files), total, n)
+	}
+}
+
+// TestFindRefusalReported: a JIT data file refused when the daemon first
+// looks for a process's data (here a link at /tmp/perf-PID.map) is said
+// in status, not dropped.
+func TestFindRefusalReported(t *testing.T) {
+	in, _, _ := newTestIngest(t)
+	const pid = 3_950_001
+	mp := fmt.Sprintf("/tmp/perf-%d.map", pid)
+	target := filepath.Join(t.TempDir(), "map")
+	os.WriteFile(target, []byte("7e0000000000 10 f\n"), 0o600)
+	if err := os.Symlink(target, mp); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Remove(mp)
+	in.procs.Map(process.Mapping{PID: pid, Start: 0x7e0000000000, End: 0x7e0000010000, Path: "//anon", Anon: true, Exec: true})
+	s := &perfdata.Sample{IP: 0x7e0000000004}
+	s.PID, s.TID, s.Time, s.Misc = pid, pid, t0, perfdata.MiscUser
+	in.Add(s)
+	if err := in.JITErrors[pid]; !errors.Is(err, trust.ErrUntrusted) {
+		t.Errorf("the refused map: %v, want a refusal in the process's errors", err)
 	}
 }

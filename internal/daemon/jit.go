@@ -1,15 +1,15 @@
 package daemon
 
 import (
+	"bytes"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
-	"strconv"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -18,7 +18,6 @@ import (
 	"github.com/jitprof/jitprof/internal/jitdump"
 	"github.com/jitprof/jitprof/internal/linux"
 	"github.com/jitprof/jitprof/internal/perfmap"
-	"github.com/jitprof/jitprof/internal/sampledb"
 	"github.com/jitprof/jitprof/internal/trust"
 	"github.com/jitprof/jitprof/jitlog"
 )
@@ -45,6 +44,15 @@ const lookAgain = 2 * time.Second
 // code was re-generated still finds the generation it hit.
 const keepEnded = uint64(10 * time.Second)
 
+// maxRecord bounds one jitdump record the daemon reads: V8's largest
+// (the code of big builtins) are tens of KB.
+const maxRecord = 4 << 20
+
+// mapChunk is the most of a perf map read at once: lines are at most
+// perfmap.DefaultMaxLineLen, so a chunk without a newline is a line too
+// long, skipped.
+const mapChunk = 256 << 10
+
 // jitProc is what the daemon follows of one process's JIT data.
 type jitProc struct {
 	pid     uint32
@@ -55,30 +63,72 @@ type jitProc struct {
 	next    time.Time // when to look for data again, while none
 
 	tail *jitlog.Tail // jitlog
-	f    *os.File     // jitdump, perfmap: kept open, read again as it grows
-	size int64
+	f    *os.File     // jitdump, perfmap: kept open, read as it grows
+	size int64        // the source's size at the last poll
 	mod  time.Time
-	recs int // jitdump records applied
+	// off is how far the source is applied: the jitdump record after
+	// the last applied, the end of the perf map's last whole line read.
+	// The session's copy of a jitdump or jitlog holds the source up to
+	// it.
+	off int64
+	hdr *jitdump.Header // the jitdump's, once read
 
-	// perfmap: the ranges of the last snapshot and their numbers, the
-	// last number given, and the numbered dump in the session.
-	ranges map[perfmap.Symbol]uint64
+	// perfmap: the ranges of the map and their numbers, the last number
+	// given, the snapshot being read and, after the map was rewritten,
+	// that ranges not in the new one end when it is read to its end.
+	ranges map[rangeKey]mapRange
 	seq    uint64
-	dump   *os.File
+	snap   uint64
+	sweep  bool
+	skip   bool // in a line too long to be one, skipped to its newline
 
-	changed bool // data changed since it was last copied into the session
-	err     error
+	// In the session: the process's directory there, the copy of the
+	// source, the numbered dump of a perf map, whether the manifest is
+	// written, and the bytes of JIT data the process added (applied, so
+	// copied by the next flush if not yet).
+	dir      *os.Root
+	copyF    *os.File
+	copied   int64
+	dump     *os.File
+	manifest bool
+	added    int64
+
+	behind bool // its last poll used all its share of the work
+	// bound is the bound its data met, or the refusal of its file (a
+	// sparse one): no more of it is followed.
+	bound error
 	// data is the source's bytes when they come from a recording
 	// (Import), not a file.
 	data []byte
 	// noFiles: the process's JIT data is only what a recording embedded.
 	noFiles bool
-	// pendingDump is a numbered dump not yet written to the session.
-	pendingDump []byte
-	checked     bool // the jitlog header was found to be the process's
+	// feed applies a recording's JIT data up to a time, as the daemon
+	// would have read it by then (Import); false when all is applied or
+	// the table is full.
+	feed    func(upTo uint64) bool
+	checked bool // the jitlog header was found to be the process's
 	// rejected are files found to be another process's.
 	rejected map[string]bool
 }
+
+// mapRange is a perf map range's number and the snapshot it was last
+// seen in.
+type mapRange struct{ seq, snap uint64 }
+
+// rangeKey is a perf map range as the daemon keeps it: its name is
+// hashed (with a seed of this process's, which no map's writer knows),
+// for the ranges of a large map take a tenth of the memory they would
+// with their names. The name is written once, in the numbered dump.
+type rangeKey struct{ start, size, name uint64 }
+
+var nameSeed = maphash.MakeSeed()
+
+func keyOf(s perfmap.Symbol) rangeKey {
+	return rangeKey{s.Start, s.Size, maphash.String(nameSeed, s.Name)}
+}
+
+// entries is what the process's JIT data holds in memory.
+func (j *jitProc) entries() int { return j.code.len() + len(j.ranges) }
 
 // stale gives up a source that turned out to be another process's (a
 // file an earlier process with the pid left): the process is taken for
@@ -89,19 +139,19 @@ func (j *jitProc) stale(err error) error {
 	}
 	j.rejected[j.path] = true
 	j.close()
-	j.handler, j.path, j.changed = "", "", false
-	j.code = codeTable{}
+	j.handler, j.path = "", ""
+	j.code, j.off, j.hdr, j.ranges = codeTable{}, 0, nil, nil
 	return err
 }
 
 // find looks for the process's JIT data; found reports whether it has a
-// source now.
-func (j *jitProc) find(now time.Time, procs func(pid uint32) []anon.Mapping) bool {
+// source now, err why a file was refused.
+func (j *jitProc) find(now time.Time, procs func(pid uint32) []anon.Mapping) (found bool, err error) {
 	if j.handler != "" {
-		return true
+		return true, nil
 	}
 	if now.Before(j.next) || j.noFiles {
-		return false
+		return false, nil
 	}
 	j.next = now.Add(lookAgain)
 	if j.p.PID == 0 {
@@ -125,14 +175,14 @@ func (j *jitProc) find(now time.Time, procs func(pid uint32) []anon.Mapping) boo
 				continue
 			}
 			if err != nil {
-				j.err = err
-				break
+				return false, err
 			}
-			j.handler, j.path, j.changed = h, path, true
-			return true
+			j.handler, j.path = h, path
+			j.snap = 1
+			return true, nil
 		}
 	}
-	return false
+	return false, nil
 }
 
 func (j *jitProc) open(handler, path string) error {
@@ -152,28 +202,45 @@ func (j *jitProc) open(handler, path string) error {
 	return nil
 }
 
-// poll reads what the source added since the last poll into the code
-// table; now is CLOCK_MONOTONIC ns, the time of a perf map's snapshot.
-func (j *jitProc) poll(now uint64, session func(pid int) (string, error)) error {
-	if j.tail == nil && j.f == nil {
-		// Nothing open: a table filled whole (Import, tests).
+// poll applies what the source added since the last poll to the code
+// table, doing at most the work w leaves (which it takes) and adding at
+// most room's bytes and entries; now is CLOCK_MONOTONIC ns, the time of
+// a perf map's snapshot. session is the process's directory in the
+// session, where a perf map's numbered dump goes.
+func (j *jitProc) poll(now uint64, w *work, room jitRoom, session func() (*os.Root, error)) error {
+	if j.tail == nil && j.f == nil || j.bound != nil {
+		// Nothing open (a table filled whole: Import, tests), or no
+		// more followed.
 		return nil
 	}
+	j.code.limit = room.entries - len(j.ranges)
 	var err error
-	switch {
-	case j.handler == "jitlog":
-		err = j.pollJitlog()
-	case j.handler == "jitdump":
-		err = j.pollJitdump()
-	case j.handler == "perfmap":
-		err = j.pollPerfmap(now, session)
+	switch j.handler {
+	case "jitlog":
+		err = j.pollJitlog(w, room)
+	case "jitdump":
+		err = j.pollJitdump(w, room)
+	case "perfmap":
+		err = j.pollPerfmap(now, w, room, session)
 	}
 	j.code.prune(now - min(now, keepEnded))
+	if err == nil && j.code.full {
+		err = boundErr("more than %d pieces of JIT code (%s)", room.entries, room.entriesWhy)
+	}
+	var b *errBound
+	if errors.As(err, &b) || errors.Is(err, trust.ErrUntrusted) {
+		j.bound = err
+	}
 	return err
 }
 
-func (j *jitProc) pollJitlog() error {
-	recs, err := j.tail.Poll()
+func (j *jitProc) pollJitlog(w *work, room jitRoom) error {
+	before := j.tail.Offset()
+	limit := min(w.bytes, room.bytes)
+	if limit <= 0 {
+		limit = -1 // none, only whether one waits
+	}
+	recs, more, err := j.tail.PollLimit(limit, int(w.records))
 	if h := j.tail.Header(); h != nil && !j.checked {
 		// A database another process with this pid left in /tmp is
 		// not this process's: its pid and start time say whose it is.
@@ -183,156 +250,302 @@ func (j *jitProc) pollJitlog() error {
 		j.checked = true
 	}
 	for _, r := range recs {
-		if j.code.jitlogRecord(r) {
-			j.changed = true
+		if !j.code.jitlogRecord(r) {
+			break
 		}
+	}
+	read := j.tail.Offset() - before
+	j.off = j.tail.Offset()
+	j.added += read
+	w.bytes -= read
+	w.records -= int64(len(recs))
+	if len(recs) > 0 {
+		if _, ok := recs[0].(*jitlog.Header); ok {
+			w.records++ // the header is no record of the file's
+		}
+	}
+	if more && room.bytes-read <= 0 {
+		return boundErr("%s: past %s of JIT data (%s)", j.path, mib(j.added), room.bytesWhy)
 	}
 	if errors.Is(err, jitlog.ErrTorn) {
 		return nil // skipped; the next poll goes on after it
 	}
+	if err == nil {
+		// The records read are whole and had better be there.
+		err = trust.CheckDense(j.tail.File(), j.path, before, j.off)
+	}
 	return err
 }
 
-// grown reports whether the open file changed since it was last read.
-func (j *jitProc) grown() (bool, error) {
+// grown stats the open file: whether it changed since the last poll,
+// and whether it was written anew: shrunk, or, for a perf map, of the
+// same size but modified, or the path names another file (a perf map
+// written anew and renamed over the old, which it then opens through
+// the same checks).
+func (j *jitProc) grown() (grown, replaced bool, err error) {
 	fi, err := j.f.Stat()
 	if err != nil {
-		return false, err
+		return false, false, err
 	}
-	// A JIT that writes its file anew and renames it over the old one
-	// (a rewritten perf map) leaves the daemon's descriptor on the old:
-	// open the new one, through the same checks.
 	if now, err := os.Lstat(j.path); err == nil && !os.SameFile(now, fi) {
+		if j.handler != "perfmap" {
+			// The descriptor keeps the file the daemon read, which the
+			// session's copy is made of.
+			return true, true, nil
+		}
+		if j.sweep && j.off < fi.Size() {
+			// A new map read to its end before the next: each
+			// snapshot is one map, whole, however often it is
+			// replaced.
+			return true, false, nil
+		}
 		f, err := anon.OpenData(&j.p, j.path)
 		if err != nil {
-			return false, err
+			// Replaced again while it was opened (it has no link left),
+			// or by a file that fails the checks: the map as last read
+			// stays, and the next poll looks again.
+			return false, false, fmt.Errorf("%s written anew, not read: %v", j.path, err)
 		}
 		j.f.Close()
-		j.f, j.size, j.mod, j.recs = f.File, 0, time.Time{}, 0
+		j.f, replaced = f.File, true
 		if fi, err = j.f.Stat(); err != nil {
-			return false, err
+			return false, true, err
 		}
 	}
-	if fi.Size() == j.size && fi.ModTime().Equal(j.mod) {
-		return false, nil
+	if !replaced && fi.Size() == j.size && fi.ModTime().Equal(j.mod) {
+		return false, false, nil
 	}
 	if err := (trust.Rule{Owner: j.p.UID}).CheckSize(j.path, fi.Size()); err != nil {
-		return false, err
+		return false, replaced, err
 	}
+	// A perf map written anew in place may keep its size; a jitdump is
+	// only appended to. (A stat during a write can see its new mtime
+	// before its new size: for a jitdump that is no rewrite.)
+	rewritten := replaced || fi.Size() < j.off ||
+		j.handler == "perfmap" && fi.Size() == j.size && !fi.ModTime().Equal(j.mod)
 	j.size, j.mod = fi.Size(), fi.ModTime()
-	return true, nil
+	return true, rewritten, nil
 }
 
-// pollJitdump reads the records a jitdump gained. The dump is read from
-// its start each time it grows (its reader stops at a torn last record,
-// which a JIT still writing leaves), applying only the records not yet
-// applied.
-func (j *jitProc) pollJitdump() error {
-	grown, err := j.grown()
-	if err != nil || !grown {
+// pollJitdump applies the records a jitdump gained: from the offset of
+// the first not yet applied, within w and room, so a dump is read once
+// however it grows.
+func (j *jitProc) pollJitdump(w *work, room jitRoom) error {
+	grown, rewritten, err := j.grown()
+	if err != nil || !grown && j.off == j.size {
 		return err
 	}
-	r, err := jitdump.NewReader(io.NewSectionReader(j.f, 0, j.size))
-	if err != nil {
-		if errors.Is(err, jitdump.ErrTruncated) {
-			return nil // the header is not written yet
+	if rewritten && j.hdr != nil {
+		// A JIT appends to its dump; one written anew is not the data
+		// the sample files' numbers came from.
+		return boundErr("%s: rewritten after %d bytes were read", j.path, j.off)
+	}
+	if err := trust.CheckDense(j.f, j.path, j.off, j.size); err != nil {
+		return err
+	}
+	if j.hdr == nil {
+		r, err := jitdump.NewReader(io.NewSectionReader(j.f, 0, j.size))
+		if err != nil {
+			if errors.Is(err, jitdump.ErrTruncated) {
+				return nil // the header is not written yet
+			}
+			return fmt.Errorf("%s: %w", j.path, err)
 		}
-		return fmt.Errorf("%s: %w", j.path, err)
+		h := r.Header()
+		if h.PID != j.pid && h.PID != uint32(j.p.NSPID) {
+			return j.stale(fmt.Errorf("%s: written by pid %d, not %d", j.path, h.PID, j.pid))
+		} else if start := startMonotonic(j.p.StartTime); start != 0 && h.Flags&jitdump.FlagArchTimestamp == 0 && h.Timestamp+1e9 < start {
+			// Made before the process started: an earlier process's
+			// with the same pid.
+			return j.stale(fmt.Errorf("%s: made before process %d started", j.path, j.pid))
+		}
+		j.hdr = &h
+		j.off = int64(h.Size)
+		j.added += j.off
+		w.bytes -= j.off
 	}
-	if h := r.Header(); h.PID != j.pid && h.PID != uint32(j.p.NSPID) {
-		return j.stale(fmt.Errorf("%s: written by pid %d, not %d", j.path, h.PID, j.pid))
-	} else if start := startMonotonic(j.p.StartTime); start != 0 && h.Flags&jitdump.FlagArchTimestamp == 0 && h.Timestamp+1e9 < start {
-		// Made before the process started: an earlier process's with
-		// the same pid.
-		return j.stale(fmt.Errorf("%s: made before process %d started", j.path, j.pid))
+	// What may be read: the rest of the file, within the round's work
+	// and the room left, but always the next record whole if it fits
+	// the room.
+	end := min(j.size, j.off+min(w.bytes, room.bytes))
+	if n := j.nextRecord(); n > 0 && end < j.off+n && j.off+n <= min(j.size, j.off+room.bytes) {
+		end = j.off + n
 	}
-	n := 0
-	for r.Next() {
+	r := jitdump.ResumeReader(io.NewSectionReader(j.f, j.off, end-j.off), *j.hdr, j.off)
+	r.MaxRecordSize = maxRecord
+	n := int64(0)
+	for n < w.records && r.Next() {
 		n++
-		if n <= j.recs {
-			continue
+		if !j.code.jitdumpRecord(r.Record()) {
+			break
 		}
-		j.code.jitdumpRecord(r.Record())
-		j.changed = true
 	}
-	j.recs = n
+	read := r.Offset() - j.off
+	j.off = r.Offset()
+	j.added += read
+	w.bytes -= read
+	w.records -= n
 	if err := r.Err(); err != nil && !errors.Is(err, jitdump.ErrTruncated) {
 		return fmt.Errorf("%s: %w", j.path, err)
 	}
+	if next := j.nextRecord(); next > 0 && j.off+next <= j.size && next > room.bytes-read {
+		return boundErr("%s: past %s of JIT data (%s)", j.path, mib(j.added), room.bytesWhy)
+	}
 	return nil
 }
 
-// pollPerfmap takes a snapshot of a perf map that changed: a range (start,
-// size, name) not in the last snapshot gets a new sequence number, and a
-// CODE_LOAD with it in the session's numbered dump; code it overlaps
-// ends.
-func (j *jitProc) pollPerfmap(now uint64, session func(pid int) (string, error)) error {
-	grown, err := j.grown()
-	if err != nil || !grown {
+// nextRecord is the size of the jitdump record at j.off, as its header
+// says, 0 if the header is not there yet or is past reading.
+func (j *jitProc) nextRecord() int64 {
+	var rh [jitdump.RecordHeaderSize]byte
+	if _, err := j.f.ReadAt(rh[:], j.off); err != nil {
+		return 0
+	}
+	if n := int64(j.hdr.ByteOrder.Uint32(rh[4:])); n >= jitdump.RecordHeaderSize && n <= maxRecord {
+		return n
+	}
+	return 0
+}
+
+// pollPerfmap reads what a perf map gained: the lines appended since the
+// last poll or, once the map was written anew, the whole new map, a
+// chunk at a time within w and room. A range (start, size, name) not in
+// the map before gets a new sequence number, and a CODE_LOAD with it in
+// the session's numbered dump; code it overlaps ends. When a new map is
+// read to its end, the ranges it no longer has end.
+func (j *jitProc) pollPerfmap(now uint64, w *work, room jitRoom, session func() (*os.Root, error)) error {
+	grown, rewritten, err := j.grown()
+	if err != nil {
 		return err
 	}
-	m, err := perfmap.Options{Lenient: true}.Parse(io.NewSectionReader(j.f, 0, j.size))
-	if err != nil {
-		return fmt.Errorf("%s: %w", j.path, err)
+	if rewritten {
+		if j.sweep {
+			// Written anew again before the last new map was read
+			// to its end: only what that one had so far stays.
+			j.sweepBefore(j.snap, now)
+		}
+		j.off, j.skip, j.sweep = 0, false, true
+		j.snap++
 	}
-	if j.ranges == nil {
-		j.ranges = map[perfmap.Symbol]uint64{}
+	if !grown && j.off == j.size && !j.sweep {
+		return nil
 	}
-	seen := make(map[perfmap.Symbol]bool, len(m.Symbols))
+	if err := trust.CheckDense(j.f, j.path, j.off, j.size); err != nil {
+		return err
+	}
 	var out []byte
-	for _, s := range m.Symbols {
-		if s.Size == 0 {
-			continue
+	chunk := chunks.Get().(*[]byte)
+	defer chunks.Put(chunk)
+	for j.off < j.size && w.bytes > 0 && w.records > 0 {
+		n := min(j.size-j.off, mapChunk, w.bytes)
+		buf := (*chunk)[:n]
+		if _, err := j.f.ReadAt(buf, j.off); err != nil && !errors.Is(err, io.EOF) {
+			return fmt.Errorf("%s: %w", j.path, err)
 		}
-		s.Line = 0
-		seen[s] = true
-		if _, ok := j.ranges[s]; ok {
-			continue
+		w.bytes -= n
+		var lerr error
+		var used int64
+		out, used, lerr = j.mapLines(out, buf, n == mapChunk, now, &room, w)
+		j.off += used
+		if lerr != nil {
+			err = lerr
+			break
 		}
-		j.seq++
-		j.ranges[s] = j.seq
-		j.code.load(s.Start, s.Size, j.seq, now)
-		if out, err = j.appendRange(out, s, j.seq, now); err != nil {
-			return err
+		if used == 0 {
+			break // a torn last line: the rest is not written yet
 		}
 	}
-	for s, seq := range j.ranges {
-		if !seen[s] {
-			j.code.unload(seq, now)
-			delete(j.ranges, s)
-		}
+	if err == nil && j.off == j.size && j.sweep {
+		// The new map is read: what it no longer has is gone.
+		j.sweepBefore(j.snap, now)
+		j.sweep = false
 	}
 	if len(out) > 0 {
-		j.changed = true
-		return j.appendDump(out, now, session)
+		if werr := j.appendDump(out, now, session); werr != nil {
+			return werr
+		}
 	}
-	return nil
+	return err
 }
 
-// appendDump appends records to the session's numbered dump of the
-// process's perf map, creating it with its header.
-func (j *jitProc) appendDump(recs []byte, now uint64, session func(pid int) (string, error)) error {
-	if j.dump == nil {
-		dir, err := session(int(j.pid))
-		if err != nil {
-			return err
+// sweepBefore ends the ranges last seen before snapshot snap.
+func (j *jitProc) sweepBefore(snap, now uint64) {
+	for k, r := range j.ranges {
+		if r.snap < snap {
+			j.code.unload(r.seq, now)
+			delete(j.ranges, k)
 		}
-		f, err := os.OpenFile(filepath.Join(dir, perfmapSeqFile), os.O_WRONLY|os.O_CREATE|os.O_TRUNC|os.O_APPEND, 0o600)
-		if err != nil {
-			return err
-		}
-		hdr, err := jitdump.AppendHeader(nil, jitdump.Header{ByteOrder: binary.LittleEndian, Version: 1, ElfMach: 62, PID: j.pid, Timestamp: now})
-		if err == nil {
-			_, err = f.Write(hdr)
-		}
-		if err != nil {
-			f.Close()
-			return err
-		}
-		j.dump = f
 	}
-	_, err := j.dump.Write(recs)
-	return err
+}
+
+// chunks are the buffers perf maps are read into, a chunk at a time.
+var chunks = sync.Pool{New: func() any { b := make([]byte, mapChunk); return &b }}
+
+// mapLines applies the whole lines of b, read at j.off, a new range
+// costing a record of w, and returns the dump's records grown and how
+// many bytes of b it used; full says b is a whole chunk, so a chunk
+// without a newline is a line too long.
+func (j *jitProc) mapLines(out, b []byte, full bool, now uint64, room *jitRoom, w *work) ([]byte, int64, error) {
+	used := int64(0)
+	if j.skip {
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			return out, int64(len(b)), nil
+		}
+		j.skip = false
+		used, b = int64(i+1), b[i+1:]
+	}
+	if full && bytes.IndexByte(b, '\n') < 0 {
+		j.skip = true
+		return out, used + int64(len(b)), nil
+	}
+	if j.ranges == nil {
+		j.ranges = map[rangeKey]mapRange{}
+	}
+	for w.records > 0 {
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			break // a torn last line: the rest is not written yet
+		}
+		s, ok, err := perfmap.ParseLine(b[:i+1])
+		used, b = used+int64(i+1), b[i+1:]
+		if err != nil || !ok || s.Size == 0 {
+			continue // a bad line, or one naming no address (V8 writes some)
+		}
+		k := keyOf(s)
+		if r, ok := j.ranges[k]; ok {
+			r.snap = j.snap
+			j.ranges[k] = r
+			continue
+		}
+		n := len(out)
+		if out, err = j.appendRange(out, s, j.seq+1, now); err != nil {
+			return out[:n], used, err
+		}
+		if size := int64(len(out) - n); size > room.bytes {
+			return out[:n], used, boundErr("%s: past %s of numbered perf map (%s)", j.path, mib(j.added), room.bytesWhy)
+		} else if j.entries() >= room.entries {
+			return out[:n], used, boundErr("%s: more than %d pieces of JIT code (%s)", j.path, room.entries, room.entriesWhy)
+		} else {
+			room.bytes -= size
+			room.entries--
+			j.added += size
+		}
+		w.records--
+		j.seq++
+		j.ranges[k] = mapRange{seq: j.seq, snap: j.snap}
+		j.code.load(s.Start, s.Size, j.seq, now)
+	}
+	return out, used, nil
+}
+
+// appendRange appends the numbered dump's record of a perf map's range:
+// a CODE_LOAD whose code_index is the range's sequence number.
+func (j *jitProc) appendRange(out []byte, s perfmap.Symbol, seq, t uint64) ([]byte, error) {
+	return jitdump.AppendRecord(out, binary.LittleEndian, &jitdump.CodeLoad{
+		PID: j.pid, TID: j.pid, VMA: s.Start, CodeAddr: s.Start, CodeSize: s.Size, CodeIndex: seq, Name: s.Name,
+		RecordHeader: jitdump.RecordHeader{Timestamp: t},
+	})
 }
 
 // userHZ is the unit of /proc/PID/stat's start time (USER_HZ, 100 on
@@ -354,10 +567,7 @@ func startMonotonic(ticks uint64) uint64 {
 	return 0
 }
 
-// perfmapSeqFile is the numbered dump's name in the process's JIT
-// directory of the session.
-const perfmapSeqFile = "perfmap-seq.dump"
-
+// close closes the source and the session's files.
 func (j *jitProc) close() {
 	if j.tail != nil {
 		j.tail.Close()
@@ -365,76 +575,6 @@ func (j *jitProc) close() {
 	if j.f != nil {
 		j.f.Close()
 	}
-	if j.dump != nil {
-		j.dump.Close()
-	}
-	j.tail, j.f, j.dump = nil, nil, nil
-}
-
-// maxJITCopy bounds the JIT data copied for one process.
-const maxJITCopy = trust.MaxSize
-
-// copyInto copies the process's JIT data into its session directory dir
-// (whole files, written aside and renamed over: a reader sees an old or
-// a new copy), with the manifest.
-func (j *jitProc) copyInto(dir string) error {
-	if j.handler == "" {
-		return nil
-	}
-	m := sampledb.JITManifest{PID: j.p.PID, NSPID: j.p.NSPID, UID: j.p.UID, StartTime: j.p.StartTime, Comm: j.p.Comm, Handler: j.handler}
-	data, err := j.readData()
-	if err != nil {
-		return err
-	}
-	name := "data." + j.handler
-	if err := writeAside(dir, name, data); err != nil {
-		return err
-	}
-	m.Files = append(m.Files, sampledb.JITFile{Path: j.path, Kind: j.handler, Name: name})
-	if j.dump != nil {
-		m.Files = append(m.Files, sampledb.JITFile{Path: j.path + ".seq", Kind: PerfmapSeqKind, Name: perfmapSeqFile})
-	}
-	b, err := json.MarshalIndent(&m, "", "\t")
-	if err != nil {
-		return err
-	}
-	if err := writeAside(dir, sampledb.JITManifestName, append(b, '\n')); err != nil {
-		return err
-	}
-	j.changed = false
-	return nil
-}
-
-// readData reads the source's file whole, through the trust checks.
-func (j *jitProc) readData() ([]byte, error) {
-	if j.data != nil {
-		return j.data, nil
-	}
-	f, err := anon.OpenData(&j.p, j.path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	if f.Size > maxJITCopy {
-		return nil, fmt.Errorf("%s: %d bytes, more than the %d copied", j.path, f.Size, maxJITCopy)
-	}
-	return io.ReadAll(io.LimitReader(f, f.Size))
-}
-
-func writeAside(dir, name string, b []byte) error {
-	tmp := filepath.Join(dir, "."+name+"."+strconv.Itoa(os.Getpid()))
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return os.Rename(tmp, filepath.Join(dir, name))
-}
-
-// appendRange appends the numbered dump's record of a perf map's range:
-// a CODE_LOAD whose code_index is the range's sequence number.
-func (j *jitProc) appendRange(out []byte, s perfmap.Symbol, seq, t uint64) ([]byte, error) {
-	return jitdump.AppendRecord(out, binary.LittleEndian, &jitdump.CodeLoad{
-		PID: j.pid, TID: j.pid, VMA: s.Start, CodeAddr: s.Start, CodeSize: s.Size, CodeIndex: seq, Name: s.Name,
-		RecordHeader: jitdump.RecordHeader{Timestamp: t},
-	})
+	j.tail, j.f = nil, nil
+	j.closeSession()
 }

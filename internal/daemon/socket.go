@@ -5,7 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
+	"strconv"
 
 	"golang.org/x/sys/unix"
 )
@@ -21,22 +21,26 @@ import (
 // removes the socket file (what net.UnixListener.SetUnlinkOnClose did).
 type listener struct {
 	f    *os.File
-	path string
+	dir  *os.File // the session directory the socket is in
+	path string   // as messages name it
 }
 
 // sockaddr is path's unix socket address, or an error naming path if it
 // is too long for sockaddr_un.
 func sockaddr(path string) (*unix.SockaddrUnix, error) {
-	// A leading @ would name a socket in the abstract namespace, not
-	// the file.
-	if strings.HasPrefix(path, "@") {
-		path = "./" + path
-	}
 	// sun_path holds the path and its NUL.
 	if limit := len(unix.RawSockaddrUnix{}.Path) - 1; len(path) > limit {
 		return nil, fmt.Errorf("control socket %s: path too long for a unix socket (%d bytes, at most %d)", path, len(path), limit)
 	}
 	return &unix.SockaddrUnix{Name: path}, nil
+}
+
+// inDir is the address of the socket name in the open directory dir:
+// through /proc/self/fd, so that bind and connect resolve nothing but
+// the last component, in the very directory that was checked, and the
+// session directory's path may be longer than sun_path.
+func inDir(dir *os.File, name string) string {
+	return "/proc/self/fd/" + strconv.Itoa(int(dir.Fd())) + "/" + name
 }
 
 func socket(path string) (int, error) {
@@ -47,22 +51,30 @@ func socket(path string) (int, error) {
 	return fd, nil
 }
 
-// listen makes the control socket, readable and writable by the
-// daemon's user only (the umask is tightened around its creation: a
-// chmod after bind would leave a moment in which anyone could connect).
-func listen(dir string) (*listener, error) {
-	path := filepath.Join(dir, SocketFile)
-	sa, err := sockaddr(path)
+// listen makes the control socket in the session directory root,
+// readable and writable by the daemon's user only (the umask is
+// tightened around its creation: a chmod after bind would leave a moment
+// in which anyone could connect). bind creates it exclusively: it fails
+// on anything, a link included, already at its name.
+func listen(root *os.Root, shown string) (*listener, error) {
+	path := filepath.Join(shown, SocketFile)
+	dir, err := root.Open(".")
 	if err != nil {
 		return nil, err
 	}
 	// A socket left by a killed daemon: the session lock, which this
 	// process holds, says no other daemon uses it.
-	if fi, err := os.Lstat(path); err == nil && fi.Mode()&fs.ModeSocket != 0 {
-		os.Remove(path)
+	if fi, err := root.Lstat(SocketFile); err == nil && fi.Mode()&fs.ModeSocket != 0 {
+		root.Remove(SocketFile)
+	}
+	sa, err := sockaddr(inDir(dir, SocketFile))
+	if err != nil {
+		dir.Close()
+		return nil, err
 	}
 	fd, err := socket(path)
 	if err != nil {
+		dir.Close()
 		return nil, err
 	}
 	old := unix.Umask(0o077)
@@ -70,18 +82,18 @@ func listen(dir string) (*listener, error) {
 	unix.Umask(old)
 	if err != nil {
 		unix.Close(fd)
+		dir.Close()
 		return nil, fmt.Errorf("control socket %s: %w", path, os.NewSyscallError("bind", err))
 	}
+	ln := &listener{f: os.NewFile(uintptr(fd), path), dir: dir, path: path}
 	if err := unix.Listen(fd, unix.SOMAXCONN); err != nil {
-		unix.Close(fd)
-		os.Remove(path)
+		ln.Close()
 		return nil, fmt.Errorf("control socket %s: %w", path, os.NewSyscallError("listen", err))
 	}
-	ln := &listener{f: os.NewFile(uintptr(fd), path), path: path}
 	// The umask made it 0700; a socket needs no x.
-	if err := os.Chmod(path, 0o600); err != nil {
+	if err := unix.Fchmodat(int(dir.Fd()), SocketFile, 0o600, unix.AT_SYMLINK_NOFOLLOW); err != nil && err != unix.EOPNOTSUPP {
 		ln.Close()
-		return nil, err
+		return nil, fmt.Errorf("control socket %s: %w", path, err)
 	}
 	return ln, nil
 }
@@ -118,16 +130,20 @@ func (ln *listener) Close() error {
 	if err := ln.f.Close(); err != nil {
 		return err
 	}
-	return os.Remove(ln.path)
+	defer ln.dir.Close()
+	if err := unix.Unlinkat(int(ln.dir.Fd()), SocketFile, 0); err != nil {
+		return &fs.PathError{Op: "remove", Path: ln.path, Err: err}
+	}
+	return nil
 }
 
-// dial connects to the unix socket at path. A missing socket file gives
-// an error that is fs.ErrNotExist, a socket no one listens on one that
-// is ECONNREFUSED. A unix socket connects at once or fails, never "in
-// progress" (EAGAIN when the listener's backlog is full, as with
-// net.Dial).
-func dial(path string) (*os.File, error) {
-	sa, err := sockaddr(path)
+// dial connects to the unix socket at addr, which messages call path. A
+// missing socket file gives an error that is fs.ErrNotExist, a socket no
+// one listens on one that is ECONNREFUSED. A unix socket connects at
+// once or fails, never "in progress" (EAGAIN when the listener's backlog
+// is full, as with net.Dial).
+func dial(addr, path string) (*os.File, error) {
+	sa, err := sockaddr(addr)
 	if err != nil {
 		return nil, err
 	}

@@ -1,9 +1,11 @@
 package jitbundle
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/jitprof/jitprof/perfdata"
 )
@@ -54,6 +56,27 @@ type Entry struct {
 	Path  string
 	MTime int64 // Unix nanoseconds
 	Data  []byte
+	// Src, when set in place of Data, is where WriteTo streams the
+	// file's data from, so that a recorder never holds a JIT's file
+	// whole in memory.
+	Src Source
+}
+
+// Source streams one file's data into an encoding.
+type Source interface {
+	// Len is the data's size, written before the data.
+	Len() int64
+	// WriteTo writes the data. Should it write less than Len (the
+	// file shrank meanwhile), WriteTo pads the entry with zeros; more
+	// is cut off.
+	WriteTo(w io.Writer) (int64, error)
+}
+
+func (e *Entry) len() int64 {
+	if e.Src != nil {
+		return e.Src.Len()
+	}
+	return int64(len(e.Data))
 }
 
 // Sizes of the fixed parts.
@@ -82,31 +105,57 @@ func Load(f *perfdata.File) (*Bundle, error) {
 // Encode encodes b; a field over a limit is an error wrapping ErrLimit,
 // since Decode would refuse it.
 func Encode(b *Bundle) ([]byte, error) {
+	var buf bytes.Buffer
+	if _, err := WriteTo(&buf, b); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// Size is the size of b's encoding, or an error wrapping ErrLimit for a
+// field over a limit.
+func Size(b *Bundle) (int64, error) {
 	if len(b.Files) > MaxEntries {
-		return nil, fmt.Errorf("jitbundle: %d files, more than %d: %w", len(b.Files), MaxEntries, ErrLimit)
+		return 0, fmt.Errorf("jitbundle: %d files, more than %d: %w", len(b.Files), MaxEntries, ErrLimit)
 	}
 	if len(b.Processes) > MaxProcesses {
-		return nil, fmt.Errorf("jitbundle: %d processes, more than %d: %w", len(b.Processes), MaxProcesses, ErrLimit)
+		return 0, fmt.Errorf("jitbundle: %d processes, more than %d: %w", len(b.Processes), MaxProcesses, ErrLimit)
 	}
-	n := headerV2 + procSize*len(b.Processes)
+	n := int64(headerV2 + procSize*len(b.Processes))
 	for i, p := range b.Processes {
 		for _, v := range []int{p.PID, p.NSPID, p.UID, p.GID} {
 			if v < 0 || v > maxUint32 {
-				return nil, fmt.Errorf("jitbundle: process %d: id %d out of range: %w", i, v, ErrLimit)
+				return 0, fmt.Errorf("jitbundle: process %d: id %d out of range: %w", i, v, ErrLimit)
 			}
 		}
 	}
-	for i, e := range b.Files {
-		if err := check(i, len(e.Kind), len(e.Path), uint64(len(e.Data))); err != nil {
-			return nil, err
+	for i := range b.Files {
+		e := &b.Files[i]
+		if e.len() < 0 {
+			return 0, fmt.Errorf("jitbundle: file %d: size %d: %w", i, e.len(), ErrLimit)
+		}
+		if err := check(i, len(e.Kind), len(e.Path), uint64(e.len())); err != nil {
+			return 0, err
 		}
 		if e.PID < 0 || e.PID > maxUint32 {
-			return nil, fmt.Errorf("jitbundle: file %d: pid %d out of range: %w", i, e.PID, ErrLimit)
+			return 0, fmt.Errorf("jitbundle: file %d: pid %d out of range: %w", i, e.PID, ErrLimit)
 		}
-		n += minEntry + len(e.Kind) + len(e.Path) + len(e.Data)
+		n += int64(minEntry+len(e.Kind)+len(e.Path)) + e.len()
+	}
+	return n, nil
+}
+
+// WriteTo writes b's encoding to w, streaming each file's data from its
+// Src, if it has one; it returns the bytes written, Size(b) when all
+// went well.
+func WriteTo(w io.Writer, b *Bundle) (int64, error) {
+	n, err := Size(b)
+	if err != nil {
+		return 0, err
 	}
 	le := binary.LittleEndian
-	out := make([]byte, 0, n)
+	cw := &countWriter{w: w}
+	var out []byte
 	out = append(out, Magic...)
 	out = le.AppendUint32(out, Version)
 	out = le.AppendUint32(out, 0)
@@ -120,17 +169,75 @@ func Encode(b *Bundle) ([]byte, error) {
 		out = le.AppendUint32(out, uint32(p.GID))
 		out = le.AppendUint64(out, p.StartTime)
 	}
-	for _, e := range b.Files {
+	if _, err := cw.Write(out); err != nil {
+		return cw.n, err
+	}
+	for i := range b.Files {
+		e := &b.Files[i]
+		out = out[:0]
 		out = le.AppendUint32(out, uint32(e.PID))
 		out = le.AppendUint16(out, uint16(len(e.Kind)))
 		out = append(out, e.Kind...)
 		out = le.AppendUint16(out, uint16(len(e.Path)))
 		out = append(out, e.Path...)
 		out = le.AppendUint64(out, uint64(e.MTime))
-		out = le.AppendUint64(out, uint64(len(e.Data)))
-		out = append(out, e.Data...)
+		out = le.AppendUint64(out, uint64(e.len()))
+		if _, err := cw.Write(out); err != nil {
+			return cw.n, err
+		}
+		if e.Src == nil {
+			if _, err := cw.Write(e.Data); err != nil {
+				return cw.n, err
+			}
+			continue
+		}
+		// Exactly the size written above, whatever the source does.
+		lw := &limitWriter{w: cw, left: e.Src.Len()}
+		if _, err := e.Src.WriteTo(lw); err != nil && err != errFull {
+			return cw.n, fmt.Errorf("jitbundle: file %d (%s): %w", i, e.Path, err)
+		}
+		for lw.left > 0 {
+			z := make([]byte, min(lw.left, 64<<10))
+			if _, err := lw.Write(z); err != nil {
+				return cw.n, err
+			}
+		}
 	}
-	return out, nil
+	return cw.n, nil
+}
+
+type countWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countWriter) Write(b []byte) (int, error) {
+	n, err := c.w.Write(b)
+	c.n += int64(n)
+	return n, err
+}
+
+// errFull stops a source that writes more than it said.
+var errFull = errors.New("more data than its size")
+
+// limitWriter passes on at most left bytes.
+type limitWriter struct {
+	w    io.Writer
+	left int64
+}
+
+func (l *limitWriter) Write(b []byte) (int, error) {
+	if int64(len(b)) > l.left {
+		n, err := l.w.Write(b[:l.left])
+		l.left -= int64(n)
+		if err == nil {
+			err = errFull
+		}
+		return n, err
+	}
+	n, err := l.w.Write(b)
+	l.left -= int64(n)
+	return n, err
 }
 
 func check(i, kind, path int, data uint64) error {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"io"
 	"reflect"
 	"testing"
 
@@ -181,4 +182,53 @@ func FuzzDecode(f *testing.F) {
 			t.Errorf("re-encoding differs: %v", err)
 		}
 	})
+}
+
+// testSource streams data, claiming size.
+type testSource struct {
+	data []byte
+	size int64
+}
+
+func (s testSource) Len() int64 { return s.size }
+func (s testSource) WriteTo(w io.Writer) (int64, error) {
+	n, err := w.Write(s.data)
+	return int64(n), err
+}
+
+// TestWriteToSources: a file streamed from a source encodes as its bytes
+// would; one that gives fewer bytes than it said is padded with zeros,
+// one that gives more is cut, so the bundle always decodes; WriteTo says
+// the size it wrote, which Size foretold.
+func TestWriteToSources(t *testing.T) {
+	data := []byte("1000 10 fib\n2000 10 sum\n")
+	for _, c := range []struct {
+		src  testSource
+		want []byte
+	}{
+		{testSource{data, int64(len(data))}, data},
+		{testSource{data[:5], int64(len(data))}, append(bytes.Clone(data[:5]), make([]byte, len(data)-5)...)},
+		{testSource{data, 5}, data[:5]},
+		{testSource{nil, 0}, []byte{}},
+	} {
+		b := &Bundle{Processes: sample.Processes, Files: []Entry{
+			{PID: 1, Kind: "perfmap", Path: "/tmp/perf-1.map", Src: c.src},
+			{PID: 2, Kind: "jitdump", Path: "/tmp/jit-2.dump", Data: []byte("x")},
+		}}
+		var buf bytes.Buffer
+		n, err := WriteTo(&buf, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if size, _ := Size(b); n != int64(buf.Len()) || n != size {
+			t.Errorf("WriteTo wrote %d bytes, said %d, Size said %d", buf.Len(), n, size)
+		}
+		out, err := Decode(buf.Bytes())
+		if err != nil {
+			t.Fatalf("source %q of size %d: %v", c.src.data, c.src.size, err)
+		}
+		if got := out.Files[0].Data; !bytes.Equal(got, c.want) || string(out.Files[1].Data) != "x" {
+			t.Errorf("source %q of size %d decodes as %q, %q; want %q", c.src.data, c.src.size, got, out.Files[1].Data, c.want)
+		}
+	}
 }

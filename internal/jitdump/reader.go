@@ -99,6 +99,14 @@ func NewReader(r io.Reader) (*Reader, error) {
 	return rd, nil
 }
 
+// ResumeReader reads on in a dump whose header h an earlier Reader read:
+// r is the file from offset off on, where a record begins, so that a
+// follower of a growing dump reads each record once. Offset and errors
+// give offsets in the file.
+func ResumeReader(r io.Reader, h Header, off int64) *Reader {
+	return &Reader{r: bufio.NewReaderSize(r, 64<<10), hdr: h, order: h.ByteOrder, off: off}
+}
+
 // Header returns the file header.
 func (r *Reader) Header() Header { return r.hdr }
 

@@ -420,3 +420,35 @@ func TestBadMagicQuotesNothing(t *testing.T) {
 		t.Errorf("error %q: want ErrBadMagic at offset 0, without the file's bytes", err)
 	}
 }
+
+// TestResumeReader: a reader resumed at the offset where another stopped
+// reads the records after it, at the same offsets, as one reader of the
+// whole dump does.
+func TestResumeReader(t *testing.T) {
+	b, _ := AppendHeader(nil, Header{ByteOrder: binary.LittleEndian, Version: 1, ElfMach: 62, PID: 7})
+	for i := range uint64(10) {
+		b, _ = AppendRecord(b, binary.LittleEndian, &CodeLoad{PID: 7, TID: 7, CodeAddr: 0x1000 + i, CodeSize: 4, CodeIndex: i, Name: fmt.Sprint("f", i)})
+	}
+	whole, err := NewReader(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for whole.Next() {
+		want = append(want, fmt.Sprintf("%d %+v", whole.Record().Header().Offset, whole.Record()))
+	}
+	first, _ := NewReader(bytes.NewReader(b))
+	var got []string
+	for range 4 {
+		first.Next()
+		got = append(got, fmt.Sprintf("%d %+v", first.Record().Header().Offset, first.Record()))
+	}
+	off := first.Offset()
+	r := ResumeReader(bytes.NewReader(b[off:]), first.Header(), off)
+	for r.Next() {
+		got = append(got, fmt.Sprintf("%d %+v", r.Record().Header().Offset, r.Record()))
+	}
+	if r.Err() != nil || r.Offset() != int64(len(b)) || !reflect.DeepEqual(got, want) {
+		t.Errorf("resumed at %d: %v, ends at %d of %d\n got %q\nwant %q", off, r.Err(), r.Offset(), len(b), got, want)
+	}
+}

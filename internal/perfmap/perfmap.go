@@ -186,6 +186,21 @@ func skipLine(br *bufio.Reader) (int64, error) {
 
 var errBlank = errors.New("blank line")
 
+// ParseLine parses one line of a map, "START SIZE name", with or without
+// its newline, for a reader that follows a map as it grows; ok is false
+// for a blank line. A line over DefaultMaxLineLen, its newline counted,
+// is ErrLineTooLong.
+func ParseLine(line []byte) (sym Symbol, ok bool, err error) {
+	if len(bytes.TrimSuffix(line, []byte("\n")))+1 > DefaultMaxLineLen {
+		return Symbol{}, false, fmt.Errorf("%w (limit %d bytes)", ErrLineTooLong, DefaultMaxLineLen)
+	}
+	sym, err = parseLine(line)
+	if err == errBlank {
+		return Symbol{}, false, nil
+	}
+	return sym, err == nil, err
+}
+
 // parseLine parses "START SIZE name" with its line terminator.
 func parseLine(b []byte) (Symbol, error) {
 	b = bytes.TrimRight(b, "\r\n")

@@ -274,3 +274,32 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseLine: ParseLine takes a line as Parse takes it in a map.
+func FuzzParseLine(f *testing.F) {
+	f.Add([]byte("7f0000001000 40 LazyCompile:~fib /tmp/fib.js:1"))
+	f.Add([]byte("0x10 0x8 a b\r"))
+	f.Add([]byte("  \t"))
+	f.Add([]byte("ffffffffffffffff 2 wrap"))
+	f.Fuzz(func(t *testing.T, line []byte) {
+		if bytes.IndexByte(line, '\n') >= 0 {
+			return
+		}
+		sym, ok, err := ParseLine(line)
+		m, perr := Options{}.Parse(bytes.NewReader(append(bytes.Clone(line), '\n')))
+		switch {
+		case err != nil:
+			if perr == nil {
+				t.Fatalf("ParseLine refused %q (%v), Parse took it", line, err)
+			}
+		case !ok:
+			if perr != nil || len(m.Symbols) != 0 {
+				t.Fatalf("ParseLine: %q is blank, Parse: %v, %d symbols", line, perr, len(m.Symbols))
+			}
+		default:
+			if perr != nil || len(m.Symbols) != 1 || m.Symbols[0].Start != sym.Start || m.Symbols[0].Size != sym.Size || m.Symbols[0].Name != sym.Name {
+				t.Fatalf("ParseLine(%q) = %+v, Parse: %v, %+v", line, sym, perr, m)
+			}
+		}
+	})
+}

@@ -64,8 +64,9 @@ func (s *fileSink) Written() int64 { return s.w.DataSize() }
 
 // finish completes the file: the header features perf record writes,
 // the build-ids of the images samples hit, jitprof's JIT data; it
-// returns how many build-ids and JIT data files it wrote.
-func (s *fileSink) finish(r *Recorder, cfg Config) (buildIDs, jitFiles int, err error) {
+// returns how many build-ids and JIT data files (and their bytes) it
+// wrote.
+func (s *fileSink) finish(r *Recorder, cfg Config) (buildIDs, jitFiles int, jitBytes int64, err error) {
 	s.setFeatures(r, cfg)
 	ids := r.buildIDs()
 	if len(ids) > 0 {
@@ -75,9 +76,14 @@ func (s *fileSink) finish(r *Recorder, cfg Config) (buildIDs, jitFiles int, err 
 	if len(cfg.Command) > 0 {
 		pypyLog = PyPyLogFile(cfg.Env)
 	}
-	jitFiles = s.embedJITData(r, pypyLog, cfg.Notice)
-	return len(ids), jitFiles, s.w.Close()
+	jitFiles, jitBytes, done := s.embedJITData(r, pypyLog, cfg.Notice)
+	err = s.w.Close()
+	done()
+	return len(ids), jitFiles, jitBytes, err
 }
+
+// Size is the size of the file, or stream, written.
+func (s *fileSink) Size() int64 { return s.w.Size() }
 
 // setFeatures sets the header features perf report --header-only shows.
 func (s *fileSink) setFeatures(r *Recorder, cfg Config) {

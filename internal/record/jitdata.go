@@ -2,6 +2,7 @@ package record
 
 import (
 	"fmt"
+	"io"
 	"path/filepath"
 	"strings"
 
@@ -16,14 +17,16 @@ import (
 // MB, and a runaway map should cost a warning, not the disk.
 const maxJITData = 512 << 20
 
-// embedJITData puts jitprof's JIT data (internal/jitbundle) in the
+// embedJITData sets jitprof's JIT data (internal/jitbundle) to go in the
 // recording's event_types section, which every perf tool skips: who each
 // recorded process that ran JIT code (anonymous executable memory, or a
 // jitdump marker mapping) was, and copies of its JIT data files, so that
 // reports name JIT code after /tmp is cleaned or on another machine, and
-// judge files by the uid the process had. It returns how many files it
-// embedded; problems go to notice.
-func (s *fileSink) embedJITData(r *Recorder, pypyLog string, notice func(string)) int {
+// judge files by the uid the process had. The files are streamed into
+// the recording when the writer closes; done closes them after. It
+// returns how many files it embedded and their bytes; problems go to
+// notice.
+func (s *fileSink) embedJITData(r *Recorder, pypyLog string, notice func(string)) (files int, size int64, done func()) {
 	var procs []process.Process
 	for _, p := range r.procs.Processes() {
 		if runsJIT(p) {
@@ -65,24 +68,28 @@ func (s *fileSink) embedJITData(r *Recorder, pypyLog string, notice func(string)
 			}
 		}
 		for _, e := range es {
-			left -= int64(len(e.Data))
+			left -= e.Src.Len()
+			size += e.Src.Len()
 		}
 		b.Files = append(b.Files, es...)
 	}
-	files := len(b.Files)
+	files = len(b.Files)
+	done = func() { anon.CloseSources(b.Files) }
 	b.Files = append(b.Files, s.tsc.entries(pids)...)
 	if len(b.Processes) == 0 && len(b.Files) == 0 {
-		return 0
+		return 0, 0, done
 	}
-	enc, err := jitbundle.Encode(&b)
-	if err != nil {
+	if _, err := jitbundle.Size(&b); err != nil {
 		if notice != nil {
 			notice(fmt.Sprintf("JIT data not embedded: %v", err))
 		}
-		return 0
+		return 0, 0, done
 	}
-	s.w.EventTypes = enc
-	return files
+	s.w.EventTypesFrom = func(w io.Writer) error {
+		_, err := jitbundle.WriteTo(w, &b)
+		return err
+	}
+	return files, size, done
 }
 
 // runsJIT reports whether a process mapped anonymous executable memory

@@ -73,8 +73,13 @@ type Result struct {
 	// BuildIDs is the number of images in the BUILD_ID feature.
 	BuildIDs int
 	// JITFiles is the number of JIT data files (perf maps, jitdumps,
-	// jitlog databases) embedded in the recording (internal/jitbundle).
+	// jitlog databases) embedded in the recording (internal/jitbundle),
+	// JITBytes their size there.
 	JITFiles int
+	JITBytes int64
+	// FileBytes is the size of the recording written, header, records,
+	// features and JIT data: what is on disk (Bytes counts the records).
+	FileBytes int64
 	// ExitStatus is the command's exit status as a shell reports it, or
 	// -1 when no command was run.
 	ExitStatus int
@@ -103,8 +108,9 @@ func Run(ctx context.Context, out io.Writer, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	var ferr error
-	res.BuildIDs, res.JITFiles, ferr = file.finish(r, cfg)
+	res.BuildIDs, res.JITFiles, res.JITBytes, ferr = file.finish(r, cfg)
 	res.Progress = r.progress()
+	res.FileBytes = file.Size()
 	return res, errors.Join(err, ferr)
 }
 

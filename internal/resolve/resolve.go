@@ -74,6 +74,11 @@ type Processes interface {
 	Version() uint64
 }
 
+// AllProcesses is the pid of a mapping that stands for the anonymous
+// memory of all an application's processes (a session counts the
+// anonymous memory that no JIT data names so, per application).
+const AllProcesses = 1<<32 - 1
+
 // AnonResolver names code in anonymous executable memory: what a JIT
 // had generated at addr in process pid at time. It returns false for
 // addresses it does not know, which then fall in the mapping's anon
@@ -415,6 +420,9 @@ func (r *Resolver) frame(pid uint32, addr, tm uint64, mode Mode, ret bool, leaf 
 			return id
 		}
 		name := fmt.Sprintf("anon (tgid:%d range:%#x-%#x)", m.PID, m.Start, m.End)
+		if m.PID == AllProcesses {
+			name = "anon (all processes)"
+		}
 		im := r.b.Image(profile.Image{Name: name, Kind: profile.ImageAnon, Start: m.Start, Limit: m.End})
 		fn := r.b.Func(profile.Func{Name: name, Image: im, Addr: m.Start})
 		id := r.b.Frame(profile.Frame{Func: fn, Addr: k.addr})
@@ -438,7 +446,9 @@ func (r *Resolver) frame(pid uint32, addr, tm uint64, mode Mode, ret bool, leaf 
 // anon asks the AnonResolver about JIT code at addr: by the leaf's
 // sequence number when it has one, else by time.
 func (r *Resolver) anon(pid uint32, addr, tm uint64, leaf *Sample) (AnonFrame, bool) {
-	if r.opts.Anon == nil {
+	// An application's anonymous memory counted as one place has no
+	// process whose JIT data could name it.
+	if r.opts.Anon == nil || pid == AllProcesses {
 		return AnonFrame{}, false
 	}
 	r.timed = true // JIT code changes at any time, not with mappings

@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"time"
@@ -47,6 +46,14 @@ type Options struct {
 	Host string
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// MaxFiles bounds the sample files of the current session, MaxBytes
+	// their total size (0: no bound), so that no process, however many
+	// files or keys its samples make, fills the disk. At a bound, a
+	// sample that needs a new file, or a new key in a file that would
+	// have to grow, is dropped and counted (Stats.Refused); the files
+	// and keys already there go on counting.
+	MaxFiles int
+	MaxBytes int64
 }
 
 // DefaultMaxOpen is the default bound of open sample files: well under
@@ -64,6 +71,9 @@ var (
 	// ErrImageChanged says every variant of a path is taken by another
 	// binary: the samples are dropped.
 	ErrImageChanged = errors.New("too many binaries at one path")
+	// ErrSessionFull says a sample would take the session past
+	// Options.MaxFiles or MaxBytes: it is dropped.
+	ErrSessionFull = errors.New("session at its bound of sample files or bytes")
 )
 
 // Stats are a DB's counters.
@@ -78,6 +88,12 @@ type Stats struct {
 	Images int
 	// Flushes counts flushes; FlushErrors those that failed for some file.
 	Flushes, FlushErrors uint64
+	// DiskFiles and DiskBytes are the current session's sample files
+	// and their size; Refused counts the samples (and arcs) dropped at
+	// Options.MaxFiles or MaxBytes, which Dropped includes.
+	DiskFiles int
+	DiskBytes int64
+	Refused   uint64
 }
 
 // DB is the sample database of one session directory, for the one process
@@ -85,13 +101,12 @@ type Stats struct {
 // Flush writes the counts to the sample files. A DB is not safe for
 // concurrent use: the daemon's ingest loop owns it.
 type DB struct {
-	dir     string
-	samples string
-	lock    *dirLock
-	opts    Options
-	now     func() time.Time
-	meta    Meta
-	cur     *os.Root // samples/current
+	dir  string
+	lock *dirLock // and the session directory's root
+	opts Options
+	now  func() time.Time
+	meta Meta
+	cur  *os.Root // samples/current
 
 	images images
 	files  fileTable
@@ -100,7 +115,31 @@ type DB struct {
 	names  map[string]*sfile // open files by name
 	tick   uint64
 	stats  Stats
+	space  space
 	closed bool
+}
+
+// space is what the current session's sample files take, against the
+// bounds of Options.
+type space struct {
+	files    int
+	bytes    int64
+	maxFiles int
+	maxBytes int64
+}
+
+// reserve takes room for files more files and bytes more bytes, or says
+// ErrSessionFull.
+func (s *space) reserve(files int, bytes int64) error {
+	if s == nil {
+		return nil
+	}
+	if s.maxFiles > 0 && s.files+files > s.maxFiles || s.maxBytes > 0 && s.bytes+bytes > s.maxBytes {
+		return ErrSessionFull
+	}
+	s.files += files
+	s.bytes += bytes
+	return nil
 }
 
 // fileKey is what a sample file is looked up by, as Add computes it:
@@ -120,6 +159,9 @@ type sfile struct {
 	name    string
 	lastUse uint64 // the flush tick it last got a sample in
 	dirty   bool
+	// refused: the file could not be made within the session's bounds;
+	// its samples are dropped.
+	refused bool
 }
 
 // Create opens the session directory dir for writing (creating it), taking
@@ -152,19 +194,18 @@ func Create(dir string, opts Options) (*DB, error) {
 		return nil, err
 	}
 	db := &DB{
-		dir:     dir,
-		samples: filepath.Join(dir, samplesDir),
-		lock:    lock,
-		opts:    opts,
-		now:     opts.Now,
-		images:  newImages(),
-		names:   map[string]*sfile{},
+		dir:    dir,
+		lock:   lock,
+		opts:   opts,
+		now:    opts.Now,
+		images: newImages(),
+		names:  map[string]*sfile{},
 	}
-	if err := os.MkdirAll(db.samples, 0o700); err != nil {
+	if err := mkdirIn(lock.root, samplesDir); err != nil {
 		lock.unlock()
 		return nil, err
 	}
-	removeStaleResets(db.samples)
+	removeStaleResets(lock.root)
 	if err := db.openCurrent(); err != nil {
 		lock.unlock()
 		return nil, err
@@ -175,11 +216,15 @@ func Create(dir string, opts Options) (*DB, error) {
 // openCurrent continues the current session or starts one, and records
 // this run in its metadata.
 func (db *DB) openCurrent() error {
-	cur := filepath.Join(db.samples, Current)
-	if err := os.MkdirAll(cur, 0o700); err != nil {
+	cur := path.Join(samplesDir, Current)
+	if err := mkdirIn(db.lock.root, cur); err != nil {
 		return err
 	}
-	m, err := readMeta(filepath.Join(cur, metaFile))
+	root, err := db.lock.root.OpenRoot(cur)
+	if err != nil {
+		return err
+	}
+	m, err := readMetaIn(root)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		m = Meta{Version: metaVersion, Host: db.opts.Host, Separate: db.opts.Separate.String(), Events: slices.Clone(db.opts.Events)}
@@ -187,21 +232,22 @@ func (db *DB) openCurrent() error {
 			m.Events[i].Lost = 0
 		}
 	case err != nil:
+		root.Close()
 		return err
 	default:
 		if err := db.agrees(&m); err != nil {
+			root.Close()
 			return err
 		}
 	}
 	m.Runs = append(m.Runs, Run{Start: db.now(), PID: os.Getpid()})
-	if err := writeMeta(cur, &m); err != nil {
-		return err
-	}
-	root, err := os.OpenRoot(cur)
-	if err != nil {
+	if err := writeMeta(root, &m); err != nil {
+		root.Close()
 		return err
 	}
 	db.meta, db.cur = m, root
+	db.space = space{maxFiles: db.opts.MaxFiles, maxBytes: db.opts.MaxBytes}
+	db.space.files, db.space.bytes = sampleFiles(root)
 	return nil
 }
 
@@ -245,6 +291,18 @@ func (db *DB) AnonImage(tgid uint32, start, end uint64, name string) (ImageID, e
 		name = "anon"
 	}
 	return db.images.intern(Image{Kind: ImageAnon, Name: name, TGID: tgid, Start: start, End: end}, FileIdent{}, ImageInfo{})
+}
+
+// AppAnonImage returns the image of the anonymous memory named name of
+// every process of an application that no JIT data names: nothing can
+// name an offset in it, so its samples are counted as one place of the
+// application's (key 0), not per process and range, which would make a
+// file per short-lived process.
+func (db *DB) AppAnonImage(name string) (ImageID, error) {
+	if name == "" {
+		name = "anon"
+	}
+	return db.images.intern(Image{Kind: ImageAnon, Name: name, TGID: All}, FileIdent{}, ImageInfo{})
 }
 
 // JITImage returns the image of JIT code in the anonymous mapping [start,
@@ -314,6 +372,11 @@ func (db *DB) Add(s *Sample) error {
 		db.last = sf
 	}
 	sf.lastUse = db.tick
+	if sf.refused {
+		db.stats.Refused++
+		db.stats.Dropped++
+		return ErrSessionFull
+	}
 	sf.deltas.add(s.Key1, s.Key2, 1)
 	if !sf.dirty {
 		sf.dirty = true
@@ -368,13 +431,14 @@ func (db *DB) Flush() error {
 	clear(dirty[n:])
 	db.dirty = dirty[:n]
 	db.evict()
+	db.trimKeys()
 	db.meta.Updated = db.now()
 	db.meta.Dropped = db.stats.Dropped
 	var err error
 	if failed > 0 {
 		err = fmt.Errorf("flush: %d of %d sample files not written, the first: %w", failed, len(dirty), first)
 	}
-	if merr := writeMeta(filepath.Join(db.samples, Current), &db.meta); merr != nil {
+	if merr := writeMeta(db.cur, &db.meta); merr != nil {
 		err = errors.Join(err, fmt.Errorf("flush: session metadata: %w", merr))
 	}
 	if err != nil {
@@ -387,12 +451,23 @@ func (db *DB) Flush() error {
 // a time, each a whole store or insert: a flush stopped anywhere (an
 // error, a kill) leaves a valid file and the deltas not yet written. When
 // the file cannot grow (a full disk), the keys it holds are still counted
-// and the new ones wait.
+// and the new ones wait; at the session's bound of bytes they are
+// dropped, and a file that would be one too many is refused.
 func (db *DB) flushFile(sf *sfile) (err error) {
 	if sf.w == nil {
 		if err := db.open(sf); err != nil {
-			if errors.Is(err, ErrImageChanged) {
+			switch {
+			case errors.Is(err, ErrImageChanged):
 				db.drop(sf)
+			case errors.Is(err, ErrSessionFull):
+				// Kept, refusing, until evicted: a sample for it
+				// then costs no allocation.
+				n := sf.deltas.pending()
+				db.stats.Refused += n
+				db.stats.Dropped += n
+				sf.deltas = deltas{}
+				sf.refused = true
+				return nil
 			}
 			return err
 		}
@@ -417,26 +492,32 @@ func (db *DB) flushFile(sf *sfile) (err error) {
 		if node == 0 {
 			node = w.find(s.k1, s.k2)
 		}
+		if node != 0 {
+			w.add(node, s.delta)
+		} else if growErr == nil {
+			node, growErr = w.insert(s.k1, s.k2, s.delta)
+		}
 		switch {
 		case node != 0:
-			w.add(node, s.delta)
-		case growErr != nil:
-			d.dirty[kept] = i
+			s.node = uint32(node)
+			db.stats.Flushed += s.delta
+		case errors.Is(growErr, ErrSessionFull):
+			// A new key in a file the session's bound keeps from
+			// growing: dropped, not kept waiting for room that will
+			// not come.
+			db.stats.Refused += s.delta
+			db.stats.Dropped += s.delta
+		default:
+			d.dirty[kept] = i // waits for room
 			kept++
 			done++
 			continue
-		default:
-			if node, growErr = w.insert(s.k1, s.k2, s.delta); growErr != nil {
-				d.dirty[kept] = i
-				kept++
-				done++
-				continue
-			}
 		}
-		s.node = uint32(node)
-		db.stats.Flushed += s.delta
 		s.delta = 0
 		done++
+	}
+	if errors.Is(growErr, ErrSessionFull) {
+		return nil // what could be counted was; the rest is Refused
 	}
 	return growErr
 }
@@ -456,7 +537,7 @@ func (db *DB) open(sf *sfile) error {
 		}
 		w, h, err := openFile(db.cur, name)
 		if errors.Is(err, fs.ErrNotExist) {
-			w, err = createFile(db.cur, name, ptr(headerFor(k, info, db.now())))
+			w, err = db.create(name, k, info)
 		} else if err == nil {
 			if err = h.agrees(k); err != nil {
 				err = fmt.Errorf("%s: %w", name, err)
@@ -475,11 +556,12 @@ func (db *DB) open(sf *sfile) error {
 			if rerr := db.cur.Rename(name, dir+".damaged-"+strconv.FormatInt(db.now().UnixNano(), 10)+"-"+base[:min(len(base), 200)]); rerr != nil {
 				return err
 			}
-			w, err = createFile(db.cur, name, ptr(headerFor(k, info, db.now())))
+			w, err = db.create(name, k, info)
 		}
 		if err != nil {
 			return err
 		}
+		w.space = &db.space
 		sf.w, sf.name = w, name
 		db.names[name] = sf
 		db.stats.Open++
@@ -487,6 +569,20 @@ func (db *DB) open(sf *sfile) error {
 	}
 	name, _ := Name(k)
 	return fmt.Errorf("%s: %w (%d variants)", name, ErrImageChanged, maxVariants)
+}
+
+// create creates a sample file within the session's bounds.
+func (db *DB) create(name string, k FileKey, info ImageInfo) (*wfile, error) {
+	size := fileSize(minCapacity)
+	if err := db.space.reserve(1, size); err != nil {
+		return nil, err
+	}
+	w, err := createFile(db.cur, name, ptr(headerFor(k, info, db.now())))
+	if err != nil {
+		db.space.files--
+		db.space.bytes -= size
+	}
+	return w, err
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -530,6 +626,36 @@ func (db *DB) evict() {
 		}
 		if db.files.get(&sf.key) == sf {
 			db.drop(sf)
+		}
+	}
+}
+
+// maxKeys bounds the keys the DB keeps in memory between flushes, with
+// their nodes, over all files: about 11 MB. Past it, the tables of the
+// biggest files with nothing pending are let go, to be built again by
+// the samples that come (a key counted again then costs a chain walk in
+// its file at the next flush). A process whose samples each land on a
+// new key (a long run through anonymous code) would otherwise grow the
+// daemon for as long as it runs.
+const maxKeys = 1 << 18
+
+func (db *DB) trimKeys() {
+	total := 0
+	all := db.files.all()
+	for _, sf := range all {
+		total += sf.deltas.n
+	}
+	if total <= maxKeys {
+		return
+	}
+	slices.SortFunc(all, func(a, b *sfile) int { return cmp.Compare(b.deltas.n, a.deltas.n) })
+	for _, sf := range all {
+		if total <= maxKeys/2 {
+			return
+		}
+		if !sf.dirty {
+			total -= sf.deltas.n
+			sf.deltas = deltas{}
 		}
 	}
 }
@@ -585,7 +711,7 @@ func (db *DB) endRun() error {
 	db.meta.Runs[len(db.meta.Runs)-1].Stop = db.now()
 	db.meta.Updated = db.now()
 	db.meta.Dropped = db.stats.Dropped
-	return writeMeta(filepath.Join(db.samples, Current), &db.meta)
+	return writeMeta(db.cur, &db.meta)
 }
 
 // Save flushes, keeps the current session under name (opcontrol --save)
@@ -594,7 +720,7 @@ func (db *DB) Save(name string) error {
 	if err := ValidSessionName(name); err != nil {
 		return err
 	}
-	if _, err := os.Lstat(filepath.Join(db.samples, name)); err == nil {
+	if _, err := db.lock.root.Lstat(path.Join(samplesDir, name)); err == nil {
 		return fmt.Errorf("save: session %q exists", name)
 	}
 	if err := db.Flush(); err != nil {
@@ -605,7 +731,7 @@ func (db *DB) Save(name string) error {
 		return err
 	}
 	db.cur.Close()
-	err := saveCurrent(db.samples, name)
+	err := saveCurrent(db.lock.root, name)
 	db.meta = Meta{}
 	if oerr := db.openCurrent(); oerr != nil {
 		return errors.Join(err, oerr)
@@ -618,7 +744,7 @@ func (db *DB) Save(name string) error {
 func (db *DB) Reset() error {
 	db.removeAll()
 	db.cur.Close()
-	err := resetCurrent(db.samples)
+	err := resetCurrent(db.lock.root)
 	db.meta = Meta{}
 	if oerr := db.openCurrent(); oerr != nil {
 		return errors.Join(err, oerr)
@@ -626,12 +752,23 @@ func (db *DB) Reset() error {
 	return err
 }
 
-// JITDir makes and returns the directory where the daemon copies process
-// pid's JIT data (DIR/samples/current/jit/PID).
-func (db *DB) JITDir(pid int) (string, error) {
-	d := JITDir(db.dir, Current, pid)
-	return d, os.MkdirAll(d, 0o700)
+// JITRoot makes and opens the directory where the daemon copies process
+// pid's JIT data (DIR/samples/current/jit/PID): the copies are made
+// through it, relative to the directory, never through a path.
+func (db *DB) JITRoot(pid int) (*os.Root, error) {
+	if err := mkdirIn(db.cur, jitDir); err != nil {
+		return nil, err
+	}
+	name := path.Join(jitDir, strconv.Itoa(pid))
+	if err := mkdirIn(db.cur, name); err != nil {
+		return nil, err
+	}
+	return db.cur.OpenRoot(name)
 }
+
+// Root is the session directory, for the files the daemon keeps beside
+// the samples (its pid file, its socket). The DB closes it.
+func (db *DB) Root() *os.Root { return db.lock.root }
 
 // Dir is the session directory.
 func (db *DB) Dir() string { return db.dir }
@@ -643,6 +780,7 @@ func (db *DB) Meta() Meta { return db.meta }
 func (db *DB) Stats() Stats {
 	s := db.stats
 	s.Files, s.Dirty = db.files.len(), len(db.dirty)
+	s.DiskFiles, s.DiskBytes = db.space.files, db.space.bytes
 	s.Images = len(db.images.e) - 1 - len(db.images.free)
 	return s
 }

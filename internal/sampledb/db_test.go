@@ -453,19 +453,31 @@ func TestDamaged(t *testing.T) {
 	}
 }
 
-func TestJITDir(t *testing.T) {
+// TestJITRoot: the directory of a process's JIT data is made where
+// JITDir says, and files made through its root land there; one planted
+// as a symlink is refused, not followed.
+func TestJITRoot(t *testing.T) {
 	dir := t.TempDir()
 	db := createDB(t, dir, SeparateNone)
 	defer db.Close()
-	d, err := db.JITDir(1234)
+	r, err := db.JITRoot(1234)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := filepath.Join(dir, "samples/current/jit/1234"); d != want {
-		t.Errorf("JITDir = %s, want %s", d, want)
+	if err := r.WriteFile("x", []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
 	}
-	if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
-		t.Errorf("JITDir not made: %v", err)
+	r.Close()
+	if _, err := os.Stat(filepath.Join(JITDir(dir, Current, 1234), "x")); err != nil {
+		t.Errorf("the file made through JITRoot is not in JITDir: %v", err)
+	}
+	elsewhere := t.TempDir()
+	if err := os.Symlink(elsewhere, JITDir(dir, Current, 99)); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := db.JITRoot(99); err == nil {
+		r.Close()
+		t.Error("JITRoot followed a symlink planted as the process's directory")
 	}
 }
 

@@ -170,7 +170,7 @@ func (t *images) intern(im Image, ident FileIdent, info ImageInfo) (ImageID, err
 	if ident != (FileIdent{}) {
 		t.byIdent[ident] = id
 	}
-	if im.anon() {
+	if im.anon() && im.TGID != All {
 		t.byTGID[im.TGID] = append(t.byTGID[im.TGID], id)
 	}
 	return id, nil

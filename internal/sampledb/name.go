@@ -22,7 +22,9 @@ const (
 	ImageKernel
 	// ImageAnon is anonymous memory no JIT data names:
 	// {anon:NAME}/TGID.0xSTART.0xEND, NAME the mapping's name
-	// ("anon", "[heap]", "[anon:v8]").
+	// ("anon", "[heap]", "[anon:v8]"); with TGID All
+	// ({anon:NAME}/all.0x0.0x0), that of every process of the
+	// application, counted as one place (AppAnonImage).
 	ImageAnon
 	// ImageJIT is anonymous memory holding code a JIT data source knows:
 	// {jit:HANDLER}/TGID.0xSTART.0xEND. HANDLER names the source whose
@@ -55,7 +57,8 @@ type Image struct {
 	// name. Any bytes: names are mangled.
 	Name string
 	// TGID, Start and End place anonymous and JIT memory: the process
-	// and the mapping's range (End exclusive).
+	// and the mapping's range (End exclusive); TGID All and no range
+	// for the anonymous memory of all the application's processes.
 	TGID       uint32
 	Start, End uint64
 }
@@ -73,6 +76,9 @@ func (im Image) String() string {
 		name := im.Name
 		if im.Kind == ImageJIT {
 			name = "jit:" + name
+		}
+		if im.TGID == All {
+			return name + " (all processes)"
 		}
 		return fmt.Sprintf("%s (tgid:%d range:%#x-%#x)", name, im.TGID, im.Start, im.End)
 	}
@@ -270,7 +276,11 @@ func appendImage(b []byte, im Image, variant uint8, what string) ([]byte, error)
 			return nil, fmt.Errorf("%w: %s name longer than %d bytes mangled", ErrName, what, maxMarkerName)
 		}
 		b = append(b, "}/"...)
-		b = strconv.AppendUint(b, uint64(im.TGID), 10)
+		if im.TGID == All {
+			b = append(b, allField...)
+		} else {
+			b = strconv.AppendUint(b, uint64(im.TGID), 10)
+		}
 		b = append(b, ".0x"...)
 		b = strconv.AppendUint(b, im.Start, 16)
 		b = append(b, ".0x"...)
@@ -572,7 +582,10 @@ func parseRange(im *Image, s string) error {
 	if len(f) != 3 || !strings.HasPrefix(f[1], "0x") || !strings.HasPrefix(f[2], "0x") {
 		return fmt.Errorf("%w: anonymous range is not TGID.0xSTART.0xEND", ErrName)
 	}
-	tgid, err1 := strconv.ParseUint(f[0], 10, 32)
+	tgid, err1 := uint64(All), error(nil)
+	if f[0] != allField {
+		tgid, err1 = strconv.ParseUint(f[0], 10, 32)
+	}
 	start, err2 := strconv.ParseUint(f[1][2:], 16, 64)
 	end, err3 := strconv.ParseUint(f[2][2:], 16, 64)
 	if err := errors.Join(err1, err2, err3); err != nil {

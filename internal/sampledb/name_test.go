@@ -25,6 +25,8 @@ func TestNameExamples(t *testing.T) {
 			"{kern}/vmlinux/{dep}/{kern}/vmlinux/cpu-clock.F999.0.all.all.all"},
 		{FileKey{App: xmms, Dep: anon, Event: "cpu-clock", Count: 1, TGID: All, TID: All, CPU: 3},
 			"{root}/usr/bin/xmms/{dep}/{anon:anon}/3189.0xf72aa000.0xf72fa000/cpu-clock.1.0.all.all.3"},
+		{FileKey{App: xmms, Dep: Image{Kind: ImageAnon, Name: "[heap]", TGID: All}, Event: "cpu-clock", Count: 1, TGID: All, TID: All, CPU: All},
+			"{root}/usr/bin/xmms/{dep}/{anon:[heap]}/all.0x0.0x0/cpu-clock.1.0.all.all.all"},
 		{FileKey{App: xmms, Dep: jit, Event: "cpu-clock", Count: 1, TGID: All, TID: All, CPU: All},
 			"{root}/usr/bin/xmms/{dep}/{jit:jitlog}/77.0x7f0000000000.0x7f0000100000/cpu-clock.1.0.all.all.all"},
 		{FileKey{App: xmms, Dep: xmms, CG: libc, Event: "cycles", Count: 4000, UnitMask: 3, TGID: All, TID: All, CPU: All},

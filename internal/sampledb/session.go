@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -14,6 +15,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/jitprof/jitprof/internal/trust"
 )
 
 // The layout of a session directory (DIR):
@@ -85,29 +88,75 @@ type Meta struct {
 	Updated time.Time `json:"updated"`
 }
 
-// dirLock is a held session directory lock.
-type dirLock struct{ f *os.File }
+// dirLock is a held session directory lock, with the directory.
+type dirLock struct {
+	f *os.File
+	// root is the session directory: everything the writer makes in it
+	// is made through it.
+	root *os.Root
+}
 
 // lockDir takes the lock of session directory dir (creating dir), or
 // fails with ErrLocked while another process holds it. The kernel drops
 // the lock when its holder exits, killed or not, so a stale lock cannot
-// exist.
+// exist. The directory is refused if another user could write it or a
+// directory above it (trust.OpenOwnDir): they could put links where the
+// writer's files go.
 func lockDir(dir string) (*dirLock, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, err
-	}
-	f, err := os.OpenFile(filepath.Join(dir, lockFile), os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW, 0o600)
+	root, err := trust.OpenOwnDir(dir, true)
 	if err != nil {
+		return nil, fmt.Errorf("session directory: %w", err)
+	}
+	f, err := createOrOpen(root, lockFile, os.O_RDWR)
+	if err != nil {
+		root.Close()
 		return nil, err
 	}
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		f.Close()
+		root.Close()
 		if err == unix.EWOULDBLOCK {
 			return nil, fmt.Errorf("%s: %w", dir, ErrLocked)
 		}
 		return nil, fmt.Errorf("%s: lock: %w", dir, err)
 	}
-	return &dirLock{f: f}, nil
+	return &dirLock{f: f, root: root}, nil
+}
+
+// createOrOpen opens name in root, a file the writer keeps (mode 0600):
+// created exclusively, or, if it is there, opened without following a
+// link and only if it is a regular file of the user running jitprof.
+func createOrOpen(root *os.Root, name string, flag int) (*os.File, error) {
+	f, err := root.OpenFile(name, flag|os.O_CREATE|os.O_EXCL|unix.O_NOFOLLOW, 0o600)
+	if !errors.Is(err, fs.ErrExist) {
+		return f, err
+	}
+	f, err = trust.OpenEntry(root, name, flag|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || int(st.Uid) != os.Geteuid() {
+		f.Close()
+		return nil, fmt.Errorf("%s: not a regular file of the user running jitprof", name)
+	}
+	return f, nil
+}
+
+// mkdirIn makes the directory name in root (0700) unless it is there,
+// and refuses one that is not a directory: a symlink is never followed.
+func mkdirIn(root *os.Root, name string) error {
+	if err := root.Mkdir(name, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	fi, err := root.Lstat(name)
+	if err != nil {
+		return err
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%s: not a directory (%s)", name, fi.Mode().Type())
+	}
+	return nil
 }
 
 // unlock releases the lock.
@@ -116,6 +165,7 @@ func (l *dirLock) unlock() error {
 		return nil
 	}
 	err := l.f.Close()
+	l.root.Close()
 	l.f = nil
 	return err
 }
@@ -141,22 +191,22 @@ func Save(dir, name string) error {
 		return err
 	}
 	defer l.unlock()
-	return saveCurrent(filepath.Join(dir, samplesDir), name)
+	return saveCurrent(l.root, name)
 }
 
-func saveCurrent(samples, name string) error {
+func saveCurrent(root *os.Root, name string) error {
 	if err := ValidSessionName(name); err != nil {
 		return err
 	}
-	from, to := filepath.Join(samples, Current), filepath.Join(samples, name)
-	if _, err := os.Lstat(from); err != nil {
+	from, to := path.Join(samplesDir, Current), path.Join(samplesDir, name)
+	if _, err := root.Lstat(from); err != nil {
 		return fmt.Errorf("save: no current session: %w", err)
 	}
 	// The lock makes the check and the rename one step for writers.
-	if _, err := os.Lstat(to); err == nil {
+	if _, err := root.Lstat(to); err == nil {
 		return fmt.Errorf("save: session %q exists", name)
 	}
-	return os.Rename(from, to)
+	return root.Rename(from, to)
 }
 
 // Reset removes the current session of dir (opcontrol --reset), keeping
@@ -167,27 +217,32 @@ func Reset(dir string) error {
 		return err
 	}
 	defer l.unlock()
-	return resetCurrent(filepath.Join(dir, samplesDir))
+	return resetCurrent(l.root)
 }
 
-func resetCurrent(samples string) error {
-	cur := filepath.Join(samples, Current)
-	gone := filepath.Join(samples, resetPrefix+strconv.FormatInt(time.Now().UnixNano(), 10))
-	if err := os.Rename(cur, gone); err != nil {
+func resetCurrent(root *os.Root) error {
+	cur := path.Join(samplesDir, Current)
+	gone := path.Join(samplesDir, resetPrefix+strconv.FormatInt(time.Now().UnixNano(), 10))
+	if err := root.Rename(cur, gone); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil
 		}
 		return err
 	}
-	return os.RemoveAll(gone)
+	return root.RemoveAll(gone)
 }
 
 // removeStaleResets finishes resets a killed process began.
-func removeStaleResets(samples string) {
-	ents, _ := os.ReadDir(samples)
-	for _, e := range ents {
-		if strings.HasPrefix(e.Name(), resetPrefix) {
-			os.RemoveAll(filepath.Join(samples, e.Name()))
+func removeStaleResets(root *os.Root) {
+	d, err := root.Open(samplesDir)
+	if err != nil {
+		return
+	}
+	names, _ := d.Readdirnames(-1)
+	d.Close()
+	for _, n := range names {
+		if strings.HasPrefix(n, resetPrefix) {
+			root.RemoveAll(path.Join(samplesDir, n))
 		}
 	}
 }
@@ -232,12 +287,17 @@ func ReadMeta(dir, session string) (Meta, error) {
 }
 
 func readMeta(path string) (Meta, error) {
-	var m Meta
 	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
 	if err != nil {
-		return m, err
+		return Meta{}, err
 	}
 	defer f.Close()
+	return decodeMeta(f, path)
+}
+
+// decodeMeta reads the metadata file f, named path in errors.
+func decodeMeta(f *os.File, path string) (Meta, error) {
+	var m Meta
 	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
 		return m, fmt.Errorf("%s: not a regular file", path)
 	}
@@ -259,20 +319,65 @@ func readMeta(path string) (Meta, error) {
 
 // writeMeta replaces a session's metadata whole: written aside, then
 // renamed over the old, so a killed writer leaves the old or the new.
-func writeMeta(sessionDir string, m *Meta) error {
+func writeMeta(session *os.Root, m *Meta) error {
 	b, err := json.MarshalIndent(m, "", "\t")
 	if err != nil {
 		return err
 	}
-	tmp := filepath.Join(sessionDir, "."+metaFile)
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o600); err != nil {
+	tmp := "." + metaFile
+	// A killed writer's leftover: the file is created exclusively.
+	session.Remove(tmp)
+	f, err := session.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|unix.O_NOFOLLOW, 0o600)
+	if err != nil {
 		return noSpace(tmp, err)
 	}
-	return os.Rename(tmp, filepath.Join(sessionDir, metaFile))
+	_, err = f.Write(append(b, '\n'))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		session.Remove(tmp)
+		return noSpace(tmp, err)
+	}
+	return session.Rename(tmp, metaFile)
 }
 
 // JITDir is where a session keeps the copies of process pid's JIT data
 // (the daemon copies them there, so reports work after /tmp is cleaned).
 func JITDir(dir, session string, pid int) string {
 	return filepath.Join(dir, samplesDir, session, jitDir, strconv.Itoa(pid))
+}
+
+// readMetaIn reads the metadata of the session whose directory is root.
+func readMetaIn(root *os.Root) (Meta, error) {
+	f, err := root.OpenFile(metaFile, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return Meta{}, err
+	}
+	defer f.Close()
+	return decodeMeta(f, metaFile)
+}
+
+// sampleFiles counts the sample files of the session whose directory is
+// root, and their size: every regular file but the metadata, hidden
+// files (being made, or damaged) and the JIT data's. No link is
+// followed.
+func sampleFiles(root *os.Root) (n int, size int64) {
+	fs.WalkDir(root.FS(), ".", func(p string, e fs.DirEntry, err error) error {
+		switch {
+		case err != nil:
+			return nil
+		case e.IsDir():
+			if p == jitDir {
+				return fs.SkipDir
+			}
+		case e.Type().IsRegular() && p != metaFile && !strings.HasPrefix(e.Name(), "."):
+			if fi, err := e.Info(); err == nil {
+				n++
+				size += fi.Size()
+			}
+		}
+		return nil
+	})
+	return n, size
 }

@@ -46,6 +46,8 @@ type wfile struct {
 	mem  []byte
 	t    table
 	c, u uint64
+	// space, if set, is the session's room, which growth takes from.
+	space *space
 }
 
 // createFile creates a sample file with an empty table. It is built under
@@ -201,7 +203,14 @@ func (w *wfile) grow() error {
 		return fmt.Errorf("%s: %w", w.name, ErrTableFull)
 	}
 	size := fileSize(nc)
+	more := size - fileSize(w.c)
+	if err := w.space.reserve(0, more); err != nil {
+		return err
+	}
 	if err := allocate(w.f, size); err != nil {
+		if w.space != nil {
+			w.space.bytes -= more
+		}
 		return noSpace(w.name, err)
 	}
 	hook("allocated")

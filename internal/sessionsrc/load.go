@@ -282,6 +282,11 @@ func (im *images) add(app, dep sampledb.Image, buildID []byte) uint64 {
 	default:
 		m.Anon, m.PID, m.Start, m.End = true, dep.TGID, dep.Start, dep.End
 		m.Path = "//anon"
+		if dep.TGID == sampledb.All {
+			// The anonymous memory of all the application's
+			// processes, counted as one place.
+			m.PID, m.End = resolve.AllProcesses, 1
+		}
 	}
 	im.maps = append(im.maps, m)
 	comm := filepath.Base(app.Name)

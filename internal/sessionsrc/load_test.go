@@ -112,7 +112,7 @@ func newSession(t *testing.T) (dir string, pid uint32, seq1, seq2 uint64) {
 	add(sampledb.Sample{App: app, Image: app, CGTo: jit, TGID: pid, TID: pid, Key1: 0x10, Key2: 0x1010}, 1)
 	add(sampledb.Sample{App: app, Image: jit, CGTo: app, TGID: pid, TID: pid, Key1: sampledb.ArcEnd(0x1010, seq1, size), Key2: 0x1234}, 2)
 	db.AddLost(0, 4)
-	jd, err := db.JITDir(int(pid))
+	jd, err := db.JITRoot(int(pid))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,10 +120,11 @@ func newSession(t *testing.T) (dir string, pid uint32, seq1, seq2 uint64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	os.WriteFile(filepath.Join(jd, "data.jitlog"), data, 0o600)
+	jd.WriteFile("data.jitlog", data, 0o600)
 	m, _ := json.Marshal(map[string]any{"pid": pid, "uid": os.Getuid(), "comm": "test", "handler": "jitlog",
 		"files": []map[string]string{{"path": "/gone/" + filepath.Base(jitlog.DatabasePath(jl, int(pid))), "kind": "jitlog", "name": "data.jitlog"}}})
-	os.WriteFile(filepath.Join(jd, "process.json"), m, 0o600)
+	jd.WriteFile("process.json", m, 0o600)
+	jd.Close()
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}

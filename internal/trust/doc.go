@@ -34,5 +34,11 @@
 // the command line, refusing, as perf does, one owned by neither the
 // user running jitprof nor root.
 //
+// CheckDense refuses a file with holes where it is to be copied (a sparse
+// file costs its writer nothing). OpenOwnDir opens a directory jitprof
+// writes in (the daemon's session) only if no other user can write it or
+// a directory above it, and OpenEntry opens an entry of it without
+// following a link.
+//
 // Refusals wrap ErrUntrusted; a missing file wraps fs.ErrNotExist.
 package trust

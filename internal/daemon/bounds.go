@@ -1,0 +1,107 @@
+package daemon
+
+import "fmt"
+
+// The JIT data of a process is its user's to write, so everything the
+// daemon does with it is bounded: the bytes it copies into the session
+// (per process and in all: Config.MaxJITData, MaxJITDataPerProcess), the
+// code it keeps in memory, and the work it does for it between two
+// drains of the rings, so that no process's JIT data can keep the daemon
+// from sampling, flushing or answering its socket.
+
+// Default bounds of the JIT data copied into a session. A Node.js
+// service's perf map after a day is tens of MB, a jitdump with the code
+// of every function a JVM or V8 compiled a few hundred: 256 MiB keeps
+// the largest whole, and 1 GiB the data of a machine's JIT processes for
+// days, before `daemon save` or `reset` starts a session afresh.
+const (
+	DefaultMaxJITData           = 1 << 30
+	DefaultMaxJITDataPerProcess = 256 << 20
+)
+
+// Default bounds of a session's sample files. A system-wide session of
+// weeks with --separate=lib keeps a few thousand files of a few KB;
+// thread and CPU separation on a large machine tens of thousands.
+const (
+	DefaultMaxSampleFiles = 1 << 16
+	DefaultMaxSampleData  = 2 << 30
+)
+
+// Bounds of the code the daemon keeps in memory: a generation of code
+// costs it about 100 bytes, a perf map's line as much again with its
+// name. 512 Ki generations is a perf map of a large Node.js service;
+// 2 Mi, about 300 MB at worst, are all the daemon keeps.
+const (
+	maxEntriesPerProcess = 1 << 19
+	maxEntries           = 1 << 21
+)
+
+// Bounds of the work done on JIT data: records applied and bytes read,
+// at most recordRate and byteRate a second on average, at most a tenth
+// of that in one round (a round is one drain of the rings, 100 ms or
+// less) and a quarter of a round's for one process. A JIT that loads
+// code faster than this (V8 starting a large program loads some
+// thousands of functions a second) is followed with a delay; one that
+// loads without end is followed at this rate, in about a tenth of one
+// CPU.
+const (
+	recordRate = 1 << 16 // 65,536 records/s
+	byteRate   = 16 << 20
+	// copyPerFlush bounds the bytes of JIT data copied into the session
+	// at one flush (copy_file_range: the kernel copies them).
+	copyPerFlush = 64 << 20
+)
+
+// work is what may still be done on JIT data in this round.
+type work struct {
+	records, bytes int64
+}
+
+func (w work) done() bool { return w.records <= 0 || w.bytes <= 0 }
+
+// share is the part of a round's work one process may do.
+func (w work) share() work {
+	return work{min(w.records, recordRate/40), min(w.bytes, byteRate/40)}
+}
+
+// budget refills the round's work at recordRate and byteRate.
+type budget struct {
+	left work
+	at   uint64 // when it was last refilled, CLOCK_MONOTONIC ns
+}
+
+// refill adds the work earned since the last refill, up to a round's.
+func (b *budget) refill(now uint64) {
+	dt := min(now-min(now, b.at), 1e9)
+	if b.at == 0 {
+		dt = 1e9
+	}
+	b.at = now
+	b.left.records = min(b.left.records+int64(dt)*recordRate/1e9, recordRate/10)
+	b.left.bytes = min(b.left.bytes+int64(dt)*byteRate/1e9, byteRate/10)
+}
+
+// spend takes what a process used of its share.
+func (b *budget) spend(share, left work) {
+	b.left.records -= share.records - left.records
+	b.left.bytes -= share.bytes - left.bytes
+}
+
+// jitRoom is what the bounds on JIT data leave a process.
+type jitRoom struct {
+	bytes   int64 // bytes it may still add to the session
+	entries int   // code it may hold in memory
+	// why says which bound the room ends at.
+	bytesWhy, entriesWhy string
+}
+
+// errBound says a process's JIT data met a bound: the daemon follows no
+// more of it, and keys its later samples by what it had.
+type errBound struct{ what string }
+
+func (e *errBound) Error() string { return e.what + "; later JIT code is not followed" }
+
+func boundErr(format string, args ...any) error { return &errBound{fmt.Sprintf(format, args...)} }
+
+// mib shows a bound in MiB.
+func mib(n int64) string { return fmt.Sprintf("%d MiB", n>>20) }
