@@ -3,6 +3,7 @@ package driver
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/jitprof/jitprof/internal/anon"
 	"github.com/jitprof/jitprof/internal/anonbind"
@@ -41,6 +42,9 @@ type LoadOptions struct {
 	// LeafOnly keeps only the sampled address of each stack: a flat
 	// report needs no callchains.
 	LeafOnly bool
+	// Times keeps the time of every sample (Profile.Times), where the
+	// source has them.
+	Times bool
 	// Arcs asks a source that keeps caller-callee arcs instead of stacks
 	// (a sample database's {cg} files) for them (Profile.Arcs): report
 	// -g on a session.
@@ -55,6 +59,9 @@ type LoadOptions struct {
 type Recording struct {
 	path string
 	f    *perfdata.File
+	// modified is when the file was last written: about when the
+	// recording ended.
+	modified time.Time
 }
 
 // OpenRecording opens the recording at path ("-": a stream on standard
@@ -64,6 +71,10 @@ func OpenRecording(path string, force bool) (*Recording, error) {
 	fd, err := trust.OpenRecording(path, force)
 	if err != nil {
 		return nil, err
+	}
+	var modified time.Time
+	if fi, err := fd.Stat(); err == nil && fi.Mode().IsRegular() {
+		modified = fi.ModTime()
 	}
 	var f *perfdata.File
 	if path == "-" {
@@ -77,7 +88,7 @@ func OpenRecording(path string, force bool) (*Recording, error) {
 	if f.Pipe || f.DataSize >= bigRecording {
 		adviseHeap(heapBlock(f))
 	}
-	return &Recording{path: path, f: f}, nil
+	return &Recording{path: path, f: f, modified: modified}, nil
 }
 
 // bigRecording is the size of data from which reading a recording asks
@@ -128,7 +139,7 @@ func (r *Recording) Load(ctx context.Context, opts LoadOptions, bind func(anonbi
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	ropts := replay.Options{Lines: opts.Lines, Addresses: opts.Addresses, LeafOnly: opts.LeafOnly, Progress: opts.Progress}
+	ropts := replay.Options{Lines: opts.Lines, Addresses: opts.Addresses, LeafOnly: opts.LeafOnly, Times: opts.Times, Progress: opts.Progress}
 	if bind != nil {
 		ropts.Bind = func(tl *replay.Timeline) (resolve.AnonResolver, error) {
 			bundle, err := jitbundle.Load(r.f)
@@ -152,5 +163,19 @@ func (r *Recording) Load(ctx context.Context, opts LoadOptions, bind func(anonbi
 			return b, nil
 		}
 	}
-	return replay.Load(r.f, ropts)
+	p, err := replay.Load(r.f, ropts)
+	if err != nil {
+		return nil, err
+	}
+	if p.WallNS == 0 {
+		// Without perf's CLOCK_DATA (perf record -k; jitprof record
+		// writes it), the recording's clock is tied to wall time by
+		// its end: the file's last write, or now for a stream.
+		end := r.modified
+		if end.IsZero() {
+			end = time.Now()
+		}
+		p.WallNS, p.ClockNS = uint64(end.UnixNano()), p.EndNS
+	}
+	return p, nil
 }
