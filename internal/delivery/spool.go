@@ -291,7 +291,7 @@ func appendBatch(b, batch []byte) []byte {
 
 // parseBatch checks a spooled file's header and returns its batch.
 func parseBatch(b []byte) ([]byte, error) {
-	if len(b) < spoolHeader || string(b[:8]) != spoolMagic {
+	if len(b) < spoolHeader || string(b[:8]) != spoolMagic || binary.LittleEndian.Uint32(b[20:]) != 0 {
 		return nil, fmt.Errorf("not a spooled batch")
 	}
 	n := binary.LittleEndian.Uint64(b[8:])
