@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# The whole test suite: set-up, formatting, go vet, staticcheck, every
-# test under the race detector, then every fuzz target for 10 s
-# (scripts/fuzz-smoke.sh, docs/fuzzing.md). Tests that compare against
-# Linux perf run for real (perf is installed by scripts/setup.sh); on CI
-# (CI=true) a test that would skip for a missing tool fails instead.
+# The whole test suite: set-up, formatting, go vet, staticcheck, the
+# test Collector, every test under the race detector, then every fuzz
+# target for 10 s (scripts/fuzz-smoke.sh, docs/fuzzing.md). Tests that
+# compare against Linux perf and send to the Collector run for real
+# (perf is installed by scripts/setup.sh, the Collector built here); on
+# CI (CI=true) a test that would skip for a missing tool fails instead.
 set -euo pipefail
 cd "$(dirname "$0")"
 ./scripts/setup.sh test
@@ -26,8 +27,14 @@ if [ -n "$unformatted" ]; then
 fi
 echo "== go vet"
 go vet ./...
+(cd test/otelcol && go vet ./...)
 echo "== staticcheck"
 go tool staticcheck ./...
+# The OpenTelemetry Collector the OTLP tests send to (test/otelcol, a
+# module of its own), built once for every test package that runs it.
+echo "== test Collector"
+(cd test/otelcol && go build -o "$scratch/otelcol-jitprof" .)
+export JITPROF_OTELCOL=$scratch/otelcol-jitprof
 echo "== go test -race"
 go test -race -count=1 -timeout 20m ./...
 echo "== fuzz smoke"

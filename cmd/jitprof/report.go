@@ -10,6 +10,7 @@ import (
 
 	"github.com/jitprof/jitprof/internal/cli"
 	"github.com/jitprof/jitprof/internal/driver"
+	"github.com/jitprof/jitprof/internal/otlp"
 	"github.com/jitprof/jitprof/internal/outfile"
 	"github.com/jitprof/jitprof/internal/report"
 )
@@ -38,7 +39,7 @@ func runReport(args []string) error {
 	fs.Float64Var(&opts.PercentLimit, "percent-limit", 0, "hide rows below this `percent`")
 	var filterFlags cli.FilterFlags // perf report's, spelled as perf's
 	filterFlags.Register(fs)
-	format := fs.String("format", "text", "output `format`: text, json, csv, pprof (.pb.gz), folded (flame-graph stacks) or html (a self-contained flame graph)")
+	format := fs.String("format", "text", "output `format`: text, json, csv, pprof (.pb.gz), folded (flame-graph stacks), html (a self-contained flame graph) or otlp (an OpenTelemetry profiles request, protobuf: docs/fleet.md)")
 	output := fs.String("o", "", "write to `file` instead of standard output (-: standard output)")
 	foldedPeriods := fs.Bool("folded-periods", false, "folded: write each stack's period (event count) instead of its samples")
 	var jit cli.AnonFlags
@@ -47,8 +48,10 @@ func runReport(args []string) error {
 	sess.Register(fs)
 	var arch cli.ArchiveFlags
 	arch.Register(fs)
+	var ot cli.OTLPFlags
+	ot.RegisterResource(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: jitprof report [-i FILE | --archive FILE] [-l] [-g [caller|callee]] [-s|--sort KEYS] [--format text|json|csv|pprof|folded|html] [-o FILE]")
+		fmt.Fprintln(fs.Output(), "usage: jitprof report [-i FILE | --archive FILE] [-l] [-g [caller|callee]] [-s|--sort KEYS] [--format text|json|csv|pprof|folded|html|otlp] [-o FILE]")
 		cli.PrintFlags(fs)
 	}
 	pos, err := cli.ParseArgs(fs, joinCallGraphSpec(args))
@@ -86,8 +89,17 @@ func runReport(args []string) error {
 			return cli.ErrUsage
 		}
 	}
-	if f == driver.Pprof && *output == "" && cli.IsTerminal(os.Stdout) {
+	if f == driver.Pprof && (*output == "" || *output == "-") && cli.IsTerminal(os.Stdout) {
 		return driver.ErrTerminal // as go tool pprof, which will not either
+	}
+	if f == driver.OTLP && (*output == "" || *output == "-") && cli.IsTerminal(os.Stdout) {
+		return driver.ErrTerminalOTLP
+	}
+	var resource otlp.Options
+	if f == driver.OTLP {
+		if resource, err = ot.Resource(os.Getenv); err != nil {
+			return err
+		}
 	}
 	var src driver.Source
 	switch {
@@ -109,7 +121,7 @@ func runReport(args []string) error {
 			LoadOptions: driver.LoadOptions{Progress: cli.ProgressBar(os.Stderr)},
 			JIT:         jit.Options(), Filter: filter, Command: "report", Log: stderrText,
 		},
-		Report: opts, Format: f, FoldedPeriods: *foldedPeriods, GraphAsked: graph.set, View: view,
+		Report: opts, Format: f, FoldedPeriods: *foldedPeriods, GraphAsked: graph.set, View: view, OTLP: resource,
 	}
 	return driver.Report(context.Background(), src, o, outputTo(*output))
 }

@@ -245,7 +245,7 @@ func (st *procState) frame(sym *anon.Symbol) (resolve.AnonFrame, bool) {
 	if unload == codemap.Forever {
 		unload = 0
 	}
-	return resolve.AnonFrame{Func: st.name(sym), Image: st.image, Start: sym.Start, File: sym.File, Line: sym.Line, Code: sym.Code,
+	return resolve.AnonFrame{Func: st.name(sym), Image: st.image, Handler: st.claim.Handler, Start: sym.Start, File: sym.File, Line: sym.Line, Code: sym.Code,
 		Size: sym.Size, Gen: sym.Gen, Load: sym.Load, Unload: unload}, true
 }
 

@@ -254,7 +254,7 @@ func TestNamesBuiltOnce(t *testing.T) {
 	h := &fake{name: strings.Repeat("n", 4096)}
 	b := binder(t, h)
 	want := h.name + " [gen 3]"
-	if af, ok := b.Resolve(pids[0], loopA, 20); !ok || af.Func != want || af.Image != "[JIT fake] jit4001" {
+	if af, ok := b.Resolve(pids[0], loopA, 20); !ok || af.Func != want || af.Image != "[JIT fake] jit4001" || af.Handler != "fake" {
 		t.Fatalf("Resolve = %+v, %v", af, ok)
 	}
 	allocs := testing.AllocsPerRun(1000, func() { b.Resolve(pids[0], loopA+8, 30) })
@@ -264,7 +264,8 @@ func TestNamesBuiltOnce(t *testing.T) {
 }
 
 // TestLifetimeInProfile: when each piece of code was there, and its size,
-// reach the profile's functions; code there at the end has no unload.
+// reach the profile's functions, and the handler that named it their
+// image; code there at the end has no unload.
 func TestLifetimeInProfile(t *testing.T) {
 	f, _ := recording(t)
 	tl, err := replay.BuildTimeline(f)
@@ -280,6 +281,9 @@ func TestLifetimeInProfile(t *testing.T) {
 	for _, fn := range p.Funcs {
 		if p.Images[fn.Image].Kind != profile.ImageAnon {
 			continue
+		}
+		if h := p.Images[fn.Image].Handler; h != "fake" {
+			t.Errorf("JIT image %q named by handler %q, want fake", p.Images[fn.Image].Name, h)
 		}
 		want := profile.Func{Name: "f [gen 3]", Image: fn.Image, Addr: fn.Addr, Size: 0x100, Gen: 3, Load: 5}
 		if fn.Addr&0x100 != 0 {

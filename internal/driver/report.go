@@ -10,6 +10,7 @@ import (
 
 	"github.com/jitprof/jitprof/internal/annotate"
 	"github.com/jitprof/jitprof/internal/flamegraph"
+	"github.com/jitprof/jitprof/internal/otlp"
 	"github.com/jitprof/jitprof/internal/report"
 	"github.com/jitprof/jitprof/internal/termtext"
 )
@@ -25,12 +26,13 @@ const (
 	Pprof  Format = "pprof"  // pprof's protocol buffer, gzipped
 	Folded Format = "folded" // flame-graph stacks, as stackcollapse-perf
 	HTML   Format = "html"   // one self-contained flame graph page (internal/flamegraph)
+	OTLP   Format = "otlp"   // an OpenTelemetry profiles request, protobuf (internal/otlp)
 )
 
 // ParseFormat returns the format named s.
 func ParseFormat(s string) (Format, error) {
 	switch f := Format(s); f {
-	case Text, JSON, CSV, Pprof, Folded, HTML:
+	case Text, JSON, CSV, Pprof, Folded, HTML, OTLP:
 		return f, nil
 	}
 	return "", fmt.Errorf("unknown format %q", s)
@@ -51,6 +53,8 @@ type ReportOptions struct {
 	// perf does.
 	GraphAsked bool
 	View       View
+	// OTLP is what an OTLP request says besides the profile.
+	OTLP otlp.Options
 }
 
 // View is opreport's and perf report's choice of rows: sort keys, or
@@ -126,8 +130,11 @@ func (v View) Keys() []string {
 	return out
 }
 
-// ErrTerminal is the error of a binary format written to a terminal.
+// ErrTerminal is the error of pprof's format written to a terminal.
 var ErrTerminal = errors.New("--format pprof writes gzip-compressed bytes, not for a terminal: give -o FILE (such as -o profile.pb.gz) or redirect standard output")
+
+// ErrTerminalOTLP is the error of OTLP's format written to a terminal.
+var ErrTerminalOTLP = errors.New("--format otlp writes protobuf bytes, not for a terminal: give -o FILE (such as -o profile.otlp.pb) or redirect standard output")
 
 // Report loads src's profile and writes the report o asks for to the
 // writer open returns; Report closes it. The note that JIT samples were
@@ -140,7 +147,8 @@ func Report(ctx context.Context, src Source, o ReportOptions, open func() (io.Wr
 	ro.Sort = o.View.Keys()
 	o.Lines = slices.Contains(ro.Sort, report.KeySrcline)
 	// A flat report needs no callchains.
-	o.LeafOnly = !ro.Children && !ro.Chains.Graph && o.Format != Pprof && o.Format != Folded && o.Format != HTML
+	o.LeafOnly = !ro.Children && !ro.Chains.Graph && o.Format != Pprof && o.Format != Folded && o.Format != HTML && o.Format != OTLP
+	o.Times = o.Format == OTLP
 	o.ExcludeJIT = true
 	o.RequireCallchains = ro.Chains.Graph && o.GraphAsked
 	o.Arcs = o.RequireCallchains
@@ -178,6 +186,14 @@ func Report(ctx context.Context, src Source, o ReportOptions, open func() (io.Wr
 		out = text
 	}
 	switch o.Format {
+	case OTLP:
+		b, err := otlp.Encode(l.Profile, o.OTLP)
+		if err != nil {
+			return err
+		}
+		if _, err := w.Write(b); err != nil {
+			return err
+		}
 	case Pprof:
 		pp, err := report.Pprof(l.Profile, 0)
 		if err != nil {
@@ -211,6 +227,41 @@ func Report(ctx context.Context, src Source, o ReportOptions, open func() (io.Wr
 		}
 	}
 	return text.Flush()
+}
+
+// OTLPRequest is a profile as an OTLP request, and what it holds.
+type OTLPRequest struct {
+	Bytes     []byte // an ExportProfilesServiceRequest, protobuf
+	Samples   uint64
+	Processes int
+}
+
+// EncodeOTLP loads src's profile, every sample with its stack and, where
+// the source keeps it, its time, and encodes it as an OTLP request (what
+// jitprof push sends). As a report, it leaves JIT samples out unless
+// JIT code is named, and says so to o.Log.
+func EncodeOTLP(ctx context.Context, src Source, o Options, eo otlp.Options) (OTLPRequest, error) {
+	o.Times, o.LeafOnly, o.ExcludeJIT = true, false, true
+	l, err := Load(ctx, src, o)
+	if err != nil {
+		return OTLPRequest{}, err
+	}
+	defer l.Close()
+	if l.Note != "" && o.Log != nil {
+		fmt.Fprintf(o.Log, "jitprof %s: note: %s\n", o.Command, l.Note)
+	}
+	b, err := otlp.Encode(l.Profile, eo)
+	if err != nil {
+		return OTLPRequest{}, err
+	}
+	req := OTLPRequest{Bytes: b}
+	pids := map[uint32]bool{}
+	for _, e := range l.Profile.Entries {
+		req.Samples += e.Count
+		pids[l.Profile.Threads[e.Thread].PID] = true
+	}
+	req.Processes = len(pids)
+	return req, nil
 }
 
 // Annotate loads src's profile with each frame's address and writes

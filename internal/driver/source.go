@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/jitprof/jitprof/internal/anon"
 	"github.com/jitprof/jitprof/internal/anonbind"
@@ -43,6 +44,9 @@ type LoadOptions struct {
 	// LeafOnly keeps only the sampled address of each stack: a flat
 	// report needs no callchains.
 	LeafOnly bool
+	// Times keeps the time of every sample (Profile.Times), where the
+	// source has them.
+	Times bool
 	// Arcs asks a source that keeps caller-callee arcs instead of stacks
 	// (a sample database's {cg} files) for them (Profile.Arcs): report
 	// -g on a session.
@@ -60,6 +64,9 @@ type LoadOptions struct {
 type Recording struct {
 	path string
 	f    *perfdata.File
+	// modified is when the file was last written: about when the
+	// recording ended.
+	modified time.Time
 }
 
 // OpenRecording opens the recording at path ("-": a stream on standard
@@ -69,6 +76,10 @@ func OpenRecording(path string, force bool) (*Recording, error) {
 	fd, err := trust.OpenRecording(path, force)
 	if err != nil {
 		return nil, err
+	}
+	var modified time.Time
+	if fi, err := fd.Stat(); err == nil && fi.Mode().IsRegular() {
+		modified = fi.ModTime()
 	}
 	var f *perfdata.File
 	if path == "-" {
@@ -82,7 +93,7 @@ func OpenRecording(path string, force bool) (*Recording, error) {
 	if f.Pipe || f.DataSize >= bigRecording {
 		adviseHeap(heapBlock(f))
 	}
-	return &Recording{path: path, f: f}, nil
+	return &Recording{path: path, f: f, modified: modified}, nil
 }
 
 // bigRecording is the size of data from which reading a recording asks
@@ -133,7 +144,7 @@ func (r *Recording) Load(ctx context.Context, opts LoadOptions, bind func(anonbi
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	ropts := replay.Options{Lines: opts.Lines, Addresses: opts.Addresses, LeafOnly: opts.LeafOnly, Progress: opts.Progress, Symbolizer: opts.Symbolizer}
+	ropts := replay.Options{Lines: opts.Lines, Addresses: opts.Addresses, LeafOnly: opts.LeafOnly, Times: opts.Times, Progress: opts.Progress, Symbolizer: opts.Symbolizer}
 	if bind != nil {
 		ropts.Bind = func(tl *replay.Timeline) (resolve.AnonResolver, error) {
 			bundle, err := jitbundle.Load(r.f)
@@ -161,7 +172,21 @@ func (r *Recording) Load(ctx context.Context, opts LoadOptions, bind func(anonbi
 		bundle, _ := jitbundle.Load(r.f) // without it, who each process was is not known
 		return livePlaces(anonbind.Recorded(tl.Tracker, bundle, anon.TimeRange{}))
 	}
-	return replay.Load(r.f, ropts)
+	p, err := replay.Load(r.f, ropts)
+	if err != nil {
+		return nil, err
+	}
+	if p.WallNS == 0 {
+		// Without perf's CLOCK_DATA (perf record -k; jitprof record
+		// writes it), the recording's clock is tied to wall time by
+		// its end: the file's last write, or now for a stream.
+		end := r.modified
+		if end.IsZero() {
+			end = time.Now()
+		}
+		p.WallNS, p.ClockNS = uint64(end.UnixNano()), p.EndNS
+	}
+	return p, nil
 }
 
 // livePlaces says where each recorded process that still runs sees its

@@ -3,8 +3,10 @@ package process
 import (
 	"cmp"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 )
 
 // Mapping is one mapping of a process (or of the kernel).
@@ -698,6 +700,43 @@ func (t *Tracker) Process(pid uint32) (Process, bool) {
 	ms := slices.Clone(p.all)
 	sort.SliceStable(ms, func(i, j int) bool { return ms[i].Time < ms[j].Time })
 	return Process{PID: pid, Comm: t.Comm(pid, pid, ^uint64(0)), Mappings: ms}, true
+}
+
+// Executable returns the mapping of the executable pid ran last, or nil
+// when its mappings name none: of the file mappings of its last address
+// space (for a process forked without an exec, its parent's at the fork),
+// the one named as the process is (its comm is the executable's base
+// name, cut to 15 bytes by the kernel), else the first that is not a
+// shared library.
+func (t *Tracker) Executable(pid uint32) *Mapping {
+	gs := t.gens(pid)
+	if len(gs) == 0 {
+		return nil
+	}
+	comm := t.Comm(pid, pid, ^uint64(0))
+	g := gs[len(gs)-1]
+	for range 64 { // bounds a cycle in corrupt fork records
+		var first *Mapping
+		for _, m := range g.maps {
+			if m.Anon || m.Kernel || !strings.HasPrefix(m.Path, "/") {
+				continue
+			}
+			base := filepath.Base(m.Path)
+			if base[:min(len(base), 15)] == comm {
+				return m
+			}
+			if first == nil && !strings.Contains(base, ".so") {
+				first = m
+			}
+		}
+		if first != nil {
+			return first
+		}
+		if g = t.parent(g); g == nil {
+			return nil
+		}
+	}
+	return nil
 }
 
 // Processes returns every process the Tracker knows, by pid.

@@ -380,3 +380,40 @@ func TestForget(t *testing.T) {
 		t.Errorf("thread 32 of process 40 is %q after process 30 was forgotten, want worker", c)
 	}
 }
+
+// TestExecutable: a process's executable is the file its comm names in
+// its last address space, else the first mapping that is not a shared
+// library; a child forked without an exec runs its parent's.
+func TestExecutable(t *testing.T) {
+	tr := New()
+	for _, e := range []event{
+		// pid 1 existed before the recording: its maps, then its name.
+		{kind: 'm', pid: 1, time: 0, start: 0x7000, end: 0x8000, path: "/usr/lib/libc.so.6", x: true},
+		{kind: 'm', pid: 1, time: 0, start: 0x1000, end: 0x2000, path: "/usr/bin/bash", x: true},
+		{kind: 'c', pid: 1, tid: 1, time: 0, comm: "bash"},
+		// it forks 2, which execs python3, whose comm is its link's name.
+		{kind: 'f', pid: 2, ppid: 1, tid: 2, time: 10},
+		{kind: 'c', pid: 2, tid: 2, time: 20, comm: "python3", exec: true},
+		{kind: 'm', pid: 2, time: 21, start: 0x7000, end: 0x9000, path: "/usr/lib/ld-linux-x86-64.so.2", x: true},
+		{kind: 'm', pid: 2, time: 21, start: 0x3000, end: 0x4000, path: "/usr/bin/python3.11", x: true},
+		{kind: 'm', pid: 2, time: 22, start: 0x5000, end: 0x6000, path: "//anon", x: true},
+		// 3 is forked from 1 and never execs.
+		{kind: 'f', pid: 3, ppid: 1, tid: 3, time: 30},
+		// 4 runs a program named as its comm, mapped after a library.
+		{kind: 'c', pid: 4, tid: 4, time: 40, comm: "minijit", exec: true},
+		{kind: 'm', pid: 4, time: 41, start: 0x1000, end: 0x2000, path: "/opt/lib/libjit.so", x: true},
+		{kind: 'm', pid: 4, time: 41, start: 0x3000, end: 0x4000, path: "/tmp/build/minijit", x: true},
+	} {
+		e.tell(tr)
+	}
+	tr.Settle()
+	for pid, want := range map[uint32]string{1: "/usr/bin/bash", 2: "/usr/bin/python3.11", 3: "/usr/bin/bash", 4: "/tmp/build/minijit", 5: ""} {
+		got := ""
+		if m := tr.Executable(pid); m != nil {
+			got = m.Path
+		}
+		if got != want {
+			t.Errorf("Executable(%d) = %q, want %q", pid, got, want)
+		}
+	}
+}

@@ -147,6 +147,23 @@ func (b *Builder) Add(k Key, count, period uint64) {
 	b.p.Entries = append(b.p.Entries, Entry{k, Value{count, period}})
 }
 
+// KeepTimes makes the Builder keep the time of every sample added
+// with AddAt, in Profile.Times. Call it before the first sample.
+func (b *Builder) KeepTimes() { b.p.Times = map[Key][]uint64{} }
+
+// AddAt adds count samples taken at time tm to the entry of k, keeping
+// the time when KeepTimes was called.
+func (b *Builder) AddAt(k Key, count, period, tm uint64) {
+	b.Add(k, count, period)
+	if b.p.Times != nil {
+		ts := b.p.Times[k]
+		for range count {
+			ts = append(ts, tm)
+		}
+		b.p.Times[k] = ts
+	}
+}
+
 // Meta returns the profile's recording fields for the caller to fill.
 func (b *Builder) Meta() *Profile { return &b.p }
 
@@ -161,7 +178,8 @@ func (b *Builder) Profile() *Profile {
 // Merge adds the tables and entries of p, built by another Builder with the
 // same events, interning each table in p's order. Merging the profiles of
 // consecutive parts of a recording in order thus gives the ids one Builder
-// reading the whole recording would have given.
+// reading the whole recording would have given, and, when b keeps times,
+// the times of p's samples after b's.
 func (b *Builder) Merge(p *Profile) {
 	strs := make([]int32, len(p.Strings))
 	for i, s := range p.Strings {
@@ -207,5 +225,8 @@ func (b *Builder) Merge(p *Profile) {
 		}
 		k.Thread = threads[k.Thread]
 		b.Add(k, e.Count, e.Period)
+		if b.p.Times != nil {
+			b.p.Times[k] = append(b.p.Times[k], p.Times[e.Key]...)
+		}
 	}
 }

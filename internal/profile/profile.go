@@ -33,6 +33,10 @@ type Image struct {
 	// Stripped says, for an image with only its exported symbols whose
 	// other functions had samples, what would name them; or "".
 	Stripped string
+	// Handler is the anon handler that named the JIT code of an
+	// ImageAnon image ("jitlog", "perfmap", ...); "" for other images
+	// and for anonymous memory no handler named.
+	Handler string
 }
 
 // Func is a function of an image. A sample in an image without a symbol
@@ -127,6 +131,12 @@ type Profile struct {
 	// entries are then flat.
 	Arcs []Arc
 
+	// Times, when the source was asked for them (Builder.KeepTimes), are
+	// the times of each entry's samples, in the recording's clock and in
+	// the order they were added; nil otherwise. Filters drop entries and
+	// leave their times: look an entry's times up by its key.
+	Times map[Key][]uint64
+
 	// About the recording.
 	Cmdline          []string
 	Hostname         string
@@ -136,6 +146,14 @@ type Profile struct {
 	// Unwound counts the call chains unwound from user stacks (DWARF
 	// call graphs), and how many of them stopped in JIT code.
 	Unwound UnwindStats
+	// WallNS and ClockNS tie the recording's clock to wall time: the
+	// clock read ClockNS when the wall clock read WallNS (nanoseconds
+	// since the Unix epoch), as perf's CLOCK_DATA says. Both 0 when the
+	// source does not say.
+	WallNS, ClockNS uint64
+	// Processes are what the source knew of the processes of the
+	// samples, by pid; those it knew nothing of are left out.
+	Processes []Process
 }
 
 // UnwindStats counts the call chains a source unwound from user stacks.
@@ -145,6 +163,23 @@ type UnwindStats struct {
 	// unwinding information nor a plausible frame pointer: their callers
 	// are missing.
 	JITStops uint64
+}
+
+// Process is what a source knew of one process.
+type Process struct {
+	PID uint32
+	// Exe is the path of the executable it ran last, as its mappings
+	// name it; "" when unknown. BuildID is that file's, hex.
+	Exe, BuildID string
+}
+
+// WallTime converts a time in the recording's clock to nanoseconds
+// since the Unix epoch, and reports whether the profile says how.
+func (p *Profile) WallTime(t uint64) (uint64, bool) {
+	if p.WallNS == 0 {
+		return 0, false
+	}
+	return p.WallNS + t - p.ClockNS, true // modular: t may be before ClockNS
 }
 
 // Stack appends the frames of the stack ending at node to dst, leaf first.

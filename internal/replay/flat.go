@@ -72,13 +72,14 @@ type flatSample struct {
 	off   uint32 // from the part's start
 }
 
-// flatOK reports whether loadFlat can read f with opts: flat, with the
+// flatOK reports whether loadFlat can read f with opts: flat, without
+// each sample's time (it sums samples by place), with the
 // timeline not read already, and a whole file (in a killed one a part
 // could stop at a torn record and warn of it, and the warning would stay
 // if the read were redone). JIT names are looked up sample by sample: a
 // place in anonymous memory is read again as if it straddled a change.
 func flatOK(f *perfdata.File, opts Options) bool {
-	return opts.LeafOnly && opts.Timeline == nil && !f.Pipe && !f.Truncated
+	return opts.LeafOnly && !opts.Times && opts.Timeline == nil && !f.Pipe && !f.Truncated
 }
 
 // loadFlat is load for flatOK files. It returns false, having read no
@@ -144,7 +145,7 @@ func loadFlat(f *perfdata.File, opts Options, nchunks, workers int) (*profile.Pr
 		b, err := resolveFlat(f, parts[i], tl, opts)
 		return part{b, err}
 	})
-	b, err := merge(f, results, func() {})
+	b, err := merge(f, opts, results, func() {})
 	if err != nil {
 		if opts.Bind != nil {
 			return nil, false, fmt.Errorf("replay: %w", err) // not to bind twice

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"runtime"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -37,6 +38,8 @@ type Options struct {
 	// LeafOnly keeps only the sampled address of each stack, for flat
 	// reports: the callchains are not resolved.
 	LeafOnly bool
+	// Times keeps the time of every sample (Profile.Times).
+	Times bool
 	// Timeline, when set, is the file's timeline from BuildTimeline,
 	// which Load then does not build again.
 	Timeline *Timeline
@@ -101,7 +104,7 @@ func load(f *perfdata.File, opts Options, nchunks, workers int) (*profile.Profil
 		return part{p, err}
 	})
 	total := f.DataSize * 2
-	b, err := merge(f, parts, func() {
+	b, err := merge(f, opts, parts, func() {
 		if opts.Progress != nil {
 			opts.Progress(f.DataSize+done.Load(), total)
 		}
@@ -122,10 +125,33 @@ func finishProfile(f *perfdata.File, b *profile.Builder, tl *Timeline, u *unwind
 	}
 	meta.Cmdline, _ = f.Features.Cmdline()
 	meta.Hostname, _ = f.Features.String(perfdata.FeatHostname)
+	if c, err := f.Features.ClockData(); err == nil && c.WallNS != 0 {
+		meta.WallNS, meta.ClockNS = c.WallNS, c.ClockNS
+	}
+	meta.Processes = processes(meta, tl)
 	if opts.Progress != nil {
 		opts.Progress(total, total)
 	}
 	return b.Profile()
+}
+
+// processes returns what tl knows of the processes of p's threads.
+func processes(p *profile.Profile, tl *Timeline) []profile.Process {
+	var out []profile.Process
+	seen := map[uint32]bool{}
+	for _, th := range p.Threads {
+		if seen[th.PID] {
+			continue
+		}
+		seen[th.PID] = true
+		pr := profile.Process{PID: th.PID}
+		if m := tl.Tracker.Executable(th.PID); m != nil {
+			pr.Exe, pr.BuildID = m.Path, m.BuildID
+		}
+		out = append(out, pr)
+	}
+	slices.SortFunc(out, func(a, b profile.Process) int { return cmp.Compare(a.PID, b.PID) })
+	return out
 }
 
 // inParallel runs job(0) to job(n-1) on at most workers goroutines, in
@@ -170,8 +196,11 @@ type part struct {
 // merge merges the parts, in order, into one profile of f's events,
 // calling tick now and then while it waits. It returns the first part's
 // error, as one pass would meet it.
-func merge(f *perfdata.File, parts []chan part, tick func()) (*profile.Builder, error) {
+func merge(f *perfdata.File, opts Options, parts []chan part, tick func()) (*profile.Builder, error) {
 	b := profile.NewBuilder()
+	if opts.Times {
+		b.KeepTimes()
+	}
 	meta := b.Meta()
 	for _, a := range f.Attrs {
 		b.Event(event(a))
@@ -231,6 +260,9 @@ func (r *releaser) finish(off int64) {
 // into a new Builder, and the index of each of f's events in it.
 func newResolver(f *perfdata.File, tl *Timeline, opts Options) (*resolve.Resolver, *profile.Builder, *eventIndex) {
 	b := profile.NewBuilder()
+	if opts.Times {
+		b.KeepTimes()
+	}
 	ev := &eventIndex{attrs: f.Attrs}
 	for _, a := range f.Attrs {
 		b.Event(event(a))

@@ -3,10 +3,12 @@ package replay
 import (
 	"bytes"
 	"fmt"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jitprof/jitprof/internal/perftest"
 	"github.com/jitprof/jitprof/internal/profile"
@@ -54,7 +56,7 @@ func sameInParts(t *testing.T, f *perfdata.File) {
 		t.Fatal(err)
 	}
 	sym := symbolize.New(symbolize.Options{})
-	for _, opts := range []Options{{}, {LeafOnly: true}, {LeafOnly: true, Lines: true}, {Lines: true, Addresses: true}} {
+	for _, opts := range []Options{{}, {LeafOnly: true}, {LeafOnly: true, Lines: true}, {Lines: true, Addresses: true}, {Times: true}} {
 		opts.Symbolizer = sym
 		byTimeline := opts
 		byTimeline.Timeline = tl
@@ -74,6 +76,9 @@ func sameInParts(t *testing.T, f *perfdata.File) {
 				if !reflect.DeepEqual(content(got), content(want)) {
 					t.Errorf("%+v (flat way: %v): the profile read in %d parts differs from the one read in one (%d entries, want %d): %s",
 						opts, flatOK(f, o), n, len(got.Entries), len(want.Entries), firstDifference(got, want))
+				}
+				if o.Times && !reflect.DeepEqual(times(t, got), times(t, want)) {
+					t.Errorf("%+v: the samples' times read in %d parts differ from those read in one", opts, n)
 				}
 			}
 		}
@@ -181,6 +186,28 @@ func firstDifference(got, want *profile.Profile) string {
 		len(got.Frames), len(want.Frames), len(got.Nodes), len(want.Nodes), len(got.Strings), len(want.Strings))
 }
 
+// times is content's key of each entry to the times of its samples,
+// sorted, which must be as many as its samples.
+func times(t *testing.T, p *profile.Profile) map[string][]uint64 {
+	t.Helper()
+	if p.Times == nil {
+		t.Fatal("a profile asked for times has none")
+	}
+	m := map[string][]uint64{}
+	for _, e := range p.Entries {
+		ts := p.Times[e.Key]
+		if uint64(len(ts)) != e.Count {
+			t.Fatalf("an entry of %d samples has %d times", e.Count, len(ts))
+		}
+		one := &profile.Profile{Entries: []profile.Entry{e}, Nodes: p.Nodes, Frames: p.Frames, Funcs: p.Funcs, Images: p.Images, Strings: p.Strings, Threads: p.Threads}
+		for k := range content(one) {
+			m[k] = append(m[k], ts...)
+			slices.Sort(m[k])
+		}
+	}
+	return m
+}
+
 // content is a profile's samples by what they are, not by ids: the whole
 // stack (function, image, file, line, address per frame), the thread, CPU
 // and event, to the count and period.
@@ -203,4 +230,42 @@ func content(p *profile.Profile) map[string]profile.Value {
 		m[b.String()] = v
 	}
 	return m
+}
+
+// TestProcessesAndClock: a recording's profile says which executable
+// each process ran (through a fork and an exec too) and, from perf's CLOCK_DATA (record -k), how its
+// clock reads in wall time.
+func TestProcessesAndClock(t *testing.T) {
+	perftest.Perf(t)
+	busy := perftest.Busy(t)
+	before := uint64(time.Now().UnixNano())
+	f, err := perfdata.Open(perftest.Record(t, "clock.data", "-k", "mono", "-F", "4000", "--", busy, "100", "1", "1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	after := uint64(time.Now().UnixNano())
+	p, err := Load(f, Options{Times: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start, ok := p.WallTime(p.StartNS)
+	end, _ := p.WallTime(p.EndNS)
+	if !ok || start < before || end > after {
+		t.Errorf("samples at %d to %d in wall time (known: %v), want within the recording's %d to %d", start, end, ok, before, after)
+	}
+	exe, err := filepath.EvalSymlinks(busy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pids []uint32
+	for _, pr := range p.Processes {
+		if pr.Exe == exe {
+			pids = append(pids, pr.PID)
+		}
+	}
+	// busy and the child it forks, which execs busy again.
+	if len(pids) != 2 {
+		t.Errorf("processes running %s: %v, want two, among %+v", exe, pids, p.Processes)
+	}
 }

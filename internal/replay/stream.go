@@ -20,8 +20,9 @@ import (
 // for callchains, the chain), keeping for each sample only its place,
 // time and period. Then, with the whole timeline, it resolves each place
 // once, or sample by sample where its samples straddle a change of their
-// thread or process, or JIT names (which change at any time) are asked
-// for: exactly what reading a file in one part gives.
+// thread or process, or JIT names (which change at any time) or each
+// sample's time are asked for: exactly what reading a file in one part
+// gives.
 
 // streamKey is a place: flatKey's fields and the sample's callchain.
 type streamKey struct {
@@ -162,7 +163,7 @@ func loadStream(f *perfdata.File, opts Options) (*profile.Profile, error) {
 	for i := range sr.places {
 		pl := &sr.places[i]
 		pid, tid := uint32(pl.key.pidTID>>32), uint32(pl.key.pidTID)
-		if sp := res.Span(pid, tid, pl.tmin); opts.Anon != nil || pl.tmax >= sp.To {
+		if sp := res.Span(pid, tid, pl.tmin); opts.Anon != nil || opts.Times || pl.tmax >= sp.To {
 			straddle[i], some = true, true
 			continue
 		}

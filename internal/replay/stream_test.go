@@ -56,7 +56,7 @@ func sameAsStream(t *testing.T, data []byte) {
 		t.Fatal("not read as pipe-mode data")
 	}
 	sym := symbolize.New(symbolize.Options{})
-	for _, opts := range []Options{{}, {LeafOnly: true}, {LeafOnly: true, Lines: true}, {Lines: true, Addresses: true}} {
+	for _, opts := range []Options{{}, {LeafOnly: true}, {LeafOnly: true, Lines: true}, {Lines: true, Addresses: true}, {Times: true}} {
 		opts.Symbolizer = sym
 		want, err := load(file, opts, 7, 3)
 		if err != nil {
@@ -73,6 +73,9 @@ func sameAsStream(t *testing.T, data []byte) {
 		if !reflect.DeepEqual(content(got), content(want)) {
 			t.Errorf("%+v: the stream's profile differs from the file's (%d entries, want %d): %s",
 				opts, len(got.Entries), len(want.Entries), firstDifference(got, want))
+		}
+		if opts.Times && !reflect.DeepEqual(times(t, got), times(t, want)) {
+			t.Errorf("%+v: the stream's samples' times differ from the file's", opts)
 		}
 		if got.StartNS != want.StartNS || got.EndNS != want.EndNS || got.Lost != want.Lost {
 			t.Errorf("%+v: the stream's samples span %d-%d with %d lost, the file's %d-%d with %d", opts,

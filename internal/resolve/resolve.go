@@ -95,13 +95,14 @@ type SeqResolver interface {
 
 // AnonFrame is what an AnonResolver knows about an address.
 type AnonFrame struct {
-	Func  string // the JIT's name for the code
-	Image string // the image to report it under, e.g. "[JIT] node"
-	Start uint64 // start address of the code
-	File  string
-	Line  int
-	Code  []byte // its machine code, when the JIT logged it
-	Size  uint64 // the code's length in bytes
+	Func    string // the JIT's name for the code
+	Image   string // the image to report it under, e.g. "[JIT jitlog] node"
+	Handler string // the anon handler that named it
+	Start   uint64 // start address of the code
+	File    string
+	Line    int
+	Code    []byte // its machine code, when the JIT logged it
+	Size    uint64 // the code's length in bytes
 	// Gen is the code's generation (jitlog's sequence number, jitdump's
 	// code index), 0 when the data has none: what a collector keeps
 	// instead of the time, to name the code later by ResolveSeq.
@@ -239,7 +240,7 @@ func (r *Resolver) Add(s *Sample) {
 	}
 	th := r.thread(s.PID, s.TID, s.Time)
 	node := r.stack(s, th.epoch)
-	r.b.Add(profile.Key{Stack: node, Thread: th.id, CPU: s.CPU, Event: s.Event}, s.Count, s.Period)
+	r.b.AddAt(profile.Key{Stack: node, Thread: th.id, CPU: s.CPU, Event: s.Event}, s.Count, s.Period, s.Time)
 }
 
 // Span returns what holds of thread tid of pid at time, as Add sees it,
@@ -401,7 +402,7 @@ func (r *Resolver) frame(pid uint32, addr, tm uint64, mode Mode, ret bool, leaf 
 	}
 	if m.Anon {
 		if af, ok := r.anon(pid, addr, tm, leaf); ok {
-			im := r.b.Image(profile.Image{Name: af.Image, Kind: profile.ImageAnon})
+			im := r.b.Image(profile.Image{Name: af.Image, Kind: profile.ImageAnon, Handler: af.Handler})
 			fn := r.b.Func(profile.Func{Name: af.Func, Image: im, Addr: af.Start, File: af.File, Code: af.Code, Size: af.Size, Gen: af.Gen, Load: af.Load, Unload: af.Unload})
 			fr := profile.Frame{Func: fn}
 			if r.opts.Lines {
