@@ -182,7 +182,13 @@ func (in *Ingest) fileImage(m *process.Mapping) sampledb.ImageID {
 	if m.BuildID != "" {
 		info.BuildID, _ = hex.DecodeString(m.BuildID)
 	}
-	id, err := in.db.FileImage(sampledb.FileIdent{}, m.Path, info)
+	var id sampledb.ImageID
+	var err error
+	if m.Path == sampledb.VDSOName {
+		id, err = in.db.VDSOImage(info)
+	} else {
+		id, err = in.db.FileImage(sampledb.FileIdent{}, m.Path, info)
+	}
 	if err != nil {
 		return 0
 	}

@@ -278,6 +278,12 @@ func (db *DB) LookupFile(ident FileIdent) (ImageID, bool) {
 	return id, ok && db.images.get(id) != nil
 }
 
+// VDSOImage returns the image of the vDSO; info's build-id tells one
+// kernel's from another's.
+func (db *DB) VDSOImage(info ImageInfo) (ImageID, error) {
+	return db.images.intern(Image{Kind: ImageVDSO, Name: VDSOName}, FileIdent{}, info)
+}
+
 // KernelImage returns the image of the kernel or a module, by name.
 func (db *DB) KernelImage(name string, info ImageInfo) (ImageID, error) {
 	return db.images.intern(Image{Kind: ImageKernel, Name: name}, FileIdent{}, info)

@@ -32,7 +32,14 @@ const (
 	// perfmap, ...): two sources number code apart, so their samples never
 	// share a file.
 	ImageJIT
+	// ImageVDSO is the vDSO, the user code the kernel maps into every
+	// process: {vdso}, named "[vdso]" as perf names its mapping; its
+	// samples are keyed by offset, as a file's are.
+	ImageVDSO
 )
+
+// VDSOName is the name of the vDSO image, as perf names its mapping.
+const VDSOName = "[vdso]"
 
 func (k ImageKind) String() string {
 	switch k {
@@ -44,6 +51,8 @@ func (k ImageKind) String() string {
 		return "anon"
 	case ImageJIT:
 		return "jit"
+	case ImageVDSO:
+		return "vdso"
 	}
 	return "ImageKind(" + strconv.Itoa(int(k)) + ")"
 }
@@ -108,7 +117,7 @@ type FileKey struct {
 	// Variant tells apart the files of different binaries that had one
 	// path (a binary replaced during the session, or one path in two
 	// containers): each file's header says which binary it counts. The
-	// dep marker carries it, {root:N} or {kern:N}, for N > 0.
+	// dep marker carries it, {root:N}, {kern:N} or {vdso:N}, for N > 0.
 	Variant uint8
 }
 
@@ -158,6 +167,7 @@ const (
 const (
 	markRoot = "{root}"
 	markKern = "{kern}"
+	markVDSO = "{vdso}"
 	markDep  = "{dep}"
 	markCG   = "{cg}"
 	markAnon = "{anon:"
@@ -261,6 +271,8 @@ func appendImage(b []byte, im Image, variant uint8, what string) ([]byte, error)
 		}
 		b = append(appendMarker(b, markKern, variant), '/')
 		return appendComponent(b, im.Name), nil
+	case ImageVDSO:
+		return appendMarker(b, markVDSO, variant), nil
 	case ImageAnon, ImageJIT:
 		if im.End < im.Start {
 			return nil, fmt.Errorf("%w: %s range ends before it starts", ErrName, what)
@@ -427,12 +439,12 @@ func (p *nameParser) take(mark string) bool {
 	return false
 }
 
-// variantImage parses the dep image, whose {root} or {kern} marker may
+// variantImage parses the dep image, whose {root}, {kern} or {vdso} marker may
 // carry a variant.
 func (p *nameParser) variantImage() (Image, uint8, error) {
 	if p.i < len(p.comps) {
 		c := p.comps[p.i]
-		for _, mark := range [...]string{markRoot, markKern} {
+		for _, mark := range [...]string{markRoot, markKern, markVDSO} {
 			stem := mark[:len(mark)-1] + ":"
 			if n, ok := strings.CutPrefix(c, stem); ok {
 				n, ok = strings.CutSuffix(n, "}")
@@ -474,6 +486,8 @@ func (p *nameParser) image() (Image, error) {
 			return im, fmt.Errorf("%w: empty path after %s", ErrName, markRoot)
 		}
 		im.Name = string(path)
+	case mark == markVDSO:
+		im.Kind, im.Name = ImageVDSO, VDSOName
 	case mark == markKern:
 		im.Kind = ImageKernel
 		if p.i >= len(p.comps) || strings.HasPrefix(p.comps[p.i], "{") {

@@ -35,6 +35,11 @@ func TestNameExamples(t *testing.T) {
 			"{root}/usr/bin/xmms/{dep}/{root:2}/lib/tls/libc-2.3.2.so/cpu%2Fevent=0x3c%2F.1.0.all.all.all"},
 		{FileKey{App: vmlinux, Dep: Image{Kind: ImageKernel, Name: "[kernel.kallsyms]"}, Variant: 1, Event: "sched:sched_switch", Count: 1, TGID: All, TID: All, CPU: All},
 			"{kern}/vmlinux/{dep}/{kern:1}/[kernel.kallsyms]/sched:sched_switch.1.0.all.all.all"},
+		// The vDSO: user code, keyed by offset, named as perf names it.
+		{FileKey{App: xmms, Dep: Image{Kind: ImageVDSO, Name: VDSOName}, Event: "cpu-clock", Count: 1, TGID: All, TID: All, CPU: All},
+			"{root}/usr/bin/xmms/{dep}/{vdso}/cpu-clock.1.0.all.all.all"},
+		{FileKey{App: xmms, Dep: xmms, CG: Image{Kind: ImageVDSO, Name: VDSOName}, Variant: 1, Event: "cpu-clock", Count: 1, TGID: All, TID: All, CPU: All},
+			"{root}/usr/bin/xmms/{dep}/{root:1}/usr/bin/xmms/{cg}/{vdso}/cpu-clock.1.0.all.all.all"},
 	} {
 		got, err := Name(tc.key)
 		if err != nil {
@@ -211,6 +216,7 @@ func FuzzParse(f *testing.F) {
 	f.Add("{root}/usr/bin/xmms/{dep}/{root}/lib/tls/libc-2.3.2.so/CPU_CLK_UNHALTED.100000.0.28082.28089.0")
 	f.Add("{root}/usr/bin/xmms/{dep}/{anon:anon}/3189.0xf72aa000.0xf72fa000/cpu-clock.1.0.all.all.3")
 	f.Add("{kern}/vmlinux/{dep}/{kern:1}/[kernel.kallsyms]/sched:sched_switch.F1.0.all.all.all")
+	f.Add("{root}/usr/bin/xmms/{dep}/{vdso:3}/cpu-clock.1.0.all.all.all")
 	f.Add("{root}/a/{dep}/{root}/a/{cg}/{jit:jitlog}/1.0x0.0x10/e.1.0.all.all.all")
 	f.Add("{root}/" + strings.Repeat("a", 250) + "%+/b/{dep}/{root}/%/e.1.0.all.all.all")
 	f.Fuzz(func(t *testing.T, name string) {

@@ -272,7 +272,7 @@ type images struct {
 func (im *images) add(app, dep sampledb.Image, buildID []byte) uint64 {
 	m := &process.Mapping{ID: int32(len(im.maps)), Exec: true}
 	switch dep.Kind {
-	case sampledb.ImageFile:
+	case sampledb.ImageFile, sampledb.ImageVDSO:
 		m.Path, m.End = dep.Name, math.MaxUint64
 		if len(buildID) > 0 {
 			m.BuildID = hex.EncodeToString(buildID)
