@@ -69,12 +69,18 @@ func checkGenerations(t *testing.T, jitprof, data string, env []string, prefix s
 // within tol points of sampled and 4 of truth (see checkGenerations).
 func compareGenerations(t *testing.T, csv, prefix string, truth, sampled map[string]float64, tol float64) {
 	t.Helper()
-	// The truth is per cent of JIT time; the report's of all time. Under
-	// load the kernel takes more of the samples (interrupts, the clock
-	// reads between calls): most, not all, are the JIT's.
+	// The truth is per cent of JIT time; the report's of all time. The
+	// kernel's share is the machine's, not minijit's: on these VMs a
+	// timer interrupt delayed by the hypervisor lands on the kernel's
+	// irq-enable, 17% of minijit's samples in a daemon test at a load
+	// average of 11 (JIT code 74% of all, 90% of user space's). So JIT
+	// code is checked against the user-space samples, where minijit's Go
+	// runtime and loop take the rest: JIT code left unnamed would be far
+	// below 75% of them.
 	got, jit := csvShares(t, csv, prefix)
-	if jit < 75 {
-		t.Fatalf("JIT code has %.1f%% of the samples, want most of them: %v\n%s", jit, got, csv)
+	_, kernel := csvShares(t, csv, "[kernel.kallsyms]")
+	if user := 100 - kernel; jit < 0.75*user {
+		t.Fatalf("JIT code has %.1f%% of the samples, %.1f%% of user space's, want most of them: %v\n%s", jit, 100*jit/max(user, 1e-9), got, csv)
 	}
 	var worst, worstTruth float64
 	for name, want := range truth {
