@@ -2,9 +2,9 @@ package anon
 
 import (
 	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
+	"github.com/jitprof/jitprof/internal/tailbuf"
 	"io"
 	"io/fs"
 	"os"
@@ -279,7 +279,7 @@ type conn struct {
 	p       peer
 	w       io.WriteCloser
 	r       *bufio.Reader
-	stderr  *tailBuffer
+	stderr  *tailbuf.Buffer
 	killed  atomic.Bool
 	done    bool
 }
@@ -330,7 +330,7 @@ func startProcess(h *external, as trust.Cred, data []*os.File, stderr io.Writer)
 // start runs the handler to ask about pid, as the user as says, with
 // data as descriptors after h.files.
 func (h *external) start(pid int, as trust.Cred, data []*os.File) (*conn, error) {
-	c := &conn{h: h, pid: pid, version: 1, stderr: &tailBuffer{max: 4096}}
+	c := &conn{h: h, pid: pid, version: 1, stderr: tailbuf.New(4096)}
 	run := h.run
 	if run == nil {
 		run = startProcess
@@ -385,7 +385,7 @@ func (c *conn) exchange(req string, n int) (_ []response, err error) {
 		if werr := c.abort(); errors.Is(err, errExited) {
 			err = fmt.Errorf("%w (%v)", err, werr)
 		}
-		return nil, fmt.Errorf("%w%s", err, c.stderr.context())
+		return nil, fmt.Errorf("%w%s", err, stderrContext(c.stderr))
 	}
 	// An answer already waiting answers nothing asked yet: the handler
 	// wrote more lines than it was asked for.
@@ -447,12 +447,12 @@ func (c *conn) close() error {
 	err := c.p.wait()
 	switch {
 	case extra > 0:
-		return fmt.Errorf("%s: %w: %d bytes of output after the last answer, which nobody asked for%s", c.h.shown, ErrProtocol, extra, c.stderr.context())
+		return fmt.Errorf("%s: %w: %d bytes of output after the last answer, which nobody asked for%s", c.h.shown, ErrProtocol, extra, stderrContext(c.stderr))
 	case c.killed.Load():
 		c.h.stop(fmt.Errorf("it did not quit on pid %d", c.pid))
-		return fmt.Errorf("%s: did not exit within %v of quit, killed it%s", c.h.shown, limit, c.stderr.context())
+		return fmt.Errorf("%s: did not exit within %v of quit, killed it%s", c.h.shown, limit, stderrContext(c.stderr))
 	case err != nil:
-		return fmt.Errorf("%s: %w%s", c.h.shown, err, c.stderr.context())
+		return fmt.Errorf("%s: %w%s", c.h.shown, err, stderrContext(c.stderr))
 	}
 	return nil
 }
@@ -677,28 +677,9 @@ func escape(s string) string {
 	return b.String()
 }
 
-// tailBuffer keeps the last max bytes written to it: a handler's stderr,
-// quoted in errors.
-type tailBuffer struct {
-	mu  sync.Mutex
-	max int
-	b   []byte
-}
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.b = append(t.b, p...)
-	if len(t.b) > t.max {
-		t.b = t.b[len(t.b)-t.max:]
-	}
-	return len(p), nil
-}
-
-func (t *tailBuffer) context() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	s := string(bytes.TrimSpace(t.b))
+// stderrContext quotes the end of a handler's stderr, for an error.
+func stderrContext(t *tailbuf.Buffer) string {
+	s := strings.TrimSpace(t.String())
 	if s == "" {
 		return ""
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/jitprof/jitprof/internal/tailbuf"
 	"io"
 	"io/fs"
 	"os"
@@ -54,7 +55,7 @@ type Child struct {
 	cmd    *exec.Cmd
 	in     io.WriteCloser
 	out    *bufio.Reader
-	stderr *tail
+	stderr *tailbuf.Buffer
 }
 
 // NewChild returns an Exporter that runs the jitprof-otlp at path with
@@ -131,7 +132,7 @@ func (c *Child) start() error {
 	// exits when its input ends, as it does when jitprof does.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.WaitDelay = time.Second
-	c.stderr = &tail{max: 4096}
+	c.stderr = tailbuf.New(4096)
 	cmd.Stderr = c.stderr
 	in, err := cmd.StdinPipe()
 	if err != nil {
@@ -190,27 +191,4 @@ func (c *Child) Close() error {
 		c.cmd = nil
 		return fmt.Errorf("%s did not exit when its input ended", ExporterCommand)
 	}
-}
-
-// tail keeps the last max bytes written to it.
-type tail struct {
-	mu  sync.Mutex
-	max int
-	b   []byte
-}
-
-func (t *tail) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.b = append(t.b, p...)
-	if len(t.b) > t.max {
-		t.b = t.b[len(t.b)-t.max:]
-	}
-	return len(p), nil
-}
-
-func (t *tail) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return string(t.b)
 }
