@@ -32,8 +32,7 @@ func TestArchiveElsewhere(t *testing.T) {
 	}
 	hidden, kept := t.TempDir(), t.TempDir()
 	jitprof := buildJitprof(t, hidden)
-	minijit := filepath.Join(hidden, "minijit")
-	runOK(t, "go", "build", "-o", minijit, "../../examples/minijit")
+	minijit := builtCopy(t, "minijit", hidden)
 	// The jitprof of the other machine links no libc: this one's is
 	// replaced there.
 	static := filepath.Join(kept, "jitprof")

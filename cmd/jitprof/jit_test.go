@@ -19,11 +19,7 @@ import (
 func buildTools(t *testing.T) (jitprof, minijit string) {
 	t.Helper()
 	dir := t.TempDir()
-	jitprof, minijit = buildJitprof(t, dir), filepath.Join(dir, "minijit")
-	if out, err := exec.Command("go", "build", "-o", minijit, "../../examples/minijit").CombinedOutput(); err != nil {
-		t.Fatalf("go build minijit: %v\n%s", err, out)
-	}
-	return jitprof, minijit
+	return buildJitprof(t, dir), builtCopy(t, "minijit", dir)
 }
 
 // TestMinijitGenerations is the demo as a test: jitprof records the

@@ -19,9 +19,7 @@ import (
 // buildExporter builds jitprof-otlp beside jitprof, where push looks.
 func buildExporter(t *testing.T, jitprof string) {
 	t.Helper()
-	if out, err := exec.Command("go", "build", "-o", filepath.Dir(jitprof)+"/", "../jitprof-otlp").CombinedOutput(); err != nil {
-		t.Fatalf("go build jitprof-otlp: %v\n%s", err, out)
-	}
+	builtCopy(t, "jitprof-otlp", filepath.Dir(jitprof))
 }
 
 // leaves counts samples by their leaf as report's CSV names it:

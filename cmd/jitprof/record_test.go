@@ -21,17 +21,6 @@ import (
 	"github.com/jitprof/jitprof/perfdata"
 )
 
-// buildJitprof builds this command into dir as the README does, with
-// jitprof-web and jitprof-top beside it (jitprof web and top run them),
-// and returns jitprof's path.
-func buildJitprof(t *testing.T, dir string) string {
-	t.Helper()
-	if out, err := exec.Command("go", "build", "-o", dir+"/", ".", "../jitprof-web", "../jitprof-top").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return filepath.Join(dir, "jitprof")
-}
-
 // countSamples reads a file as far as it goes; a recording in progress
 // or killed has a torn end at worst.
 func countSamples(path string) (samples, kernel uint64, f *perfdata.File, err error) {
