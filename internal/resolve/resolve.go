@@ -159,7 +159,7 @@ type Resolver struct {
 
 	chains map[uint64]chainEntry // by hash of the key words
 	leaves map[leafKey]int32     // the stacks of LeafOnly
-	arena  []uint64              // key words of the chains
+	arena  [][]uint64            // key words of the chains, in blocks
 	key    []uint64              // the current sample's key words
 	timed  bool                  // the current stack depends on more than the epoch
 }
@@ -183,7 +183,9 @@ func (r *Resolver) reset() {
 	r.threads = map[uint64]threadState{}
 	r.chains = map[uint64]chainEntry{}
 	r.leaves = map[leafKey]int32{}
-	r.arena = r.arena[:0]
+	if len(r.arena) > 0 {
+		r.arena = append(r.arena[:0], r.arena[0][:0])
+	}
 }
 
 // cacheKey has no padding, so maps hash it as two words (memhash128)
@@ -288,11 +290,36 @@ func (r *Resolver) span(pid, tid uint32, tm uint64) threadState {
 // leafKey is the key words of a stack without its callchain.
 type leafKey struct{ pidMode, epoch, ip uint64 }
 
-// chainEntry is a resolved callchain: its key words in Resolver.arena
-// and its leaf node.
+// chainEntry is a resolved callchain: where its key words are in
+// Resolver.arena (block, offset, length) and its leaf node.
 type chainEntry struct {
-	off, n int
-	node   int32
+	block, off, n int32
+	node          int32
+}
+
+// arenaBlock is the size in words of a block of Resolver.arena. Blocks
+// of a fixed size, rather than one slice that grows, allocate each word
+// once: append grows a big slice by a quarter, so one arena of n words
+// allocated about 5n, all of it fresh memory, which a VM faults in at
+// great cost (a tenth of a DWARF report's time).
+const arenaBlock = 1 << 16
+
+// keep copies key into the arena and returns where it is.
+func (r *Resolver) keep(key []uint64, node int32) chainEntry {
+	n := len(r.arena)
+	if n == 0 || len(r.arena[n-1])+len(key) > cap(r.arena[n-1]) {
+		r.arena = append(r.arena, make([]uint64, 0, max(arenaBlock, len(key))))
+		n++
+	}
+	b := r.arena[n-1]
+	e := chainEntry{int32(n - 1), int32(len(b)), int32(len(key)), node}
+	r.arena[n-1] = append(b, key...)
+	return e
+}
+
+// words returns the key words of e.
+func (r *Resolver) words(e chainEntry) []uint64 {
+	return r.arena[e.block][e.off : e.off+e.n]
 }
 
 // stack returns the leaf node of the sample's stack. A callchain resolves
@@ -326,14 +353,13 @@ func (r *Resolver) stack(s *Sample, epoch uint64) int32 {
 		h ^= h >> 29
 	}
 	e, found := r.chains[h]
-	if found && slices.Equal(r.arena[e.off:e.off+e.n], key) {
+	if found && slices.Equal(r.words(e), key) {
 		return e.node
 	}
 	r.timed = false
 	node := r.resolve(s)
 	if !found && !r.timed {
-		r.chains[h] = chainEntry{len(r.arena), len(key), node}
-		r.arena = append(r.arena, key...)
+		r.chains[h] = r.keep(key, node)
 	}
 	return node
 }
