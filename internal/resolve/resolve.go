@@ -324,8 +324,14 @@ func (r *Resolver) words(e chainEntry) []uint64 {
 
 // stack returns the leaf node of the sample's stack. A callchain resolves
 // the same way in a process as long as its mappings do not change, so
-// each is resolved once per epoch and then found by its hash. JIT code
-// named by sequence number is not cached: the number is not in the key.
+// each is resolved once per epoch and then found by its hash. The key
+// leaves the sampled address out: the leaf is resolved on its own (a
+// lookup of its frame) and pushed under its callers' node, which the key
+// finds. Samples in one function differ mostly in their leaves, so
+// leaving them out finds the callers of most samples among those met,
+// where a key with the leaf missed nearly half of a DWARF recording's
+// samples, each resolving its whole chain again. JIT code named by
+// sequence number is not cached: the number is not in the key.
 func (r *Resolver) stack(s *Sample, epoch uint64) int32 {
 	if s.BySeq {
 		return r.resolve(s)
@@ -344,8 +350,14 @@ func (r *Resolver) stack(s *Sample, epoch uint64) int32 {
 		}
 		return node
 	}
-	key := append(r.key[:0], uint64(s.PID)<<32|uint64(s.Mode), epoch, s.IP)
-	key = append(key, s.Callchain...)
+	// The leaf's frame first, as resolve interns it.
+	leaf := r.frame(s.PID, s.IP, s.Time, s.Mode, false, s)
+	key := append(r.key[:0], uint64(s.PID)<<32|uint64(s.Mode), epoch)
+	if i := skipped(s); i >= 0 {
+		key = append(append(key, s.Callchain[:i]...), s.Callchain[i+1:]...)
+	} else {
+		key = append(key, s.Callchain...)
+	}
 	r.key = key
 	h := uint64(len(key))
 	for _, w := range key {
@@ -354,28 +366,49 @@ func (r *Resolver) stack(s *Sample, epoch uint64) int32 {
 	}
 	e, found := r.chains[h]
 	if found && slices.Equal(r.words(e), key) {
-		return e.node
+		return r.b.Push(e.node, leaf)
 	}
 	r.timed = false
-	node := r.resolve(s)
+	callers := r.callers(s)
 	if !found && !r.timed {
-		r.chains[h] = r.keep(key, node)
+		r.chains[h] = r.keep(key, callers)
 	}
-	return node
+	return r.b.Push(callers, leaf)
+}
+
+// skipped returns the index in s.Callchain of its first address when
+// that is the sampled address, which the chain then repeats (as the
+// kernel writes chains) and resolve leaves out; -1 otherwise.
+func skipped(s *Sample) int {
+	for i, ip := range s.Callchain {
+		if ip < ContextMax {
+			if ip == s.IP {
+				return i
+			}
+			return -1
+		}
+	}
+	return -1
 }
 
 // resolve interns the sample's stack and returns its leaf node.
 func (r *Resolver) resolve(s *Sample) int32 {
+	leaf := r.frame(s.PID, s.IP, s.Time, s.Mode, false, s)
+	return r.b.Push(r.callers(s), leaf)
+}
+
+// callers interns the frames of the sample's callchain but its leaf,
+// root first, and returns the node of the leaf's caller (-1 when it has
+// none).
+func (r *Resolver) callers(s *Sample) int32 {
+	if r.opts.LeafOnly {
+		return -1
+	}
 	pid := s.PID
 	mode := s.Mode
 	r.frames = r.frames[:0]
-	r.frames = append(r.frames, r.frame(pid, s.IP, s.Time, mode, false, s))
-	chain := s.Callchain
-	if r.opts.LeafOnly {
-		chain = nil
-	}
-	skipIP := true
-	for _, ip := range chain {
+	skip := skipped(s)
+	for i, ip := range s.Callchain {
 		if ip >= ContextMax {
 			switch ip {
 			case ContextKernel:
@@ -387,11 +420,8 @@ func (r *Resolver) resolve(s *Sample) int32 {
 			}
 			continue
 		}
-		if skipIP {
-			skipIP = false
-			if ip == s.IP {
-				continue
-			}
+		if i == skip {
+			continue
 		}
 		r.frames = append(r.frames, r.frame(pid, ip, s.Time, mode, true, nil))
 	}
