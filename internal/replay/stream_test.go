@@ -41,7 +41,15 @@ func TestStreamIsFile(t *testing.T) {
 	}
 	t.Run("system", func(t *testing.T) {
 		busy := perftest.Busy(t)
-		out := perftest.Run(t, perftest.Perf(t), "record", "-q", "-a", "-g", "-F", "4000", "-o", "-", "--", busy, "100", "2", "1")
+		// A sample per CPU per period of wall time, whatever runs: the
+		// workload's 0.9 s of CPU time took 2-3 s at a load of 8-12
+		// (11,000-15,000 samples of every process, each profile made
+		// and compared 5 ways under the race detector), more under
+		// more load. timeout (as in TestParallelLoadIsSequential)
+		// bounds it to a second: at most 4,000 samples a CPU. busy
+		// forks and execs as it starts.
+		out := perftest.Run(t, perftest.Perf(t), "record", "-q", "-a", "-g", "-F", "4000", "-o", "-", "--",
+			"sh", "-c", `timeout 1 "$0" 1000000 2 1; exit 0`, busy)
 		sameAsStream(t, []byte(out))
 	})
 }

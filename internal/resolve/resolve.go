@@ -159,7 +159,7 @@ type Resolver struct {
 
 	chains map[uint64]chainEntry // by hash of the key words
 	leaves map[leafKey]int32     // the stacks of LeafOnly
-	arena  []uint64              // key words of the chains
+	arena  [][]uint64            // key words of the chains, in blocks
 	key    []uint64              // the current sample's key words
 	timed  bool                  // the current stack depends on more than the epoch
 }
@@ -183,7 +183,9 @@ func (r *Resolver) reset() {
 	r.threads = map[uint64]threadState{}
 	r.chains = map[uint64]chainEntry{}
 	r.leaves = map[leafKey]int32{}
-	r.arena = r.arena[:0]
+	if len(r.arena) > 0 {
+		r.arena = append(r.arena[:0], r.arena[0][:0])
+	}
 }
 
 // cacheKey has no padding, so maps hash it as two words (memhash128)
@@ -288,17 +290,48 @@ func (r *Resolver) span(pid, tid uint32, tm uint64) threadState {
 // leafKey is the key words of a stack without its callchain.
 type leafKey struct{ pidMode, epoch, ip uint64 }
 
-// chainEntry is a resolved callchain: its key words in Resolver.arena
-// and its leaf node.
+// chainEntry is a resolved callchain: where its key words are in
+// Resolver.arena (block, offset, length) and its leaf node.
 type chainEntry struct {
-	off, n int
-	node   int32
+	block, off, n int32
+	node          int32
+}
+
+// arenaBlock is the size in words of a block of Resolver.arena. Blocks
+// of a fixed size, rather than one slice that grows, allocate each word
+// once: append grows a big slice by a quarter, so one arena of n words
+// allocated about 5n, all of it fresh memory, which a VM faults in at
+// great cost (a tenth of a DWARF report's time).
+const arenaBlock = 1 << 16
+
+// keep copies key into the arena and returns where it is.
+func (r *Resolver) keep(key []uint64, node int32) chainEntry {
+	n := len(r.arena)
+	if n == 0 || len(r.arena[n-1])+len(key) > cap(r.arena[n-1]) {
+		r.arena = append(r.arena, make([]uint64, 0, max(arenaBlock, len(key))))
+		n++
+	}
+	b := r.arena[n-1]
+	e := chainEntry{int32(n - 1), int32(len(b)), int32(len(key)), node}
+	r.arena[n-1] = append(b, key...)
+	return e
+}
+
+// words returns the key words of e.
+func (r *Resolver) words(e chainEntry) []uint64 {
+	return r.arena[e.block][e.off : e.off+e.n]
 }
 
 // stack returns the leaf node of the sample's stack. A callchain resolves
 // the same way in a process as long as its mappings do not change, so
-// each is resolved once per epoch and then found by its hash. JIT code
-// named by sequence number is not cached: the number is not in the key.
+// each is resolved once per epoch and then found by its hash. The key
+// leaves the sampled address out: the leaf is resolved on its own (a
+// lookup of its frame) and pushed under its callers' node, which the key
+// finds. Samples in one function differ mostly in their leaves, so
+// leaving them out finds the callers of most samples among those met,
+// where a key with the leaf missed nearly half of a DWARF recording's
+// samples, each resolving its whole chain again. JIT code named by
+// sequence number is not cached: the number is not in the key.
 func (r *Resolver) stack(s *Sample, epoch uint64) int32 {
 	if s.BySeq {
 		return r.resolve(s)
@@ -317,8 +350,14 @@ func (r *Resolver) stack(s *Sample, epoch uint64) int32 {
 		}
 		return node
 	}
-	key := append(r.key[:0], uint64(s.PID)<<32|uint64(s.Mode), epoch, s.IP)
-	key = append(key, s.Callchain...)
+	// The leaf's frame first, as resolve interns it.
+	leaf := r.frame(s.PID, s.IP, s.Time, s.Mode, false, s)
+	key := append(r.key[:0], uint64(s.PID)<<32|uint64(s.Mode), epoch)
+	if i := skipped(s); i >= 0 {
+		key = append(append(key, s.Callchain[:i]...), s.Callchain[i+1:]...)
+	} else {
+		key = append(key, s.Callchain...)
+	}
 	r.key = key
 	h := uint64(len(key))
 	for _, w := range key {
@@ -326,30 +365,50 @@ func (r *Resolver) stack(s *Sample, epoch uint64) int32 {
 		h ^= h >> 29
 	}
 	e, found := r.chains[h]
-	if found && slices.Equal(r.arena[e.off:e.off+e.n], key) {
-		return e.node
+	if found && slices.Equal(r.words(e), key) {
+		return r.b.Push(e.node, leaf)
 	}
 	r.timed = false
-	node := r.resolve(s)
+	callers := r.callers(s)
 	if !found && !r.timed {
-		r.chains[h] = chainEntry{len(r.arena), len(key), node}
-		r.arena = append(r.arena, key...)
+		r.chains[h] = r.keep(key, callers)
 	}
-	return node
+	return r.b.Push(callers, leaf)
+}
+
+// skipped returns the index in s.Callchain of its first address when
+// that is the sampled address, which the chain then repeats (as the
+// kernel writes chains) and resolve leaves out; -1 otherwise.
+func skipped(s *Sample) int {
+	for i, ip := range s.Callchain {
+		if ip < ContextMax {
+			if ip == s.IP {
+				return i
+			}
+			return -1
+		}
+	}
+	return -1
 }
 
 // resolve interns the sample's stack and returns its leaf node.
 func (r *Resolver) resolve(s *Sample) int32 {
+	leaf := r.frame(s.PID, s.IP, s.Time, s.Mode, false, s)
+	return r.b.Push(r.callers(s), leaf)
+}
+
+// callers interns the frames of the sample's callchain but its leaf,
+// root first, and returns the node of the leaf's caller (-1 when it has
+// none).
+func (r *Resolver) callers(s *Sample) int32 {
+	if r.opts.LeafOnly {
+		return -1
+	}
 	pid := s.PID
 	mode := s.Mode
 	r.frames = r.frames[:0]
-	r.frames = append(r.frames, r.frame(pid, s.IP, s.Time, mode, false, s))
-	chain := s.Callchain
-	if r.opts.LeafOnly {
-		chain = nil
-	}
-	skipIP := true
-	for _, ip := range chain {
+	skip := skipped(s)
+	for i, ip := range s.Callchain {
 		if ip >= ContextMax {
 			switch ip {
 			case ContextKernel:
@@ -361,11 +420,8 @@ func (r *Resolver) resolve(s *Sample) int32 {
 			}
 			continue
 		}
-		if skipIP {
-			skipIP = false
-			if ip == s.IP {
-				continue
-			}
+		if i == skip {
+			continue
 		}
 		r.frames = append(r.frames, r.frame(pid, ip, s.Time, mode, true, nil))
 	}

@@ -164,7 +164,11 @@ func (b *builder) add(f fdeOf) error {
 
 // lookup returns the rules at addr, or nil where no FDE covers it.
 func (t *Table) lookup(addr uint64) *ruleset {
-	i := sort.Search(len(t.addrs), func(i int) bool { return t.addrs[i] > addr }) - 1
+	// The row of the last address at or below addr.
+	i, found := slices.BinarySearch(t.addrs, addr)
+	if !found {
+		i--
+	}
 	if i < 0 || t.sets[i] == noRules {
 		return nil
 	}

@@ -103,14 +103,11 @@ func Unwind(regs Regs, stack *Stack, as AddressSpace, out []uint64, max int) ([]
 	out = append(out, pc)
 	lookup := pc    // the address whose rows apply: pc-1 in a caller
 	signal := false // the frame's code is a signal trampoline
+	var seen places
 	for len(out) < max {
-		code, ok := as.Code(lookup)
+		code, rs, ok := seen.at(as, lookup)
 		if !ok {
 			return out, StopNoMap
-		}
-		var rs *ruleset
-		if code.Table != nil {
-			rs = code.Table.lookup(lookup - code.Bias)
 		}
 		var stop Stop
 		var done bool
@@ -138,14 +135,46 @@ func Unwind(regs Regs, stack *Stack, as AddressSpace, out []uint64, max int) ([]
 			lookup = pc
 		}
 		emit := pc - 1
-		if code, ok := as.Code(pc); ok && code.Table != nil {
-			if rs := code.Table.lookup(pc - code.Bias); rs != nil && rs.signal {
-				emit = pc
-			}
+		if _, rs, _ := seen.at(as, pc); rs != nil && rs.signal {
+			emit = pc
 		}
 		out = append(out, emit)
 	}
 	return out, StopMax
+}
+
+// places remembers, for one chain, what the address space and the
+// tables said of the addresses looked up: each frame asks at its pc
+// and at pc-1, and a recursion's frames repeat their return addresses
+// (a sort's merge, an interpreter's eval loop), each of them a mapping
+// lookup and a binary search of the rows. The answers hold for the
+// whole chain: one process at one time. A few slots, direct-mapped by
+// address, catch most repeats.
+type places struct {
+	valid uint32 // bit i: slot i holds addr[i]'s answer
+	addr  [numPlaces]uint64
+	code  [numPlaces]Code
+	rs    [numPlaces]*ruleset
+	ok    [numPlaces]bool
+}
+
+const numPlaces = 32
+
+// at returns as.Code(addr) and the rows of that code at addr (nil when
+// it has no table or no row there).
+func (p *places) at(as AddressSpace, addr uint64) (Code, *ruleset, bool) {
+	i := (addr ^ addr>>5) % numPlaces
+	if p.valid&(1<<i) != 0 && p.addr[i] == addr {
+		return p.code[i], p.rs[i], p.ok[i]
+	}
+	code, ok := as.Code(addr)
+	var rs *ruleset
+	if ok && code.Table != nil {
+		rs = code.Table.lookup(addr - code.Bias)
+	}
+	p.valid |= 1 << i
+	p.addr[i], p.code[i], p.rs[i], p.ok[i] = addr, code, rs, ok
+	return code, rs, ok
 }
 
 // step computes the caller's registers from rs, in place.
