@@ -3,6 +3,7 @@ package record
 import (
 	"encoding/binary"
 	"errors"
+	"time"
 
 	"github.com/jitprof/jitprof/internal/linux"
 	"github.com/jitprof/jitprof/internal/perfevent"
@@ -47,6 +48,12 @@ type Recorder struct {
 
 	samples, lost uint64
 	first, last   uint64 // times of the first and last sample
+	// from is when sampling began (CLOCK_MONOTONIC ns, as sample
+	// times): the samples the events took before, while /proc was
+	// read, are not recorded (begin); 0 when the events began with
+	// sampling. began is that time on the clock a duration is timed by.
+	from  uint64
+	began time.Time
 
 	procs *process.Tracker
 	ids   map[uint32]identity
@@ -155,13 +162,17 @@ func (r *Recorder) record(rec perfdata.Record) {
 // handle writes one kernel record and notes what the recording needs of
 // it.
 func (r *Recorder) handle(raw []byte) {
+	rec, err := r.dec.Decode(raw)
+	sample := perfdata.RecordType(binary.NativeEndian.Uint32(raw)) == perfdata.RecordSample
+	if s, ok := rec.(*perfdata.Sample); ok && err == nil && s.Has(perfdata.SampleTime) && s.Time < r.from {
+		return // taken before sampling began
+	}
 	if err := r.sink.Raw(raw); err != nil {
 		r.fail(err)
 	}
-	if perfdata.RecordType(binary.NativeEndian.Uint32(raw)) == perfdata.RecordSample {
+	if sample {
 		r.samples++
 	}
-	rec, err := r.dec.Decode(raw)
 	if err != nil {
 		return // written as it came; nothing to note
 	}
