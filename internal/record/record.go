@@ -49,6 +49,12 @@ type Config struct {
 	// command alone, at its exec; else once /proc is read); 0 records
 	// until the target exits or ctx is done.
 	Duration time.Duration
+	// ForgetExited lets the Recorder let go of a process, its mappings,
+	// names and identity, forgetAfter after it exited, so that a live
+	// view fed for days on a machine that starts processes all the time
+	// stays bounded. A recording keeps them: its file's build-ids and
+	// JIT data are taken at the end.
+	ForgetExited bool
 	// Cmdline is the recorder's argv, for the CMDLINE feature.
 	Cmdline []string
 	// Progress, if set, is called after every drain round.
@@ -146,6 +152,7 @@ func Stream(ctx context.Context, cfg Config, open func(attr *perfdata.Attr, trac
 		return nil, nil, tg.abort(err)
 	}
 	r := newRecorder(sink, attr)
+	r.forget = cfg.ForgetExited
 	if err := r.begin(set, cfg, tg); err != nil {
 		return nil, nil, tg.abort(err)
 	}

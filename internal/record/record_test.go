@@ -679,3 +679,38 @@ func TestDurationSpan(t *testing.T) {
 		t.Errorf("a recording of %v spans %v; want %v to %v", d, span, d-10*time.Millisecond, d+pollInterval)
 	}
 }
+
+// TestForgetExited: with ForgetExited, a process that exited is let go
+// of forgetAfter later, not before (another CPU's samples may come
+// late), and a pid forked anew meanwhile is the new process's, kept.
+func TestForgetExited(t *testing.T) {
+	if !littleEndian() {
+		t.Skip("the records are encoded little-endian, as perf.data holds them")
+	}
+	r := newRecorder(&memSink{}, testAttr)
+	r.forget = true
+	common := func(pid uint32, tm uint64) perfdata.Common {
+		return perfdata.Common{Attr: testAttr, PID: pid, TID: pid, Time: tm}
+	}
+	for pid := uint32(100); pid < 1100; pid++ {
+		r.handle(kernelRecord(t, &perfdata.Fork{Common: common(pid, 10), PID: pid, PPID: 1, TID: pid, PTID: 1}))
+		r.handle(kernelRecord(t, mmapRec(pid, 20, 0x1000, 0x2000, "/a")))
+		r.handle(kernelRecord(t, &perfdata.Exit{Common: common(pid, 30), PID: pid, PPID: 1, TID: pid, PTID: 1}))
+	}
+	// pid 100 again: a new process, whose exit is yet to come.
+	r.handle(kernelRecord(t, &perfdata.Fork{Common: common(100, 40), PID: 100, PPID: 1, TID: 100, PTID: 1}))
+	r.handle(kernelRecord(t, mmapRec(100, 50, 0x5000, 0x6000, "/b")))
+	now := time.Now()
+	r.forgetExited(now)
+	if n := len(r.procs.Processes()); n < 1000 {
+		t.Fatalf("%d processes known at once; the 1000 that exited are kept for %v", n, forgetAfter)
+	}
+	r.forgetExited(now.Add(forgetAfter))
+	procs := r.procs.Processes()
+	if len(procs) != 1 || procs[0].PID != 100 {
+		t.Errorf("%d processes known %v after the exits, want pid 100's new process", len(procs), forgetAfter)
+	}
+	if m := r.procs.Lookup(100, 0x5100, 60, false); m == nil || m.Path != "/b" {
+		t.Errorf("pid 100's new mapping: %v", m)
+	}
+}

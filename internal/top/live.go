@@ -1,6 +1,7 @@
 package top
 
 import (
+	"cmp"
 	"encoding/binary"
 	"slices"
 	"sync"
@@ -59,7 +60,20 @@ type live struct {
 	// ones they were last brought up to.
 	decayed []decayed
 	seen    []profile.Value
+	// maxEntries bounds the entries with a count left: the smallest
+	// beyond it are dropped.
+	maxEntries int
 }
+
+// maxEntries is the most entries a view keeps (live.maxEntries): a view
+// of a machine that runs new processes all the time, or of a JIT that
+// generates new code for ever, stays bounded when entries come faster
+// than they decay (about 200 bytes each, more with their functions).
+const maxEntries = 50000
+
+// compactMin is the fewest entries a Builder holds before it is
+// compacted (compact): below, the work is not worth it.
+const compactMin = 4096
 
 type decayed struct{ count, period float64 }
 
@@ -76,7 +90,7 @@ func newLive(attr *perfdata.Attr, jit JIT) *live {
 		ev.Period = attr.SamplePeriod
 	}
 	b.Event(ev)
-	l := &live{dec: dec, attr: attr, jit: jit, b: b, sym: symbolize.New(symbolize.Options{SymbolCache: true})}
+	l := &live{dec: dec, attr: attr, jit: jit, b: b, sym: symbolize.New(symbolize.Options{SymbolCache: true}), maxEntries: maxEntries}
 	if jit.Handlers != nil {
 		l.anon = &liveAnon{}
 	}
@@ -219,13 +233,13 @@ func (l *live) counts(zero, advance bool) (*profile.Profile, []anonbind.Claim, S
 		p.Events[i].Count, p.Events[i].Total = 0, 0
 	}
 	var recent uint64
+	var left []int32 // the entries with a count left
 	for i, e := range m.Entries {
 		d := &l.decayed[i]
 		dc, dp := e.Count-l.seen[i].Count, e.Period-l.seen[i].Period
 		recent += dc
 		switch {
 		case !advance:
-			d = &decayed{d.count, d.period}
 		case zero:
 			l.seen[i] = e.Value
 			d.count, d.period = float64(dc), float64(dp)
@@ -235,20 +249,55 @@ func (l *live) counts(zero, advance bool) (*profile.Profile, []anonbind.Claim, S
 			l.seen[i] = e.Value
 			d.count, d.period = d.count*7/8+float64(dc), d.period*7/8+float64(dp)
 		}
-		c := uint64(d.count + 0.5)
-		if c == 0 {
-			continue
+		if uint64(d.count+0.5) > 0 {
+			left = append(left, int32(i))
 		}
-		v := profile.Value{Count: c, Period: uint64(d.period + 0.5)}
+	}
+	if len(left) > l.maxEntries {
+		// The smallest go, as perf top's entries that decay to nothing.
+		slices.SortFunc(left, func(a, b int32) int { return cmp.Compare(l.decayed[b].period, l.decayed[a].period) })
+		if advance {
+			for _, i := range left[l.maxEntries:] {
+				l.decayed[i] = decayed{}
+			}
+		}
+		left = left[:l.maxEntries]
+		slices.Sort(left)
+	}
+	for _, i := range left {
+		e, d := &m.Entries[i], &l.decayed[i]
+		v := profile.Value{Count: uint64(d.count + 0.5), Period: uint64(d.period + 0.5)}
 		p.Entries = append(p.Entries, profile.Entry{Key: e.Key, Value: v})
 		p.Events[e.Event].Count += v.Count
 		p.Events[e.Event].Total += v.Period
+	}
+	if advance && len(m.Entries) >= compactMin && len(m.Entries) > 2*len(left) {
+		l.compact(left)
 	}
 	var claims []anonbind.Claim
 	if l.anon != nil && l.anon.b != nil {
 		claims = l.anon.b.Claims()
 	}
 	return p, claims, Stats{Samples: l.samples, Recent: recent, Lost: l.lost}
+}
+
+// compact lets go of the entries of the Builder but those left (by
+// index, in order), and of the functions, stacks and threads only the
+// others reached: a new Builder holds those left, at counts of 0 (their
+// decayed counts go on), and a new Resolver, whose caches name the old
+// Builder's ids, resolves into it. Once the entries that decayed to
+// nothing are more than those left, so that the work is paid for by
+// the entries that came and went.
+func (l *live) compact(left []int32) {
+	m := l.b.Meta()
+	keep := make([]profile.Entry, len(left))
+	decayed := make([]decayed, len(left))
+	for j, i := range left {
+		keep[j].Key, decayed[j] = m.Entries[i].Key, l.decayed[i]
+	}
+	l.b = profile.Retain(m, keep)
+	l.decayed, l.seen = decayed, make([]profile.Value, len(left))
+	l.res = nil
 }
 
 // Stats are a live view's counts.

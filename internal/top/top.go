@@ -46,6 +46,7 @@ func Run(ctx context.Context, o Options) error {
 	defer cancel()
 	st := &state{o: o, notices: o.Title}
 	o.Record.Notice = st.notice
+	o.Record.ForgetExited = true // a view runs for days; samples are named as they come
 	ready := make(chan *live, 1)
 	done := make(chan error, 1)
 	go func() {

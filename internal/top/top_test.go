@@ -1,6 +1,7 @@
 package top
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -166,5 +167,50 @@ func TestSortCycle(t *testing.T) {
 	}
 	if strings.Join(keys, ",") != strings.Join(sortPresets[0], ",") {
 		t.Errorf("the cycle does not come back: %v", keys)
+	}
+}
+
+// TestBounded: a view fed new entries at every refresh, as on a machine
+// running new processes all the time or of a JIT generating new code
+// for ever, keeps a bounded Builder (entries, functions, stacks,
+// threads): entries that decay to nothing are let go of, and beyond
+// maxEntries the smallest are; a steady entry stays, at perf top's
+// steady count (x = 7/8 x + n: 8n).
+func TestBounded(t *testing.T) {
+	f := newFixture()
+	l := f.l
+	l.maxEntries = 1000
+	const perRefresh, refreshes = 1500, 80
+	bound := max(compactMin, 2*l.maxEntries) + perRefresh
+	for r := range refreshes {
+		b := l.b
+		jit := b.Image(profile.Image{Name: "[JIT jitlog] node", Kind: profile.ImageAnon})
+		main := b.Push(-1, b.Frame(profile.Frame{Func: b.Func(profile.Func{Name: "main", Image: b.Image(profile.Image{Name: "/usr/bin/app"})})}))
+		appT := b.Thread(profile.Thread{PID: 10, TID: 10, Comm: b.String("app")})
+		b.Add(profile.Key{Stack: main, Thread: appT, CPU: -1}, 1000, 1000*1000)
+		// A new process, and new code, at every refresh.
+		th := b.Thread(profile.Thread{PID: uint32(1000 + r), TID: uint32(1000 + r), Comm: b.String(fmt.Sprintf("proc%d", r))})
+		for i := range perRefresh {
+			fr := b.Frame(profile.Frame{Func: b.Func(profile.Func{Name: fmt.Sprintf("f%d_%d", r, i), Image: jit, Addr: uint64(r*perRefresh + i)})})
+			b.Add(profile.Key{Stack: b.Push(-1, fr), Thread: th, CPU: -1}, 1, 1000)
+		}
+		p, _, _ := l.snapshot(false)
+		if len(p.Entries) > l.maxEntries {
+			t.Fatalf("refresh %d: %d entries shown, want at most %d", r, len(p.Entries), l.maxEntries)
+		}
+		m := l.b.Meta()
+		if n := max(len(m.Entries), len(m.Funcs), len(m.Frames), len(m.Nodes), len(m.Threads), len(m.Strings), len(l.decayed)); n > bound {
+			t.Fatalf("refresh %d: the Builder holds %d entries, %d functions, %d frames, %d nodes, %d threads, %d strings, %d decayed counts; want at most %d each",
+				r, len(m.Entries), len(m.Funcs), len(m.Frames), len(m.Nodes), len(m.Threads), len(m.Strings), len(l.decayed), bound)
+		}
+		if r == refreshes-1 {
+			rows, err := dsoSym.rows(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rows) == 0 || rows[0].Keys[1] != "[.] main" || rows[0].Samples < 7990 || rows[0].Samples > 8000 {
+				t.Errorf("the steady entry: %+v, want main at 8000 samples first", rows[:min(len(rows), 1)])
+			}
+		}
 	}
 }
