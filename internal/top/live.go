@@ -9,6 +9,7 @@ import (
 
 	"github.com/jitprof/jitprof/internal/anon"
 	"github.com/jitprof/jitprof/internal/anonbind"
+	"github.com/jitprof/jitprof/internal/process"
 	"github.com/jitprof/jitprof/internal/profile"
 	"github.com/jitprof/jitprof/internal/record"
 	"github.com/jitprof/jitprof/internal/resolve"
@@ -63,6 +64,8 @@ type live struct {
 	// maxEntries bounds the entries with a count left: the smallest
 	// beyond it are dropped.
 	maxEntries int
+	// chains says samples are resolved with their callchains.
+	chains bool
 }
 
 // maxEntries is the most entries a view keeps (live.maxEntries): a view
@@ -77,10 +80,11 @@ const compactMin = 4096
 
 type decayed struct{ count, period float64 }
 
-// newLive returns the sink of the events attr describes.
-func newLive(attr *perfdata.Attr, jit JIT) *live {
+// newLive returns the sink of the events attr describes; chains says
+// their callchains are resolved too.
+func newLive(attr *perfdata.Attr, jit JIT, chains bool) *live {
 	dec := perfdata.NewDecoder([]*perfdata.Attr{attr})
-	dec.FixedSampleFields = true
+	dec.FixedSampleFields = !chains // what a flat view needs
 	b := profile.NewBuilder()
 	name := attr.Name
 	ev := profile.Event{Name: name}
@@ -90,7 +94,7 @@ func newLive(attr *perfdata.Attr, jit JIT) *live {
 		ev.Period = attr.SamplePeriod
 	}
 	b.Event(ev)
-	l := &live{dec: dec, attr: attr, jit: jit, b: b, sym: symbolize.New(symbolize.Options{SymbolCache: true}), maxEntries: maxEntries}
+	l := &live{dec: dec, attr: attr, jit: jit, b: b, sym: symbolize.New(symbolize.Options{SymbolCache: true}), maxEntries: maxEntries, chains: chains}
 	if jit.Handlers != nil {
 		l.anon = &liveAnon{}
 	}
@@ -131,8 +135,12 @@ func (l *live) Raw(raw []byte) error {
 	if !s.Has(perfdata.SamplePeriod) {
 		period = l.attr.SamplePeriod
 	}
-	l.pending = append(l.pending, resolve.Sample{PID: s.PID, TID: s.TID, Time: s.Time, CPU: cpu,
-		Mode: resolve.Mode(s.Misc & perfdata.MiscCPUModeMask), IP: s.IP, Count: 1, Period: period})
+	rs := resolve.Sample{PID: s.PID, TID: s.TID, Time: s.Time, CPU: cpu,
+		Mode: resolve.Mode(s.Misc & perfdata.MiscCPUModeMask), IP: s.IP, Count: 1, Period: period}
+	if l.chains {
+		rs.Callchain = slices.Clone(s.Callchain) // the decoder's is reused
+	}
+	l.pending = append(l.pending, rs)
 	return nil
 }
 
@@ -155,15 +163,13 @@ func (l *live) EndRound(r *record.Recorder) error {
 		if l.anon != nil {
 			ar = l.anon
 		}
-		l.res = resolve.New(l.b, t, resolve.Options{Symbolizer: l.sym, Anon: ar, Addresses: true, LeafOnly: true})
+		l.res = resolve.New(l.b, t, resolve.Options{Symbolizer: l.sym, Anon: ar, Addresses: true, LeafOnly: !l.chains})
 	}
 	for i := range l.pending {
 		s := &l.pending[i]
-		if l.anon != nil && s.Mode == resolve.ModeUser {
-			if m := t.Lookup(s.PID, s.IP, s.Time, false); m != nil && m.Anon {
-				l.jitPending = append(l.jitPending, *s)
-				continue
-			}
+		if l.anon != nil && inJIT(t, s) {
+			l.jitPending = append(l.jitPending, *s)
+			continue
 		}
 		l.res.Add(s)
 	}
@@ -176,6 +182,30 @@ func (l *live) EndRound(r *record.Recorder) error {
 		l.jitPending = l.jitPending[:0]
 	}
 	return nil
+}
+
+// inJIT reports whether s ran in anonymous memory, or, with a
+// callchain, was called from there: JIT code, to be named by JIT data
+// read after s.
+func inJIT(t *process.Tracker, s *resolve.Sample) bool {
+	anon := func(ip uint64) bool {
+		m := t.Lookup(s.PID, ip, s.Time, false)
+		return m != nil && m.Anon
+	}
+	if s.Mode == resolve.ModeUser && anon(s.IP) {
+		return true
+	}
+	user := s.Mode == resolve.ModeUser
+	for _, ip := range s.Callchain {
+		if ip >= resolve.ContextMax {
+			user = ip == resolve.ContextUser
+			continue
+		}
+		if user && anon(ip) {
+			return true
+		}
+	}
+	return false
 }
 
 // flush names the samples in JIT code still waiting, once the
@@ -227,7 +257,7 @@ func (l *live) counts(zero, advance bool) (*profile.Profile, []anonbind.Claim, S
 	}
 	p := &profile.Profile{
 		Events: slices.Clone(m.Events), Images: slices.Clone(m.Images), Funcs: slices.Clone(m.Funcs),
-		Frames: m.Frames, Nodes: m.Nodes, Threads: m.Threads, Strings: m.Strings,
+		Frames: m.Frames, Nodes: m.Nodes, Threads: m.Threads, Strings: m.Strings, Lost: l.lost,
 	}
 	for i := range p.Events {
 		p.Events[i].Count, p.Events[i].Total = 0, 0

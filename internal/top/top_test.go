@@ -21,7 +21,7 @@ type fixture struct {
 }
 
 func newFixture() *fixture {
-	l := newLive(&perfdata.Attr{Name: "cpu-clock", SamplePeriod: 1000, Flags: perfdata.FlagFreq}, JIT{})
+	l := newLive(&perfdata.Attr{Name: "cpu-clock", SamplePeriod: 1000, Flags: perfdata.FlagFreq}, JIT{}, false)
 	b := l.b
 	f := &fixture{l: l}
 	f.app = b.Image(profile.Image{Name: "/usr/bin/app"})
@@ -212,5 +212,58 @@ func TestBounded(t *testing.T) {
 				t.Errorf("the steady entry: %+v, want main at 8000 samples first", rows[:min(len(rows), 1)])
 			}
 		}
+	}
+}
+
+// TestCallchains: with callchains, rows have children and self shares
+// as report -g's, and the UI's tree of a row (c) is report -g's: spin's
+// callers call_a and call_b at 3:1.
+func TestCallchains(t *testing.T) {
+	l := newLive(&perfdata.Attr{Name: "cpu-clock", SamplePeriod: 1000, Flags: perfdata.FlagFreq}, JIT{}, true)
+	b := l.b
+	app := b.Image(profile.Image{Name: "/usr/bin/calls"})
+	fr := func(name string) int32 {
+		return b.Frame(profile.Frame{Func: b.Func(profile.Func{Name: name, Image: app})})
+	}
+	th := b.Thread(profile.Thread{PID: 10, TID: 10, Comm: b.String("calls")})
+	main := b.Push(-1, fr("main"))
+	viaA, viaB := b.Push(b.Push(main, fr("call_a")), fr("spin")), b.Push(b.Push(main, fr("call_b")), fr("spin"))
+	b.Add(profile.Key{Stack: viaA, Thread: th, CPU: -1}, 300, 300*1000)
+	b.Add(profile.Key{Stack: viaB, Thread: th, CPU: -1}, 100, 100*1000)
+	b.Add(profile.Key{Stack: main, Thread: th, CPU: -1}, 100, 100*1000)
+	view := View{Keys: []string{report.KeySym}, PID: -1, Children: true, Chains: report.Chains{Graph: true, Threshold: 0.5}}
+	st := &state{o: Options{View: view}, l: l}
+	_, rows, _, err := st.refresh(&view)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][2]float64{}
+	for _, r := range rows {
+		got[r.Keys[0]] = [2]float64{r.ChildPercent, r.Percent}
+	}
+	want := map[string][2]float64{"[.] main": {100, 20}, "[.] spin": {80, 80}, "[.] call_a": {60, 0}, "[.] call_b": {20, 0}}
+	for k, w := range want {
+		if math.Abs(got[k][0]-w[0]) > 1e-9 || math.Abs(got[k][1]-w[1]) > 1e-9 {
+			t.Errorf("%s: children %.2f%%, self %.2f%%; want %.0f%%, %.0f%%", k, got[k][0], got[k][1], w[0], w[1])
+		}
+	}
+	var spin *Row
+	for i := range rows {
+		if rows[i].Keys[0] == "[.] spin" {
+			spin = &rows[i]
+		}
+	}
+	tree, err := st.callchains(&view, spin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Caller order (children's default): from main to spin, split 3:1.
+	for _, s := range []string{"main", "--60.00%--call_a", "--20.00%--call_b"} {
+		if !strings.Contains(tree, s) {
+			t.Errorf("spin's tree lacks %q:\n%s", s, tree)
+		}
+	}
+	if _, err := st.callchains(&View{Keys: view.Keys, PID: -1}, spin); err == nil {
+		t.Error("a tree without callchains")
 	}
 }
