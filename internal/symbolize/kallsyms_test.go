@@ -136,3 +136,28 @@ func FuzzKallsyms(f *testing.F) {
 		}
 	})
 }
+
+// TestForgetImages: after ForgetImages an image is read again (a new
+// Image), and the kernel's table is the one read before.
+func TestForgetImages(t *testing.T) {
+	s := New(Options{DebugDirs: []string{}, BuildIDCaches: []string{}})
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := s.Open(exe, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, kerr := s.Kernel()
+	if again, _ := s.Open(exe, ""); again != a {
+		t.Fatal("an image read twice")
+	}
+	s.ForgetImages()
+	if b, err := s.Open(exe, ""); err != nil || b == a {
+		t.Errorf("after ForgetImages: %p, %v; want a new image", b, err)
+	}
+	if k2, kerr2 := s.Kernel(); k2 != k || kerr2 != kerr {
+		t.Errorf("the kernel's symbols were read again")
+	}
+}

@@ -82,6 +82,17 @@ func New(opts Options) *Symbolizer {
 	return &Symbolizer{opts: opts, images: map[imageKey]*imageSlot{}}
 }
 
+// ForgetImages lets go of the images read so far, keeping the kernel's
+// symbols: a live view, whose machine maps new executables all the time,
+// reads again those still sampled, and its memory does not grow with
+// every image it ever saw. (The kernel's table may be a mapped cache
+// file, which lives as long as the process: it is read once.)
+func (s *Symbolizer) ForgetImages() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.images = map[imageKey]*imageSlot{}
+}
+
 // Open returns the image mapped from path with the given build-id (hex; ""
 // when the recording has none), read with the rights of the user running
 // jitprof. "[vdso]" is this boot's vDSO.

@@ -66,29 +66,16 @@ type live struct {
 	maxEntries int
 	// chains says samples are resolved with their callchains.
 	chains bool
-	// symAt is when sym was made: compact makes a new one, which
-	// lets go of the images of processes long gone, renewSymbolsEvery.
+	// symAt is when sym last let go of the images it read (compact).
 	symAt time.Time
 }
 
-// newSymbolizer returns the Symbolizer of a view: the function tables
-// of images with a build-id are kept on disk, for the next one.
-func newSymbolizer() *symbolize.Symbolizer {
-	return symbolize.New(symbolize.Options{SymbolCache: true})
-}
-
-// renewSymbolsEvery is how often compact may let go of every image read
-// (a machine running its test suite maps a new executable every few
-// seconds, each a megabyte of symbols): those still sampled are read
-// again, from the symbol cache when they have a build-id.
+// renewSymbolsEvery is how often compact may have the Symbolizer let go
+// of every image it read (a machine running its test suite maps a new
+// executable every few seconds, each a megabyte of symbols): those still
+// sampled are read again, from the symbol cache when they have a
+// build-id.
 const renewSymbolsEvery = time.Minute
-
-// symbolizer is the Symbolizer of the view's current Resolver.
-func (l *live) symbolizer() *symbolize.Symbolizer {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.sym
-}
 
 // maxEntries is the most entries a view keeps (live.maxEntries): a view
 // of a machine that runs new processes all the time, or of a JIT that
@@ -116,7 +103,7 @@ func newLive(attr *perfdata.Attr, jit JIT, chains bool) *live {
 		ev.Period = attr.SamplePeriod
 	}
 	b.Event(ev)
-	l := &live{dec: dec, attr: attr, jit: jit, b: b, sym: newSymbolizer(), symAt: time.Now(), maxEntries: maxEntries, chains: chains}
+	l := &live{dec: dec, attr: attr, jit: jit, b: b, sym: symbolize.New(symbolize.Options{SymbolCache: true}), symAt: time.Now(), maxEntries: maxEntries, chains: chains}
 	if jit.Handlers != nil {
 		l.anon = &liveAnon{}
 	}
@@ -338,7 +325,7 @@ func (l *live) counts(zero, advance bool) (*profile.Profile, []anonbind.Claim, S
 // others reached: a new Builder holds those left, at counts of 0 (their
 // decayed counts go on), and a new Resolver, whose caches name the old
 // Builder's ids, resolves into it; at most every renewSymbolsEvery,
-// with a new Symbolizer. Once the entries that decayed to
+// the Symbolizer lets go of the images it read. Once the entries that decayed to
 // nothing are more than those left, so that the work is paid for by
 // the entries that came and went.
 func (l *live) compact(left []int32) {
@@ -352,7 +339,8 @@ func (l *live) compact(left []int32) {
 	l.decayed, l.seen = decayed, make([]profile.Value, len(left))
 	l.res = nil
 	if time.Since(l.symAt) >= renewSymbolsEvery {
-		l.sym, l.symAt = newSymbolizer(), time.Now()
+		l.sym.ForgetImages()
+		l.symAt = time.Now()
 	}
 }
 

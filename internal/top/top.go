@@ -255,7 +255,7 @@ func (st *state) annotation(view *View, r *Row) (string, error) {
 		return "", errors.New("the rows have no symbol: sort by sym (s) to annotate")
 	}
 	_, name := report.SplitLevel(r.Keys[col])
-	o := annotate.Options{Symbol: name, Source: true, Symbolizer: st.l.symbolizer()}
+	o := annotate.Options{Symbol: name, Source: true, Symbolizer: st.l.sym}
 	if c := view.keyColumn(report.KeyDSO); c >= 0 {
 		o.DSO = r.Keys[c]
 	}
