@@ -71,10 +71,10 @@ type live struct {
 }
 
 // renewSymbolsEvery is how often compact may have the Symbolizer let go
-// of every image it read (a machine running its test suite maps a new
-// executable every few seconds, each a megabyte of symbols): those still
-// sampled are read again, from the symbol cache when they have a
-// build-id.
+// of the images whose symbols it read into memory (a machine running its
+// test suite maps a new executable every few seconds, each a megabyte of
+// symbols): those still sampled are read again. Those mapped from the
+// symbol cache stay (symbolize.Symbolizer.ForgetImages).
 const renewSymbolsEvery = time.Minute
 
 // maxEntries is the most entries a view keeps (live.maxEntries): a view
