@@ -33,13 +33,15 @@ func runTop(args []string) error {
 	stdio := fs.Bool("stdio", false, "print a plain report each interval (the default when standard output is not a terminal)")
 	var filterFlags cli.FilterFlags
 	filterFlags.RegisterTop(fs)
+	var graph cli.CallGraphFlags // frame-pointer callchains, shown as report -g shows them
+	graph.RegisterTop(fs)
 	var jit cli.AnonFlags // JIT code is named in any case: these choose how
 	jit.Register(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: jitprof top [-e EVENT] [-F HZ | -c PERIOD] [-a | -p PID[,PID] | -t TID | -- CMD ARGS] [-C CPUS] [-d SECONDS] [-z] [-s KEYS] [--stdio [-E N]]\n\nEvery CPU by default (for a user other than root: their own processes, user space only).")
+		fmt.Fprintln(fs.Output(), "usage: jitprof top [-e EVENT] [-F HZ | -c PERIOD] [-a | -p PID[,PID] | -t TID | -- CMD ARGS] [-C CPUS] [-d SECONDS] [-z] [-s KEYS] [-g [caller|callee]] [--stdio [-E N]]\n\nEvery CPU by default (for a user other than root: their own processes, user space only).")
 		cli.PrintFlags(fs)
 	}
-	cmdArgs, err := cli.ParseCommand(fs, args)
+	cmdArgs, err := cli.ParseCommand(fs, cli.JoinCallGraphSpec(args))
 	if err != nil {
 		return err
 	}
@@ -64,6 +66,12 @@ func runTop(args []string) error {
 		return usageErr(err)
 	}
 	o.View = top.View{Keys: keys, PID: -1}
+	var graphOpts report.Options
+	if err := graph.Apply(&graphOpts); err != nil {
+		return usageErr(err)
+	}
+	o.View.Children, o.View.Chains = graphOpts.Children, graphOpts.Chains
+	cfg.Callchain = o.View.Callchains()
 	if o.View.Filter, err = filterFlags.Parse(); err != nil {
 		return usageErr(err)
 	}

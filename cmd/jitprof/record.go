@@ -84,7 +84,7 @@ func recordFlags(args []string) (cfg record.Config, out string, quiet bool, err 
 		return err
 	})
 	fs.StringVar(&out, "o", "perf.data", "output `file`; an existing one is renamed FILE.old; - writes perf's pipe mode to standard output")
-	fs.DurationVar(&duration, "duration", 0, "stop after this `duration` (e.g. 5s)")
+	fs.DurationVar(&duration, "duration", 0, "sample for this `duration` (e.g. 5s): from the command's exec, or with -a, -p or -t from when the processes running were read")
 	fs.BoolVar(&quiet, "q", false, "print nothing but errors")
 	// perf record's long spellings.
 	fs.StringVar(&out, "output", "perf.data", "same as -o")

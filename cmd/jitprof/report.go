@@ -29,8 +29,8 @@ func runReport(args []string) error {
 	fs.StringVar(sortKeys, "s", "", "same as --sort")
 	separate := fs.String("separate", "", "separate samples by `what`, as opreport: thread, cpu, kernel, lib (comma-separated)")
 	merge := fs.String("merge", "", "merge samples the sort keys would separate: `what` of tid, tgid, cpu, lib, all")
-	var graph callGraphFlags
-	graph.register(fs)
+	var graph cli.CallGraphFlags
+	graph.Register(fs)
 	// perf report options whose behaviour is this report's anyway, taken
 	// so that a perf command line works as it is.
 	fs.Bool("stdio", false, "accepted for perf report's sake: the report is text on standard output unless --format or -o")
@@ -54,7 +54,7 @@ func runReport(args []string) error {
 		fmt.Fprintln(fs.Output(), "usage: jitprof report [-i FILE | --archive FILE] [-l] [-g [caller|callee]] [-s|--sort KEYS] [--format text|json|csv|pprof|folded|html|otlp] [-o FILE]")
 		cli.PrintFlags(fs)
 	}
-	pos, err := cli.ParseArgs(fs, joinCallGraphSpec(args))
+	pos, err := cli.ParseArgs(fs, cli.JoinCallGraphSpec(args))
 	if err != nil {
 		return err
 	}
@@ -62,7 +62,7 @@ func runReport(args []string) error {
 		fs.Usage()
 		return cli.ErrUsage
 	}
-	if err := graph.apply(&opts); err != nil {
+	if err := graph.Apply(&opts); err != nil {
 		fmt.Fprintf(fs.Output(), "jitprof report: %v\n", err)
 		return cli.ErrUsage
 	}
@@ -83,7 +83,7 @@ func runReport(args []string) error {
 			return cli.ErrUsage
 		}
 	}
-	if sess.Enabled() && opts.Chains.Graph && graph.set {
+	if sess.Enabled() && opts.Chains.Graph && graph.Asked() {
 		if err := sessionGraph(f, view, filter); err != nil {
 			fmt.Fprintf(fs.Output(), "jitprof report: %v\n", err)
 			return cli.ErrUsage
@@ -121,7 +121,7 @@ func runReport(args []string) error {
 			LoadOptions: driver.LoadOptions{Progress: cli.ProgressBar(os.Stderr)},
 			JIT:         jit.Options(), Filter: filter, Command: "report", Log: stderrText,
 		},
-		Report: opts, Format: f, FoldedPeriods: *foldedPeriods, GraphAsked: graph.set, View: view, OTLP: resource,
+		Report: opts, Format: f, FoldedPeriods: *foldedPeriods, GraphAsked: graph.Asked(), View: view, OTLP: resource,
 	}
 	return driver.Report(context.Background(), src, o, outputTo(*output))
 }

@@ -333,6 +333,20 @@ func TestTopTerminal(t *testing.T) {
 	keys("q")
 	restored("q")
 
+	// -g: the children column, and c shows the selected row's tree.
+	keys(fmt.Sprintf("clear; stty -g > %s; %s top -g -s sym -d 0.5 -- %s 60000; echo EXIT=$?; stty -g > %s", before, jitprof, perftest.Calls(t), after), "Enter")
+	waitFor("[.] spin")
+	if s := screen(); !strings.Contains(s, "Children      Self") {
+		t.Errorf("top -g without a children column:\n%s", s)
+	}
+	keys("c")
+	waitFor("Callchains of")
+	if s := waitFor("call_a"); !strings.Contains(s, "call_b") {
+		t.Errorf("the top row's tree lacks call_b:\n%s", s)
+	}
+	keys("q", "q")
+	restored("q after -g")
+
 	start()
 	waitFor("[JIT jitlog] minijit")
 	pane := strings.TrimSpace(run("list-panes", "-t", session, "-F", "#{pane_pid}"))
@@ -350,4 +364,93 @@ func TestTopTerminal(t *testing.T) {
 		t.Fatal(err)
 	}
 	restored("SIGTERM")
+}
+
+// graphRowRe is a row of report -g's text (and top -g's plain report):
+// children, self, samples, symbol.
+var graphRowRe = regexp.MustCompile(`^\s+(\d+\.\d+)%\s+(\d+\.\d+)%\s+(\d+)\s+(\[[.k]\] .+)$`)
+
+// graphRows reads the rows of a report -g -s sym and its samples.
+func graphRows(t *testing.T, out string) (rows map[string][2]float64, samples float64) {
+	t.Helper()
+	rows = map[string][2]float64{}
+	for _, line := range strings.Split(out, "\n") {
+		if m := graphRowRe.FindStringSubmatch(line); m != nil {
+			children, _ := strconv.ParseFloat(m[1], 64)
+			self, _ := strconv.ParseFloat(m[2], 64)
+			rows[m[4]] = [2]float64{children, self}
+		}
+		if _, rest, ok := strings.Cut(line, "# event: "); ok {
+			if _, n, ok := strings.Cut(rest, "): "); ok {
+				samples, _ = strconv.ParseFloat(strings.Fields(n)[0], 64)
+			}
+		}
+	}
+	return rows, samples
+}
+
+// TestTopCallGraph: jitprof top -g's plain report has the rows of
+// jitprof report -g of the same samples: top runs jitprof record -g of
+// the calls workload (main calls call_a three times for each call_b,
+// both spin), so both sample the same run, each with its own event, and
+// top shows only the workload's (--comms). Its refresh is longer than
+// the run, so its one report holds every sample, undecayed. 4 s of the
+// workload's CPU time at 4 kHz give each some 16,000 samples; the
+// children and self shares of every row of 1% or more agree within 4
+// standard deviations of the difference of two such samplings,
+// 4·sqrt(p(1-p)(1/n1+1/n2)): 1.9 points at call_a's 75%.
+func TestTopCallGraph(t *testing.T) {
+	perftest.Perf(t)
+	jitprof, _ := buildTools(t)
+	calls := perftest.Calls(t)
+	data := filepath.Join(t.TempDir(), "perf.data")
+	cmd := exec.Command(jitprof, "top", "--stdio", "-g", "-s", "sym", "-d", "10000", "--comms", "calls", "--",
+		jitprof, "record", "-q", "-g", "-o", data, "--", calls, "4000")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("jitprof top: %v\n%s", err, stderr.String())
+	}
+	refreshes := strings.Split(string(out), "# jitprof top:")
+	last := refreshes[len(refreshes)-1]
+	if len(refreshes) != 2 || !strings.Contains(last, "sampling ended") {
+		t.Fatalf("%d refreshes; want one, after the run:\n%s", len(refreshes)-1, out)
+	}
+	top, n1 := graphRows(t, last)
+	rep, n2 := graphRows(t, jpReport(t, jitprof, nil, "-i", data, "-g", "-s", "sym"))
+	if n1 < 8000 || n2 < 8000 {
+		t.Fatalf("%.0f samples in top, %.0f in the recording; want some 16,000 each", n1, n2)
+	}
+	for _, sym := range []string{"[.] main", "[.] call_a", "[.] call_b", "[.] spin"} {
+		if top[sym][0] < 20 || rep[sym][0] < 20 {
+			t.Errorf("%s: children %.2f%% in top, %.2f%% in the report; want a fifth or more", sym, top[sym][0], rep[sym][0])
+		}
+	}
+	worst := 0.0
+	for _, c := range []struct {
+		a, b map[string][2]float64
+		in   string
+	}{{top, rep, "the report"}, {rep, top, "top"}} {
+		for sym, a := range c.a {
+			b, ok := c.b[sym]
+			for i, col := range []string{"children", "self"} {
+				if a[i] < 1 && b[i] < 1 {
+					continue
+				}
+				if !ok {
+					t.Errorf("%s: %s %.2f%%, and no row in %s", sym, col, a[i], c.in)
+					continue
+				}
+				p := (a[i] + b[i]) / 200
+				tol := 400*math.Sqrt(p*(1-p)*(1/n1+1/n2)) + 0.01
+				if d := math.Abs(a[i] - b[i]); d > tol {
+					t.Errorf("%s: %s %.2f%%, %.2f%% in %s; want within %.2f points", sym, col, a[i], b[i], c.in, tol)
+				}
+				worst = max(worst, math.Abs(a[i]-b[i])/tol)
+			}
+		}
+	}
+	t.Logf("%.0f samples in top, %.0f in the recording; call_a's children %.2f%% and %.2f%%; the worst row at %.2f of its tolerance",
+		n1, n2, top["[.] call_a"][0], rep["[.] call_a"][0], worst)
 }

@@ -230,3 +230,94 @@ func (b *Builder) Merge(p *Profile) {
 		}
 	}
 }
+
+// Retain returns a Builder of p's events, their counts 0, holding
+// entries (keyed by p's ids) in their order, with their values, and of
+// p's tables only what those entries reach: a live view that drops the
+// entries whose counts decayed lets go of what only they reached.
+func Retain(p *Profile, entries []Entry) *Builder {
+	b := NewBuilder()
+	for _, e := range p.Events {
+		e.Count, e.Total = 0, 0
+		b.Event(e)
+	}
+	c := retainer{b: b, p: p,
+		strs: make([]int32, len(p.Strings)), images: make([]int32, len(p.Images)), funcs: make([]int32, len(p.Funcs)),
+		frames: make([]int32, len(p.Frames)), nodes: make([]int32, len(p.Nodes)), threads: make([]int32, len(p.Threads))}
+	for _, ids := range [][]int32{c.strs, c.images, c.funcs, c.frames, c.nodes, c.threads} {
+		for i := range ids {
+			ids[i] = -1
+		}
+	}
+	for _, e := range entries {
+		k := e.Key
+		k.Stack, k.Thread = c.node(k.Stack), c.thread(k.Thread)
+		b.Add(k, e.Count, e.Period)
+	}
+	return b
+}
+
+// retainer interns into b what entries of p reach, each table entry
+// once: its ids in b by p's, -1 until met.
+type retainer struct {
+	b                                           *Builder
+	p                                           *Profile
+	strs, images, funcs, frames, nodes, threads []int32
+}
+
+func (c *retainer) str(i int32) int32 {
+	if c.strs[i] < 0 {
+		c.strs[i] = c.b.String(c.p.Strings[i])
+	}
+	return c.strs[i]
+}
+
+func (c *retainer) image(i int32) int32 {
+	if c.images[i] < 0 {
+		im := c.p.Images[i]
+		id := c.b.Image(im)
+		// Interning keeps the first one's fields; these two are set
+		// after.
+		c.b.p.Images[id].NoSymbols, c.b.p.Images[id].Stripped = im.NoSymbols, im.Stripped
+		c.images[i] = id
+	}
+	return c.images[i]
+}
+
+func (c *retainer) fn(i int32) int32 {
+	if c.funcs[i] < 0 {
+		f := c.p.Funcs[i]
+		f.Image = c.image(f.Image)
+		c.funcs[i] = c.b.Func(f)
+	}
+	return c.funcs[i]
+}
+
+func (c *retainer) frame(i int32) int32 {
+	if c.frames[i] < 0 {
+		f := c.p.Frames[i]
+		f.Func, f.File = c.fn(f.Func), c.str(f.File)
+		c.frames[i] = c.b.Frame(f)
+	}
+	return c.frames[i]
+}
+
+func (c *retainer) node(i int32) int32 {
+	if i < 0 {
+		return i
+	}
+	if c.nodes[i] < 0 {
+		n := c.p.Nodes[i]
+		c.nodes[i] = c.b.Push(c.node(n.Parent), c.frame(n.Frame))
+	}
+	return c.nodes[i]
+}
+
+func (c *retainer) thread(i int32) int32 {
+	if c.threads[i] < 0 {
+		t := c.p.Threads[i]
+		t.Comm = c.str(t.Comm)
+		c.threads[i] = c.b.Thread(t)
+	}
+	return c.threads[i]
+}

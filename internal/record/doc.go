@@ -16,7 +16,10 @@
 // event description, clock resolution and clock data, sample time).
 //
 // Sample times come from CLOCK_MONOTONIC, the clock JIT logs are stamped
-// with, so they line up without conversion.
+// with, so they line up without conversion. The events are enabled
+// before /proc is read, so that a mapping made meanwhile is not missed,
+// but sampling begins after, as perf's does: the samples taken while
+// /proc was read are dropped, and a duration counts from then.
 //
 // The Writer flushes at every round, so a recorder that is killed leaves a
 // file that reads to its last whole record.

@@ -45,9 +45,16 @@ type Config struct {
 	// needs no seeking, instead of a file.
 	Pipe bool
 
-	// Duration stops recording after this long; 0 records until the
-	// target exits or ctx is done.
+	// Duration stops recording this long after sampling began (for a
+	// command alone, at its exec; else once /proc is read); 0 records
+	// until the target exits or ctx is done.
 	Duration time.Duration
+	// ForgetExited lets the Recorder let go of a process, its mappings,
+	// names and identity, forgetAfter after it exited, so that a live
+	// view fed for days on a machine that starts processes all the time
+	// stays bounded. A recording keeps them: its file's build-ids and
+	// JIT data are taken at the end.
+	ForgetExited bool
 	// Cmdline is the recorder's argv, for the CMDLINE feature.
 	Cmdline []string
 	// Progress, if set, is called after every drain round.
@@ -145,6 +152,7 @@ func Stream(ctx context.Context, cfg Config, open func(attr *perfdata.Attr, trac
 		return nil, nil, tg.abort(err)
 	}
 	r := newRecorder(sink, attr)
+	r.forget = cfg.ForgetExited
 	if err := r.begin(set, cfg, tg); err != nil {
 		return nil, nil, tg.abort(err)
 	}
@@ -155,10 +163,17 @@ func Stream(ctx context.Context, cfg Config, open func(attr *perfdata.Attr, trac
 	if r.drain(set) != nil {
 		return nil, nil, tg.abort(r.err)
 	}
+	if r.began.IsZero() {
+		r.began = time.Now() // a lone command: its exec enables the events
+	}
 	if err := tg.run(); err != nil {
 		return nil, nil, tg.abort(err)
 	}
-	targetDone := r.loop(ctx, set, cfg, tg.workloadDone())
+	var end time.Time
+	if cfg.Duration > 0 {
+		end = r.began.Add(cfg.Duration)
+	}
+	targetDone := r.loop(ctx, set, cfg, tg.workloadDone(), end)
 	r.stop(set, targetDone)
 	if err := tg.end(targetDone); err != nil {
 		r.err = errors.Join(r.err, err)
@@ -285,7 +300,12 @@ func (tg *target) end(targetDone bool) error {
 // begin writes what precedes the samples: the kernel's mapping and, when
 // something other than a lone command is recorded, the processes that
 // run already. Enabling the events before reading /proc means a mapping
-// made meanwhile is seen twice rather than missed.
+// made meanwhile is seen twice rather than missed; the samples taken
+// meanwhile are not recorded (handle), since sampling begins once /proc
+// is read: perf enables its sampling events then (and a dummy event
+// for the mappings before), so that a recording holds neither the
+// profiler reading /proc, which on a busy machine takes longer than a
+// short recording, nor that time in its span.
 func (r *Recorder) begin(set *perfevent.EventSet, cfg Config, tg *target) error {
 	r.synthKernel()
 	if tg.cmd != nil && !tg.workload {
@@ -294,30 +314,34 @@ func (r *Recorder) begin(set *perfevent.EventSet, cfg Config, tg *target) error 
 	if err := set.Enable(); err != nil {
 		return err
 	}
-	return r.synthProcesses(cfg)
+	if err := r.synthProcesses(cfg); err != nil {
+		return err
+	}
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+		return fmt.Errorf("read CLOCK_MONOTONIC: %w", err)
+	}
+	r.from, r.began = uint64(ts.Nano()), time.Now()
+	return nil
 }
 
-// loop drains the rings until ctx is done, the duration passes, a
-// workload exits (workloadDone; nil when there is none) or the target's
-// events end (reported as targetDone).
-func (r *Recorder) loop(ctx context.Context, set *perfevent.EventSet, cfg Config, workloadDone <-chan struct{}) (targetDone bool) {
-	var deadline <-chan time.Time
-	if cfg.Duration > 0 {
-		t := time.NewTimer(cfg.Duration)
-		defer t.Stop()
-		deadline = t.C
-	}
+// loop drains the rings until ctx is done, end passes (the zero time:
+// never), a workload exits (workloadDone; nil when there is none) or
+// the target's events end (reported as targetDone).
+func (r *Recorder) loop(ctx context.Context, set *perfevent.EventSet, cfg Config, workloadDone <-chan struct{}, end time.Time) (targetDone bool) {
 	for {
 		select {
 		case <-ctx.Done():
-			return false
-		case <-deadline:
 			return false
 		case <-workloadDone:
 			return false
 		default:
 		}
-		done, err := set.Poll(pollInterval)
+		wait, over := pollWait(time.Now(), end)
+		if over {
+			return false
+		}
+		done, err := set.Poll(wait)
 		if err != nil {
 			r.err = errors.Join(r.err, err)
 			return false
@@ -332,6 +356,21 @@ func (r *Recorder) loop(ctx context.Context, set *perfevent.EventSet, cfg Config
 			return true
 		}
 	}
+}
+
+// pollWait is how long the drain loop may wait for records at now:
+// pollInterval, or less when the recording's end is nearer, so that a
+// recording of a duration ends at it rather than up to pollInterval
+// later; over says end has come. The zero end is no end.
+func pollWait(now, end time.Time) (wait time.Duration, over bool) {
+	if end.IsZero() {
+		return pollInterval, false
+	}
+	left := end.Sub(now)
+	if left <= 0 {
+		return 0, true
+	}
+	return min(left, pollInterval), false
 }
 
 // stop disables the events, unless they ended with their target, and

@@ -473,7 +473,14 @@ func TestWorkload(t *testing.T) {
 			}
 			busy := startBusy(t)
 			pid := busy.Process.Pid
-			cfg := Config{Command: []string{"sh", "-c", "sleep 0.5; exit 3"}}
+			// The workload ends once the busy process has had 0.2 s more
+			// of CPU time (20 ticks at USER_HZ 100), ~800 samples at
+			// 4000 Hz, however loaded the machine: the samples it takes
+			// before the workload starts (while /proc is read) are not
+			// recorded, and a workload of wall time could end with few.
+			wait := fmt.Sprintf(`cpu() { set -- $(cat /proc/%d/stat); echo $((${14} + ${15})); }
+				want=$(($(cpu) + 20)); while [ $(cpu) -lt $want ]; do sleep 0.05; done; exit 3`, pid)
+			cfg := Config{Command: []string{"sh", "-c", wait}}
 			if systemWide {
 				cfg.SystemWide = true
 			} else {
@@ -588,5 +595,122 @@ func TestBuildIDAsProcessUser(t *testing.T) {
 	r.hit(userIP{1, 0x1800, 0})
 	if ids := r.buildIDs(); len(ids) != 1 {
 		t.Errorf("build-ids of the image root's process ran: %v, want one", ids)
+	}
+}
+
+// TestSamplesBeforeBegin: the samples the events took while /proc was
+// read, before sampling began, are not recorded, and the records that
+// tell of processes are, whenever they came.
+func TestSamplesBeforeBegin(t *testing.T) {
+	if !littleEndian() {
+		t.Skip("the records are encoded little-endian, as perf.data holds them")
+	}
+	sink := &memSink{}
+	r := newRecorder(sink, testAttr)
+	r.from = 100
+	for _, rec := range []perfdata.Record{
+		mmapRec(1, 10, 0x1000, 0x2000, "/a"),
+		sampleRec(1, 50, 0x1100), // while /proc was read
+		sampleRec(1, 100, 0x1200),
+		sampleRec(1, 150, 0x1300),
+	} {
+		r.handle(kernelRecord(t, rec))
+	}
+	r.endRound()
+	if len(sink.raw) != 3 || r.samples != 2 || r.first != 100 || r.last != 150 {
+		t.Errorf("the sink got %d records, the recorder counted %d samples from %d to %d; want the mmap and 2 samples from 100 to 150", len(sink.raw), r.samples, r.first, r.last)
+	}
+	if m := r.Tracker().Lookup(1, 0x1100, 100, false); m == nil || m.Path != "/a" {
+		t.Errorf("the mapping of /a, made while /proc was read, is not known: %v", m)
+	}
+}
+
+// TestPollWait: the drain loop waits at most pollInterval, less when the
+// recording's end is nearer, so that a recording of a duration ends at
+// it; and not at all once it has come.
+func TestPollWait(t *testing.T) {
+	now := time.Unix(1000, 0)
+	for _, c := range []struct {
+		end  time.Time
+		wait time.Duration
+		over bool
+	}{
+		{time.Time{}, pollInterval, false},
+		{now.Add(time.Second), pollInterval, false},
+		{now.Add(30 * time.Millisecond), 30 * time.Millisecond, false},
+		{now, 0, true},
+		{now.Add(-time.Millisecond), 0, true},
+	} {
+		wait, over := pollWait(now, c.end)
+		if wait != c.wait || over != c.over {
+			t.Errorf("end %v after now: wait %v, over %v; want %v, %v", c.end.Sub(now), wait, over, c.wait, c.over)
+		}
+	}
+}
+
+// TestDurationSpan: a recording of a duration spans that duration, from
+// when sampling began (after /proc is read, which takes longer than a
+// short recording on a busy machine) to the end: late by no more than
+// the drain loop's pollInterval, which once was how late its end was
+// noticed. System-wide, every CPU takes samples all along (the idle
+// task's too), so the first and last samples mark the span's ends to
+// within a sampling period (0.25 ms).
+func TestDurationSpan(t *testing.T) {
+	needRoot(t)
+	const d = 300 * time.Millisecond
+	path, _ := run(t, context.Background(), Config{SystemWide: true, Duration: d})
+	f, err := perfdata.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var first, last uint64
+	for rs := f.Records(); rs.Next(); {
+		if s, ok := rs.Record().(*perfdata.Sample); ok {
+			if first == 0 || s.Time < first {
+				first = s.Time
+			}
+			last = max(last, s.Time)
+		}
+	}
+	span := time.Duration(last - first)
+	t.Logf("a recording of %v spans %v", d, span)
+	if span < d-10*time.Millisecond || span > d+pollInterval {
+		t.Errorf("a recording of %v spans %v; want %v to %v", d, span, d-10*time.Millisecond, d+pollInterval)
+	}
+}
+
+// TestForgetExited: with ForgetExited, a process that exited is let go
+// of forgetAfter later, not before (another CPU's samples may come
+// late), and a pid forked anew meanwhile is the new process's, kept.
+func TestForgetExited(t *testing.T) {
+	if !littleEndian() {
+		t.Skip("the records are encoded little-endian, as perf.data holds them")
+	}
+	r := newRecorder(&memSink{}, testAttr)
+	r.forget = true
+	common := func(pid uint32, tm uint64) perfdata.Common {
+		return perfdata.Common{Attr: testAttr, PID: pid, TID: pid, Time: tm}
+	}
+	for pid := uint32(100); pid < 1100; pid++ {
+		r.handle(kernelRecord(t, &perfdata.Fork{Common: common(pid, 10), PID: pid, PPID: 1, TID: pid, PTID: 1}))
+		r.handle(kernelRecord(t, mmapRec(pid, 20, 0x1000, 0x2000, "/a")))
+		r.handle(kernelRecord(t, &perfdata.Exit{Common: common(pid, 30), PID: pid, PPID: 1, TID: pid, PTID: 1}))
+	}
+	// pid 100 again: a new process, whose exit is yet to come.
+	r.handle(kernelRecord(t, &perfdata.Fork{Common: common(100, 40), PID: 100, PPID: 1, TID: 100, PTID: 1}))
+	r.handle(kernelRecord(t, mmapRec(100, 50, 0x5000, 0x6000, "/b")))
+	now := time.Now()
+	r.forgetExited(now)
+	if n := len(r.procs.Processes()); n < 1000 {
+		t.Fatalf("%d processes known at once; the 1000 that exited are kept for %v", n, forgetAfter)
+	}
+	r.forgetExited(now.Add(forgetAfter))
+	procs := r.procs.Processes()
+	if len(procs) != 1 || procs[0].PID != 100 {
+		t.Errorf("%d processes known %v after the exits, want pid 100's new process", len(procs), forgetAfter)
+	}
+	if m := r.procs.Lookup(100, 0x5100, 60, false); m == nil || m.Path != "/b" {
+		t.Errorf("pid 100's new mapping: %v", m)
 	}
 }

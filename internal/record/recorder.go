@@ -3,6 +3,8 @@ package record
 import (
 	"encoding/binary"
 	"errors"
+	"slices"
+	"time"
 
 	"github.com/jitprof/jitprof/internal/linux"
 	"github.com/jitprof/jitprof/internal/perfevent"
@@ -47,6 +49,12 @@ type Recorder struct {
 
 	samples, lost uint64
 	first, last   uint64 // times of the first and last sample
+	// from is when sampling began (CLOCK_MONOTONIC ns, as sample
+	// times): the samples the events took before, while /proc was
+	// read, are not recorded (begin); 0 when the events began with
+	// sampling. began is that time on the clock a duration is timed by.
+	from  uint64
+	began time.Time
 
 	procs *process.Tracker
 	ids   map[uint32]identity
@@ -55,7 +63,25 @@ type Recorder struct {
 	hits      map[string]*hitImage
 	kernelHit bool
 	pending   []userIP // this round's user-space samples
+
+	// forget says processes are let go of forgetAfter after they
+	// exited (Config.ForgetExited); exited are those waiting, in the
+	// order they exited.
+	forget bool
+	exited []exit
 }
+
+// exit is a process that exited, and when the recorder learnt it.
+type exit struct {
+	pid uint32
+	at  time.Time
+}
+
+// forgetAfter is how long a process that exited is kept: its samples
+// can come a round later from another CPU's ring, and a live view keeps
+// samples in JIT code waiting for their JIT data up to half a second
+// (internal/top).
+const forgetAfter = 2 * time.Second
 
 // identity is who a process is, once known: its JIT data files, and the
 // images and sources its data names, are judged by it, also after it
@@ -134,6 +160,20 @@ func (r *Recorder) endRound() {
 	if err := r.sink.EndRound(r); err != nil {
 		r.fail(err)
 	}
+	r.forgetExited(time.Now())
+}
+
+// forgetExited lets go of the processes that exited forgetAfter before
+// now.
+func (r *Recorder) forgetExited(now time.Time) {
+	n := 0
+	for n < len(r.exited) && now.Sub(r.exited[n].at) >= forgetAfter {
+		pid := r.exited[n].pid
+		r.procs.Forget(pid)
+		delete(r.ids, pid)
+		n++
+	}
+	r.exited = r.exited[n:]
 }
 
 // fail keeps err when it is the recording's first: a write that fails
@@ -155,13 +195,17 @@ func (r *Recorder) record(rec perfdata.Record) {
 // handle writes one kernel record and notes what the recording needs of
 // it.
 func (r *Recorder) handle(raw []byte) {
+	rec, err := r.dec.Decode(raw)
+	sample := perfdata.RecordType(binary.NativeEndian.Uint32(raw)) == perfdata.RecordSample
+	if s, ok := rec.(*perfdata.Sample); ok && err == nil && s.Has(perfdata.SampleTime) && s.Time < r.from {
+		return // taken before sampling began
+	}
 	if err := r.sink.Raw(raw); err != nil {
 		r.fail(err)
 	}
-	if perfdata.RecordType(binary.NativeEndian.Uint32(raw)) == perfdata.RecordSample {
+	if sample {
 		r.samples++
 	}
-	rec, err := r.dec.Decode(raw)
 	if err != nil {
 		return // written as it came; nothing to note
 	}
@@ -190,6 +234,10 @@ func (r *Recorder) handle(raw []byte) {
 	case *perfdata.Fork:
 		r.procs.Take(v)
 		if v.PID != v.PPID {
+			if r.forget {
+				// The pid is another process's now.
+				r.exited = slices.DeleteFunc(r.exited, func(e exit) bool { return e.pid == v.PID })
+			}
 			// A new process, perhaps with the pid of one that has
 			// exited. It starts as its parent; /proc says whether it
 			// is still.
@@ -204,6 +252,10 @@ func (r *Recorder) handle(raw []byte) {
 		// user's shell after setuid.
 		if v.Exec() {
 			r.identify(v.PID)
+		}
+	case *perfdata.Exit:
+		if r.forget && v.PID == v.TID {
+			r.exited = append(r.exited, exit{v.PID, time.Now()})
 		}
 	case *perfdata.Lost:
 		r.lost += v.Lost

@@ -285,8 +285,16 @@ func (t *treeWriter) Write(b []byte) (int, error) {
 }
 
 func (t *treeWriter) tree(p *profile.Profile, rep *EventReport, r *Row, keys []string, opts Options) {
+	if tree := treeText(p, rep, r, keys, opts); len(tree) > 0 {
+		t.after[t.lines] = tree
+	}
+}
+
+// treeText is the tree of row r of rep as the text report prints it,
+// nil when it has none.
+func treeText(p *profile.Profile, rep *EventReport, r *Row, keys []string, opts Options) []byte {
 	if r.tree == nil {
-		return
+		return nil
 	}
 	tp := treePrinter{
 		p:         p,
@@ -300,9 +308,20 @@ func (t *treeWriter) tree(p *profile.Profile, rep *EventReport, r *Row, keys []s
 		v = r.Children
 	}
 	tp.print(r.tree, v)
-	if tp.w.Len() > 0 {
-		t.after[t.lines] = tp.w.Bytes()
+	return tp.w.Bytes()
+}
+
+// WriteTree writes the tree of the callchains of row r of rep, which
+// Compute made from p with opts, as the text report prints it under the
+// row (a live view's, for the selected row); nothing when the row has
+// none (opts without Chains.Graph, or the row under its threshold).
+func WriteTree(w io.Writer, p *profile.Profile, rep *EventReport, r *Row, opts Options) error {
+	keys, err := SortKeys(opts.Sort)
+	if err != nil {
+		return fmt.Errorf("report: %w", err)
 	}
+	_, err = w.Write(treeText(p, rep, r, keys, opts))
+	return err
 }
 
 // Flush aligns the table and writes it, with the trees, to out.

@@ -69,6 +69,9 @@ type Options struct {
 	// Chains says how callchains are read, and whether the text report
 	// prints their trees.
 	Chains Chains
+	// Rows keeps of each event's rows the first Rows (perf top's -E); 0
+	// keeps all.
+	Rows int
 }
 
 // Row is one line of a report.
@@ -307,6 +310,9 @@ func Compute(p *profile.Profile, opts Options) ([]EventReport, error) {
 			}
 			return slices.Compare(a.Keys, b.Keys)
 		})
+		if opts.Rows > 0 && len(r) > opts.Rows {
+			r = r[:opts.Rows]
+		}
 		out[ev].Rows = r
 	}
 	// Events without samples (perf's dummy event) make no report.

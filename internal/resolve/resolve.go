@@ -126,6 +126,11 @@ type Options struct {
 	// LeafOnly keeps only the sampled address of each stack, for flat
 	// profiles: callchains are not resolved.
 	LeafOnly bool
+	// SparseMappings caches each sampled mapping's image in a map
+	// rather than in a slice as long as the largest mapping ID: a live
+	// view's Tracker is told of every mapping the machine makes, for
+	// days, and few of them are sampled.
+	SparseMappings bool
 	// Live, when set, says where a process that still runs sees its own
 	// files: an image the host's path does not give (missing, or another
 	// build-id), as for a process in a mount namespace of its own, is
@@ -148,6 +153,7 @@ type Resolver struct {
 	images  map[imageKey]*loadedImage
 	inProc  map[procImageKey]*loadedImage // read in a live process's root (Options.Live)
 	mapped  []*loadedImage                // by Mapping.ID
+	sparse  map[int32]*loadedImage        // by Mapping.ID, with Options.SparseMappings
 	ksyms   map[uint64]int32              // frames of the kernel symbols met, by start
 
 	kernel       *symbolize.Kernel
@@ -172,6 +178,9 @@ func New(b *profile.Builder, procs Processes, opts Options) *Resolver {
 		images: map[imageKey]*loadedImage{},
 		inProc: map[procImageKey]*loadedImage{},
 		ksyms:  map[uint64]int32{},
+	}
+	if opts.SparseMappings {
+		r.sparse = map[int32]*loadedImage{}
 	}
 	r.reset()
 	return r
@@ -579,7 +588,11 @@ func (r *Resolver) newKernelFrame(addr uint64, sym symbolize.Symbol, ok bool) in
 // image returns the image of m and its id in the profile, which the
 // first mapping of the image to be sampled describes.
 func (r *Resolver) image(m *process.Mapping) *loadedImage {
-	if int(m.ID) < len(r.mapped) {
+	if r.sparse != nil {
+		if li := r.sparse[m.ID]; li != nil {
+			return li
+		}
+	} else if int(m.ID) < len(r.mapped) {
 		if li := r.mapped[m.ID]; li != nil {
 			return li
 		}
@@ -605,6 +618,10 @@ func (r *Resolver) image(m *process.Mapping) *loadedImage {
 		} else if li.im.NumSymbols() == 0 {
 			r.b.SetNoSymbols(li.id, "no symbol table")
 		}
+	}
+	if r.sparse != nil {
+		r.sparse[m.ID] = li
+		return li
 	}
 	if int(m.ID) >= len(r.mapped) {
 		r.mapped = slices.Grow(r.mapped, int(m.ID)+1-len(r.mapped))[:m.ID+1]

@@ -136,3 +136,35 @@ func FuzzKallsyms(f *testing.F) {
 		}
 	})
 }
+
+// TestForgetImages: after ForgetImages an image whose table was read
+// into memory is read again (a new Image); one whose table is mapped
+// from the symbol cache stays, as do the kernel's symbols.
+func TestForgetImages(t *testing.T) {
+	t.Setenv("JITPROF_CACHE_DIR", t.TempDir())
+	s := New(Options{DebugDirs: []string{}, BuildIDCaches: []string{}, SymbolCache: true})
+	libc := "/usr/lib/x86_64-linux-gnu/libc.so.6"
+	a, err := s.Open(libc, "")
+	if err != nil {
+		t.Skipf("no %s to read: %v", libc, err)
+	}
+	if a.BuildID() == "" {
+		t.Skipf("%s has no build-id, which the symbol cache needs", libc)
+	}
+	k, kerr := s.Kernel()
+	if again, _ := s.Open(libc, ""); again != a {
+		t.Fatal("an image read twice")
+	}
+	s.ForgetImages()
+	b, err := s.Open(libc, "") // now from the cache that the first read wrote
+	if err != nil || b == a {
+		t.Fatalf("after ForgetImages: %p, %v; want the image read again", b, err)
+	}
+	s.ForgetImages()
+	if c, err := s.Open(libc, ""); err != nil || c != b {
+		t.Errorf("an image whose table is mapped was read again: %p, %v; want %p", c, err, b)
+	}
+	if k2, kerr2 := s.Kernel(); k2 != k || kerr2 != kerr {
+		t.Errorf("the kernel's symbols were read again")
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 
 	"github.com/jitprof/jitprof/internal/trust"
 )
@@ -63,6 +64,18 @@ type imageSlot struct {
 	img  *Image
 	kern *Kernel
 	err  error
+	// mapped says img's function table is mapped from the symbol
+	// cache, set once it is loaded.
+	mapped atomic.Bool
+}
+
+// loadedImage notes, once the slot's image is loaded, whether its
+// function table is mapped from the symbol cache (ForgetImages).
+func (sl *imageSlot) loadedImage() {
+	if sl.img != nil {
+		_, ok := sl.img.syms.(*mappedTable)
+		sl.mapped.Store(ok)
+	}
 }
 
 // VDSOPath is the name perf records for the vDSO mapping.
@@ -80,6 +93,23 @@ func New(opts Options) *Symbolizer {
 		}
 	}
 	return &Symbolizer{opts: opts, images: map[imageKey]*imageSlot{}}
+}
+
+// ForgetImages lets go of the images read so far whose function tables
+// were read into memory: a live view, whose machine maps new executables
+// all the time, reads again those still sampled, and its memory does not
+// grow with every image it ever saw. The kernel's symbols and the images
+// whose tables are mapped from the symbol cache stay: a mapping lives as
+// long as the process (its names are strings in it), and forgetting the
+// image would only map its table again.
+func (s *Symbolizer) ForgetImages() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k, slot := range s.images {
+		if !slot.mapped.Load() {
+			delete(s.images, k) // one being loaded too: its callers hold it
+		}
+	}
 }
 
 // Open returns the image mapped from path with the given build-id (hex; ""
@@ -119,6 +149,7 @@ func (s *Symbolizer) OpenAs(path, buildID string, c trust.Cred) (*Image, error) 
 			return
 		}
 		slot.img, slot.err = s.load(path, filepath.Join(s.opts.Root, path), buildID, c)
+		slot.loadedImage()
 	})
 	return slot.img, slot.err
 }
@@ -154,6 +185,7 @@ func (s *Symbolizer) OpenIn(path, buildID string, at Place) (*Image, error) {
 	s.mu.Unlock()
 	slot.once.Do(func() {
 		slot.img, slot.err = s.load(path, at.Root+path, buildID, at.As)
+		slot.loadedImage()
 	})
 	return slot.img, slot.err
 }

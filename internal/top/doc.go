@@ -8,13 +8,21 @@
 // refresh the view brings a decayed count per entry up to the Builder's
 // (perf top's: an eighth lost each refresh, or with -z only the last
 // interval's) and computes rows from them with internal/report's sort
-// keys and filters.
+// keys and filters. With -g the samples' callchains are resolved too,
+// and rows have report -g's children and self, a plain report its
+// trees.
+//
+// A view stays bounded however long it runs, as perf top's: entries
+// whose decayed count falls to nothing are dropped, and beyond
+// maxEntries the smallest; once the dropped are most of the Builder, a
+// new one takes those left with only what they reach (compact), and the
+// Recorder forgets processes a while after they exit.
 //
 // JIT code is named by the anon handlers a report uses, bound to the
 // live processes (anonbind); when samples fall in JIT code no handler
-// named, the handlers are made anew, at most once a second, and read the
-// JIT data as it is then: a perf map that grew, a jitdump or jitlog
-// written on, a PyPy log. jitdump and jitlog name code by time, so the
+// named, the handlers are made anew, at most every half second, and
+// read the JIT data as it is then: a perf map that grew, a jitdump or
+// jitlog written on, a PyPy log. jitdump and jitlog name code by time, so the
 // generations a JIT put at one address stay apart. Processes that start
 // after top are followed as the recorder follows them.
 //

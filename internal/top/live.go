@@ -1,6 +1,7 @@
 package top
 
 import (
+	"cmp"
 	"encoding/binary"
 	"slices"
 	"sync"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/jitprof/jitprof/internal/anon"
 	"github.com/jitprof/jitprof/internal/anonbind"
+	"github.com/jitprof/jitprof/internal/process"
 	"github.com/jitprof/jitprof/internal/profile"
 	"github.com/jitprof/jitprof/internal/record"
 	"github.com/jitprof/jitprof/internal/resolve"
@@ -59,14 +61,39 @@ type live struct {
 	// ones they were last brought up to.
 	decayed []decayed
 	seen    []profile.Value
+	// maxEntries bounds the entries with a count left: the smallest
+	// beyond it are dropped.
+	maxEntries int
+	// chains says samples are resolved with their callchains.
+	chains bool
+	// symAt is when sym last let go of the images it read (compact).
+	symAt time.Time
 }
+
+// renewSymbolsEvery is how often compact may have the Symbolizer let go
+// of the images whose symbols it read into memory (a machine running its
+// test suite maps a new executable every few seconds, each a megabyte of
+// symbols): those still sampled are read again. Those mapped from the
+// symbol cache stay (symbolize.Symbolizer.ForgetImages).
+const renewSymbolsEvery = time.Minute
+
+// maxEntries is the most entries a view keeps (live.maxEntries): a view
+// of a machine that runs new processes all the time, or of a JIT that
+// generates new code for ever, stays bounded when entries come faster
+// than they decay (about 200 bytes each, more with their functions).
+const maxEntries = 50000
+
+// compactMin is the fewest entries a Builder holds before it is
+// compacted (compact): below, the work is not worth it.
+const compactMin = 4096
 
 type decayed struct{ count, period float64 }
 
-// newLive returns the sink of the events attr describes.
-func newLive(attr *perfdata.Attr, jit JIT) *live {
+// newLive returns the sink of the events attr describes; chains says
+// their callchains are resolved too.
+func newLive(attr *perfdata.Attr, jit JIT, chains bool) *live {
 	dec := perfdata.NewDecoder([]*perfdata.Attr{attr})
-	dec.FixedSampleFields = true
+	dec.FixedSampleFields = !chains // what a flat view needs
 	b := profile.NewBuilder()
 	name := attr.Name
 	ev := profile.Event{Name: name}
@@ -76,7 +103,7 @@ func newLive(attr *perfdata.Attr, jit JIT) *live {
 		ev.Period = attr.SamplePeriod
 	}
 	b.Event(ev)
-	l := &live{dec: dec, attr: attr, jit: jit, b: b, sym: symbolize.New(symbolize.Options{SymbolCache: true})}
+	l := &live{dec: dec, attr: attr, jit: jit, b: b, sym: symbolize.New(symbolize.Options{SymbolCache: true}), symAt: time.Now(), maxEntries: maxEntries, chains: chains}
 	if jit.Handlers != nil {
 		l.anon = &liveAnon{}
 	}
@@ -117,8 +144,12 @@ func (l *live) Raw(raw []byte) error {
 	if !s.Has(perfdata.SamplePeriod) {
 		period = l.attr.SamplePeriod
 	}
-	l.pending = append(l.pending, resolve.Sample{PID: s.PID, TID: s.TID, Time: s.Time, CPU: cpu,
-		Mode: resolve.Mode(s.Misc & perfdata.MiscCPUModeMask), IP: s.IP, Count: 1, Period: period})
+	rs := resolve.Sample{PID: s.PID, TID: s.TID, Time: s.Time, CPU: cpu,
+		Mode: resolve.Mode(s.Misc & perfdata.MiscCPUModeMask), IP: s.IP, Count: 1, Period: period}
+	if l.chains {
+		rs.Callchain = slices.Clone(s.Callchain) // the decoder's is reused
+	}
+	l.pending = append(l.pending, rs)
 	return nil
 }
 
@@ -141,15 +172,13 @@ func (l *live) EndRound(r *record.Recorder) error {
 		if l.anon != nil {
 			ar = l.anon
 		}
-		l.res = resolve.New(l.b, t, resolve.Options{Symbolizer: l.sym, Anon: ar, Addresses: true, LeafOnly: true})
+		l.res = resolve.New(l.b, t, resolve.Options{Symbolizer: l.sym, Anon: ar, Addresses: true, LeafOnly: !l.chains, SparseMappings: true})
 	}
 	for i := range l.pending {
 		s := &l.pending[i]
-		if l.anon != nil && s.Mode == resolve.ModeUser {
-			if m := t.Lookup(s.PID, s.IP, s.Time, false); m != nil && m.Anon {
-				l.jitPending = append(l.jitPending, *s)
-				continue
-			}
+		if l.anon != nil && inJIT(t, s) {
+			l.jitPending = append(l.jitPending, *s)
+			continue
 		}
 		l.res.Add(s)
 	}
@@ -162,6 +191,30 @@ func (l *live) EndRound(r *record.Recorder) error {
 		l.jitPending = l.jitPending[:0]
 	}
 	return nil
+}
+
+// inJIT reports whether s ran in anonymous memory, or, with a
+// callchain, was called from there: JIT code, to be named by JIT data
+// read after s.
+func inJIT(t *process.Tracker, s *resolve.Sample) bool {
+	anon := func(ip uint64) bool {
+		m := t.Lookup(s.PID, ip, s.Time, false)
+		return m != nil && m.Anon
+	}
+	if s.Mode == resolve.ModeUser && anon(s.IP) {
+		return true
+	}
+	user := s.Mode == resolve.ModeUser
+	for _, ip := range s.Callchain {
+		if ip >= resolve.ContextMax {
+			user = ip == resolve.ContextUser
+			continue
+		}
+		if user && anon(ip) {
+			return true
+		}
+	}
+	return false
 }
 
 // flush names the samples in JIT code still waiting, once the
@@ -213,19 +266,19 @@ func (l *live) counts(zero, advance bool) (*profile.Profile, []anonbind.Claim, S
 	}
 	p := &profile.Profile{
 		Events: slices.Clone(m.Events), Images: slices.Clone(m.Images), Funcs: slices.Clone(m.Funcs),
-		Frames: m.Frames, Nodes: m.Nodes, Threads: m.Threads, Strings: m.Strings,
+		Frames: m.Frames, Nodes: m.Nodes, Threads: m.Threads, Strings: m.Strings, Lost: l.lost,
 	}
 	for i := range p.Events {
 		p.Events[i].Count, p.Events[i].Total = 0, 0
 	}
 	var recent uint64
+	var left []int32 // the entries with a count left
 	for i, e := range m.Entries {
 		d := &l.decayed[i]
 		dc, dp := e.Count-l.seen[i].Count, e.Period-l.seen[i].Period
 		recent += dc
 		switch {
 		case !advance:
-			d = &decayed{d.count, d.period}
 		case zero:
 			l.seen[i] = e.Value
 			d.count, d.period = float64(dc), float64(dp)
@@ -235,20 +288,60 @@ func (l *live) counts(zero, advance bool) (*profile.Profile, []anonbind.Claim, S
 			l.seen[i] = e.Value
 			d.count, d.period = d.count*7/8+float64(dc), d.period*7/8+float64(dp)
 		}
-		c := uint64(d.count + 0.5)
-		if c == 0 {
-			continue
+		if uint64(d.count+0.5) > 0 {
+			left = append(left, int32(i))
 		}
-		v := profile.Value{Count: c, Period: uint64(d.period + 0.5)}
+	}
+	if len(left) > l.maxEntries {
+		// The smallest go, as perf top's entries that decay to nothing.
+		slices.SortFunc(left, func(a, b int32) int { return cmp.Compare(l.decayed[b].period, l.decayed[a].period) })
+		if advance {
+			for _, i := range left[l.maxEntries:] {
+				l.decayed[i] = decayed{}
+			}
+		}
+		left = left[:l.maxEntries]
+		slices.Sort(left)
+	}
+	for _, i := range left {
+		e, d := &m.Entries[i], &l.decayed[i]
+		v := profile.Value{Count: uint64(d.count + 0.5), Period: uint64(d.period + 0.5)}
 		p.Entries = append(p.Entries, profile.Entry{Key: e.Key, Value: v})
 		p.Events[e.Event].Count += v.Count
 		p.Events[e.Event].Total += v.Period
+	}
+	if advance && len(m.Entries) >= compactMin && len(m.Entries) > 2*len(left) {
+		l.compact(left)
 	}
 	var claims []anonbind.Claim
 	if l.anon != nil && l.anon.b != nil {
 		claims = l.anon.b.Claims()
 	}
 	return p, claims, Stats{Samples: l.samples, Recent: recent, Lost: l.lost}
+}
+
+// compact lets go of the entries of the Builder but those left (by
+// index, in order), and of the functions, stacks and threads only the
+// others reached: a new Builder holds those left, at counts of 0 (their
+// decayed counts go on), and a new Resolver, whose caches name the old
+// Builder's ids, resolves into it; at most every renewSymbolsEvery,
+// the Symbolizer lets go of the images it read. Once the entries that decayed to
+// nothing are more than those left, so that the work is paid for by
+// the entries that came and went.
+func (l *live) compact(left []int32) {
+	m := l.b.Meta()
+	keep := make([]profile.Entry, len(left))
+	decayed := make([]decayed, len(left))
+	for j, i := range left {
+		keep[j].Key, decayed[j] = m.Entries[i].Key, l.decayed[i]
+	}
+	l.b = profile.Retain(m, keep)
+	l.decayed, l.seen = decayed, make([]profile.Value, len(left))
+	l.res = nil
+	if time.Since(l.symAt) >= renewSymbolsEvery {
+		l.sym.ForgetImages()
+		l.symAt = time.Now()
+	}
 }
 
 // Stats are a live view's counts.

@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/jitprof/jitprof/internal/annotate"
 	"github.com/jitprof/jitprof/internal/linux"
+	"github.com/jitprof/jitprof/internal/profile"
 	"github.com/jitprof/jitprof/internal/record"
 	"github.com/jitprof/jitprof/internal/report"
 	"github.com/jitprof/jitprof/perfdata"
@@ -46,11 +48,12 @@ func Run(ctx context.Context, o Options) error {
 	defer cancel()
 	st := &state{o: o, notices: o.Title}
 	o.Record.Notice = st.notice
+	o.Record.ForgetExited = true // a view runs for days; samples are named as they come
 	ready := make(chan *live, 1)
 	done := make(chan error, 1)
 	go func() {
 		_, _, err := record.Stream(ctx, o.Record, func(attr *perfdata.Attr, _ *perfdata.TracingData) (record.Sink, error) {
-			l := newLive(attr, o.JIT)
+			l := newLive(attr, o.JIT, o.View.Callchains())
 			ready <- l
 			return l, nil
 		})
@@ -120,11 +123,12 @@ func (st *state) wait(done <-chan error) error {
 	return err
 }
 
-// refresh takes a snapshot and computes the rows of view.
-func (st *state) refresh(view *View) ([]Row, Stats, error) {
-	p, _, stats := st.l.snapshot(st.o.Zero)
-	rows, err := view.rows(p)
-	return rows, stats, err
+// refresh takes a snapshot and computes the rows of view; p is the
+// snapshot, holding what the view shows.
+func (st *state) refresh(view *View) (p *profile.Profile, rows []Row, stats Stats, err error) {
+	p, _, stats = st.l.snapshot(st.o.Zero)
+	rows, err = view.rows(p)
+	return p, rows, stats, err
 }
 
 // stdio prints a plain report every interval until ctx is done or the
@@ -144,11 +148,13 @@ func (st *state) stdio(ctx context.Context, done <-chan error) error {
 			st.end(end)
 		case <-t.C:
 		}
-		rows, stats, err := st.refresh(&view)
+		p, rows, stats, err := st.refresh(&view)
 		if err != nil {
 			return err
 		}
-		st.writePlain(st.o.Out, &view, rows, stats)
+		if err := st.writePlain(st.o.Out, &view, p, rows, stats); err != nil {
+			return err
+		}
 		if ended {
 			return end
 		}
@@ -156,11 +162,20 @@ func (st *state) stdio(ctx context.Context, done <-chan error) error {
 }
 
 // writePlain writes one refresh as text: a header, then the rows as a
-// report's.
-func (st *state) writePlain(w io.Writer, view *View, rows []Row, stats Stats) {
+// report's; with callchains, as report -g writes p, children and trees.
+func (st *state) writePlain(w io.Writer, view *View, p *profile.Profile, rows []Row, stats Stats) error {
 	fmt.Fprintf(w, "# %s\n", st.header(stats))
 	if z := view.describe(""); z != "" {
 		fmt.Fprintf(w, "# zoomed into %s\n", z)
+	}
+	if view.Callchains() {
+		opts := view.report()
+		opts.Rows = st.o.Entries
+		if err := report.Write(w, p, opts); err != nil {
+			return err
+		}
+		_, err := fmt.Fprintln(w)
+		return err
 	}
 	if st.o.Entries > 0 && len(rows) > st.o.Entries {
 		rows = rows[:st.o.Entries]
@@ -170,11 +185,13 @@ func (st *state) writePlain(w io.Writer, view *View, rows []Row, stats Stats) {
 	for _, l := range lines {
 		fmt.Fprintln(w, l)
 	}
-	fmt.Fprintln(w)
+	_, err := fmt.Fprintln(w)
+	return err
 }
 
-// table lays rows out as a report's columns: the share, the samples,
-// then the keys, each as wide as its widest cell but the last.
+// table lays rows out as a report's columns: the share (with children,
+// theirs first), the samples, then the keys, each as wide as its widest
+// cell but the last.
 func table(view *View, rows []Row) (title string, lines []string) {
 	titles := view.titles()
 	width := make([]int, len(titles))
@@ -198,8 +215,15 @@ func table(view *View, rows []Row) (title string, lines []string) {
 		return b.String()
 	}
 	title = fmt.Sprintf("  Overhead  Samples  %s", cells(titles))
+	if view.Children {
+		title = "  Children      Self  Samples  " + cells(titles)
+	}
 	for _, r := range rows {
-		lines = append(lines, fmt.Sprintf("  %7.2f%% %8d  %s", r.Percent, r.Samples, cells(r.Keys)))
+		share := fmt.Sprintf("  %7.2f%%", r.Percent)
+		if view.Children {
+			share = fmt.Sprintf("  %7.2f%%  %7.2f%%", r.ChildPercent, r.Percent)
+		}
+		lines = append(lines, fmt.Sprintf("%s %8d  %s", share, r.Samples, cells(r.Keys)))
 	}
 	return title, lines
 }
@@ -241,6 +265,37 @@ func (st *state) annotation(view *View, r *Row) (string, error) {
 		return "", err
 	}
 	return b.String(), nil
+}
+
+// callchains is the tree of the callchains of row r of the counts as
+// they are, as report -g prints it under the row.
+func (st *state) callchains(view *View, r *Row) (string, error) {
+	if !view.Callchains() {
+		return "", errors.New("no callchains: start top with -g")
+	}
+	p := st.l.peek()
+	if err := view.filter(p); err != nil {
+		return "", err
+	}
+	opts := view.report()
+	opts.Chains.Graph = true // also with -g none, which prints no trees
+	reps, err := report.Compute(p, opts)
+	if err != nil {
+		return "", err
+	}
+	for _, rep := range reps {
+		for i := range rep.Rows {
+			if slices.Equal(rep.Rows[i].Keys, r.Keys) {
+				var b strings.Builder
+				err := report.WriteTree(&b, p, &rep, &rep.Rows[i], opts)
+				if b.Len() == 0 && err == nil {
+					err = fmt.Errorf("no callchain of the row is above the threshold (%.1f%%)", opts.Chains.Threshold)
+				}
+				return b.String(), err
+			}
+		}
+	}
+	return "", errors.New("the row has no samples left")
 }
 
 // OwnProcesses lists the processes of the user running jitprof: what an

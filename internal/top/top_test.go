@@ -1,9 +1,11 @@
 package top
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jitprof/jitprof/internal/profile"
 	"github.com/jitprof/jitprof/internal/report"
@@ -20,7 +22,7 @@ type fixture struct {
 }
 
 func newFixture() *fixture {
-	l := newLive(&perfdata.Attr{Name: "cpu-clock", SamplePeriod: 1000, Flags: perfdata.FlagFreq}, JIT{})
+	l := newLive(&perfdata.Attr{Name: "cpu-clock", SamplePeriod: 1000, Flags: perfdata.FlagFreq}, JIT{}, false)
 	b := l.b
 	f := &fixture{l: l}
 	f.app = b.Image(profile.Image{Name: "/usr/bin/app"})
@@ -166,5 +168,108 @@ func TestSortCycle(t *testing.T) {
 	}
 	if strings.Join(keys, ",") != strings.Join(sortPresets[0], ",") {
 		t.Errorf("the cycle does not come back: %v", keys)
+	}
+}
+
+// TestBounded: a view fed new entries at every refresh, as on a machine
+// running new processes all the time or of a JIT generating new code
+// for ever, keeps a bounded Builder (entries, functions, stacks,
+// threads): entries that decay to nothing are let go of, and beyond
+// maxEntries the smallest are; a steady entry stays, at perf top's
+// steady count (x = 7/8 x + n: 8n).
+func TestBounded(t *testing.T) {
+	f := newFixture()
+	l := f.l
+	l.maxEntries = 1000
+	const perRefresh, refreshes = 1500, 80
+	bound := max(compactMin, 2*l.maxEntries) + perRefresh
+	start := time.Now().Add(-renewSymbolsEvery)
+	l.symAt = start // the images read are let go of at the next compaction
+	for r := range refreshes {
+		b := l.b
+		jit := b.Image(profile.Image{Name: "[JIT jitlog] node", Kind: profile.ImageAnon})
+		main := b.Push(-1, b.Frame(profile.Frame{Func: b.Func(profile.Func{Name: "main", Image: b.Image(profile.Image{Name: "/usr/bin/app"})})}))
+		appT := b.Thread(profile.Thread{PID: 10, TID: 10, Comm: b.String("app")})
+		b.Add(profile.Key{Stack: main, Thread: appT, CPU: -1}, 1000, 1000*1000)
+		// A new process, and new code, at every refresh.
+		th := b.Thread(profile.Thread{PID: uint32(1000 + r), TID: uint32(1000 + r), Comm: b.String(fmt.Sprintf("proc%d", r))})
+		for i := range perRefresh {
+			fr := b.Frame(profile.Frame{Func: b.Func(profile.Func{Name: fmt.Sprintf("f%d_%d", r, i), Image: jit, Addr: uint64(r*perRefresh + i)})})
+			b.Add(profile.Key{Stack: b.Push(-1, fr), Thread: th, CPU: -1}, 1, 1000)
+		}
+		p, _, _ := l.snapshot(false)
+		if len(p.Entries) > l.maxEntries {
+			t.Fatalf("refresh %d: %d entries shown, want at most %d", r, len(p.Entries), l.maxEntries)
+		}
+		m := l.b.Meta()
+		if n := max(len(m.Entries), len(m.Funcs), len(m.Frames), len(m.Nodes), len(m.Threads), len(m.Strings), len(l.decayed)); n > bound {
+			t.Fatalf("refresh %d: the Builder holds %d entries, %d functions, %d frames, %d nodes, %d threads, %d strings, %d decayed counts; want at most %d each",
+				r, len(m.Entries), len(m.Funcs), len(m.Frames), len(m.Nodes), len(m.Threads), len(m.Strings), len(l.decayed), bound)
+		}
+		if r == refreshes-1 {
+			if !l.symAt.After(start) {
+				t.Errorf("the images read at the start are kept %v later", renewSymbolsEvery)
+			}
+			rows, err := dsoSym.rows(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rows) == 0 || rows[0].Keys[1] != "[.] main" || rows[0].Samples < 7990 || rows[0].Samples > 8000 {
+				t.Errorf("the steady entry: %+v, want main at 8000 samples first", rows[:min(len(rows), 1)])
+			}
+		}
+	}
+}
+
+// TestCallchains: with callchains, rows have children and self shares
+// as report -g's, and the UI's tree of a row (c) is report -g's: spin's
+// callers call_a and call_b at 3:1.
+func TestCallchains(t *testing.T) {
+	l := newLive(&perfdata.Attr{Name: "cpu-clock", SamplePeriod: 1000, Flags: perfdata.FlagFreq}, JIT{}, true)
+	b := l.b
+	app := b.Image(profile.Image{Name: "/usr/bin/calls"})
+	fr := func(name string) int32 {
+		return b.Frame(profile.Frame{Func: b.Func(profile.Func{Name: name, Image: app})})
+	}
+	th := b.Thread(profile.Thread{PID: 10, TID: 10, Comm: b.String("calls")})
+	main := b.Push(-1, fr("main"))
+	viaA, viaB := b.Push(b.Push(main, fr("call_a")), fr("spin")), b.Push(b.Push(main, fr("call_b")), fr("spin"))
+	b.Add(profile.Key{Stack: viaA, Thread: th, CPU: -1}, 300, 300*1000)
+	b.Add(profile.Key{Stack: viaB, Thread: th, CPU: -1}, 100, 100*1000)
+	b.Add(profile.Key{Stack: main, Thread: th, CPU: -1}, 100, 100*1000)
+	view := View{Keys: []string{report.KeySym}, PID: -1, Children: true, Chains: report.Chains{Graph: true, Threshold: 0.5}}
+	st := &state{o: Options{View: view}, l: l}
+	_, rows, _, err := st.refresh(&view)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][2]float64{}
+	for _, r := range rows {
+		got[r.Keys[0]] = [2]float64{r.ChildPercent, r.Percent}
+	}
+	want := map[string][2]float64{"[.] main": {100, 20}, "[.] spin": {80, 80}, "[.] call_a": {60, 0}, "[.] call_b": {20, 0}}
+	for k, w := range want {
+		if math.Abs(got[k][0]-w[0]) > 1e-9 || math.Abs(got[k][1]-w[1]) > 1e-9 {
+			t.Errorf("%s: children %.2f%%, self %.2f%%; want %.0f%%, %.0f%%", k, got[k][0], got[k][1], w[0], w[1])
+		}
+	}
+	var spin *Row
+	for i := range rows {
+		if rows[i].Keys[0] == "[.] spin" {
+			spin = &rows[i]
+		}
+	}
+	tree, err := st.callchains(&view, spin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Caller order (children's default): from main to spin, split 3:1.
+	for _, s := range []string{"main", "--60.00%--call_a", "--20.00%--call_b"} {
+		if !strings.Contains(tree, s) {
+			t.Errorf("spin's tree lacks %q:\n%s", s, tree)
+		}
+	}
+	if _, err := st.callchains(&View{Keys: view.Keys, PID: -1}, spin); err == nil {
+		t.Error("a tree without callchains")
 	}
 }

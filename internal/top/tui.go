@@ -19,6 +19,7 @@ var help = []string{
 	"space, p       pause or resume the display (sampling goes on)",
 	"Up, Down, PgUp, PgDn, Home, End   select a row",
 	"Enter, a       annotate the selected row: its instructions with their samples (JIT code too)",
+	"c              the selected row's callchains as a tree, as report -g prints it (top -g)",
 	"t              zoom into the selected row's process, or out",
 	"d              zoom into the selected row's image, or out",
 	"j              cycle: JIT and native code, JIT code only, native code only",
@@ -28,7 +29,7 @@ var help = []string{
 	"h, ?           this help",
 }
 
-const footer = "q quit  space pause  Enter annotate  t process  d image  j JIT/native  s sort  z zero  h help"
+const footer = "q quit  space pause  Enter annotate  c calls  t process  d image  j JIT/native  s sort  z zero  h help"
 
 // tui is the terminal UI's state.
 type tui struct {
@@ -105,7 +106,7 @@ func runTUI(ctx context.Context, st *state, done <-chan error) (err error) {
 }
 
 func (u *tui) refresh() {
-	u.rows, u.stats, u.err = u.st.refresh(&u.view)
+	_, u.rows, u.stats, u.err = u.st.refresh(&u.view)
 	u.sel = min(u.sel, max(len(u.rows)-1, 0))
 }
 
@@ -172,6 +173,8 @@ func (u *tui) key(ev *tcell.EventKey) bool {
 			u.paused = !u.paused
 		case 'a':
 			u.annotate()
+		case 'c':
+			u.calls()
 		case 't':
 			if u.view.PID >= 0 {
 				u.view.PID = -1
@@ -217,6 +220,19 @@ func (u *tui) selected() *Row {
 		return &u.rows[u.sel]
 	}
 	return nil
+}
+
+// calls shows the selected row's callchains.
+func (u *tui) calls() {
+	r := u.selected()
+	if r == nil {
+		return
+	}
+	text, err := u.st.callchains(&u.view, r)
+	if err != nil {
+		text = "no tree: " + err.Error()
+	}
+	u.text, u.title, u.off = strings.Split(strings.TrimRight(text, "\n"), "\n"), "Callchains of "+strings.Join(r.Keys, " "), 0
 }
 
 func (u *tui) annotate() {

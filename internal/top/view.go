@@ -38,40 +38,36 @@ type View struct {
 	PID    int64         // only this process; -1 for all
 	DSO    string        // only samples whose leaf is in this image; "" for all
 	Code   Code
+	// Children adds the children (inclusive) column from the
+	// callchains and orders rows by it, as report's -g; Chains says how
+	// callchains are read, and with Graph, that a plain report prints
+	// their trees under each row, as report's text does.
+	Children bool
+	Chains   report.Chains
 }
+
+// Callchains reports whether the view needs the samples' callchains.
+func (v *View) Callchains() bool { return v.Children || v.Chains.Graph }
 
 // Row is a row of the view.
 type Row struct {
 	report.Row
 	Percent float64 // of the view's samples' period
-	PID     uint32  // the process with most of the row's samples
-	Comm    string
+	// ChildPercent is the row's children's, with View.Children.
+	ChildPercent float64
+	PID          uint32 // the process with most of the row's samples
+	Comm         string
 }
 
-// rows computes the rows of p, a snapshot the view owns and may change.
+// rows computes the rows of p, a snapshot the view owns and may
+// change: it is left holding the entries the view shows (filter).
 func (v *View) rows(p *profile.Profile) ([]Row, error) {
-	f := v.Filter
-	if v.PID >= 0 {
-		f.PIDs = []uint32{uint32(v.PID)}
-	}
-	if v.DSO != "" {
-		f.DSOs = []string{v.DSO}
-	}
-	if err := f.Apply(p); err != nil {
+	if err := v.filter(p); err != nil {
 		return nil, err
 	}
-	if v.Code != AllCode {
-		p.Entries = slices.DeleteFunc(p.Entries, func(e profile.Entry) bool { return isJIT(p, &e) != (v.Code == JITCode) })
-	}
-	// Percentages are of what the view shows, as perf top's of a zoom.
-	for i := range p.Events {
-		p.Events[i].Count, p.Events[i].Total = 0, 0
-	}
-	for _, e := range p.Entries {
-		p.Events[e.Event].Count += e.Count
-		p.Events[e.Event].Total += e.Period
-	}
-	reps, err := report.Compute(p, report.Options{Sort: v.Keys})
+	opts := v.report()
+	opts.Chains.Graph = false // trees are made where they are printed (plain)
+	reps, err := report.Compute(p, opts)
 	if err != nil || len(reps) == 0 {
 		return nil, err
 	}
@@ -99,12 +95,45 @@ func (v *View) rows(p *profile.Profile) ([]Row, error) {
 		}
 	}
 	rep := reps[0]
+	total := float64(max(rep.Event.Total, 1))
 	out := make([]Row, len(rep.Rows))
 	for i, r := range rep.Rows {
 		pid := owners[strings.Join(r.Keys, "\x00")].pid
-		out[i] = Row{Row: r, Percent: 100 * float64(r.Self) / float64(max(rep.Event.Total, 1)), PID: pid, Comm: comms[pid]}
+		out[i] = Row{Row: r, Percent: 100 * float64(r.Self) / total, ChildPercent: 100 * float64(r.Children) / total, PID: pid, Comm: comms[pid]}
 	}
 	return out, nil
+}
+
+// report is the report's options for the view's rows.
+func (v *View) report() report.Options {
+	return report.Options{Sort: v.Keys, Children: v.Children, Chains: v.Chains}
+}
+
+// filter leaves in p the entries the view shows, and the counts of its
+// events theirs: percentages are of what the view shows, as perf top's
+// of a zoom.
+func (v *View) filter(p *profile.Profile) error {
+	f := v.Filter
+	if v.PID >= 0 {
+		f.PIDs = []uint32{uint32(v.PID)}
+	}
+	if v.DSO != "" {
+		f.DSOs = []string{v.DSO}
+	}
+	if err := f.Apply(p); err != nil {
+		return err
+	}
+	if v.Code != AllCode {
+		p.Entries = slices.DeleteFunc(p.Entries, func(e profile.Entry) bool { return isJIT(p, &e) != (v.Code == JITCode) })
+	}
+	for i := range p.Events {
+		p.Events[i].Count, p.Events[i].Total = 0, 0
+	}
+	for _, e := range p.Entries {
+		p.Events[e.Event].Count += e.Count
+		p.Events[e.Event].Total += e.Period
+	}
+	return nil
 }
 
 // isJIT reports whether e's leaf is in JIT code.

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"flag"
@@ -9,10 +9,10 @@ import (
 	"github.com/jitprof/jitprof/internal/report"
 )
 
-// callGraphFlags are report's call-graph options, spelled as perf
-// report's: -g/--call-graph [SPEC], -G/--inverted, --children,
-// --no-children and --max-stack.
-type callGraphFlags struct {
+// CallGraphFlags are the call-graph options of report and top, spelled
+// as perf report's and perf top's: -g/--call-graph [SPEC],
+// -G/--inverted, --children, --no-children and --max-stack.
+type CallGraphFlags struct {
 	set       bool   // -g, --call-graph or -G given
 	none      bool   // print type none: no trees
 	order     string // caller, callee, or "" for perf's default
@@ -24,11 +24,22 @@ type callGraphFlags struct {
 // perf's --max-stack default: the kernel's perf_event_max_stack.
 const defaultMaxStack = 127
 
-func (g *callGraphFlags) register(fs *flag.FlagSet) {
+// Register defines the flags on fs for a report.
+func (g *CallGraphFlags) Register(fs *flag.FlagSet) {
+	g.register(fs, "print the callchains of each row as trees, and the children column (perf's -g, --call-graph); an optional `spec` as perf's: graph or none, a threshold per cent (0.5), caller or callee (the order: caller with children); with --session, each function's callers and callees from the session's call-graph arcs, as opreport -c")
+}
+
+// RegisterTop defines the flags on fs for a live view, which samples
+// frame-pointer callchains when they are asked for.
+func (g *CallGraphFlags) RegisterTop(fs *flag.FlagSet) {
+	g.register(fs, "sample frame-pointer callchains: the children column, and with --stdio their trees under each row, as report -g prints them (perf top's -g, --call-graph); an optional `spec` as perf's: graph or none, a threshold per cent (0.5), caller or callee (the order: caller with children)")
+}
+
+func (g *CallGraphFlags) register(fs *flag.FlagSet, usage string) {
 	g.threshold = 0.5
 	spec := callGraphSpec{g}
 	for _, name := range []string{"g", "call-graph", "callgraph"} {
-		fs.Var(spec, name, "print the callchains of each row as trees, and the children column (perf's -g, --call-graph); an optional `spec` as perf's: graph or none, a threshold per cent (0.5), caller or callee (the order: caller with children); with --session, each function's callers and callees from the session's call-graph arcs, as opreport -c")
+		fs.Var(spec, name, usage)
 	}
 	for _, name := range []string{"G", "inverted"} {
 		fs.BoolFunc(name, "trees in caller order, from the outermost caller to the sampled function (perf's -G); same as -g caller", func(string) error {
@@ -49,8 +60,11 @@ func (g *callGraphFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&g.maxStack, "max-stack", defaultMaxStack, "read at most `n` functions of each callchain: the nearest the sample in callee order, the outermost in caller order (perf's --max-stack)")
 }
 
-// apply sets opts from the flags, as perf report would read them.
-func (g *callGraphFlags) apply(opts *report.Options) error {
+// Asked reports whether -g, --call-graph or -G was given.
+func (g *CallGraphFlags) Asked() bool { return g.set }
+
+// Apply sets opts from the flags, as perf report would read them.
+func (g *CallGraphFlags) Apply(opts *report.Options) error {
 	if g.maxStack < 1 {
 		return fmt.Errorf("--max-stack %d: want at least 1", g.maxStack)
 	}
@@ -69,7 +83,7 @@ func (g *callGraphFlags) apply(opts *report.Options) error {
 
 // callGraphSpec is the flag.Value of -g: a bool flag (-g alone) that
 // also takes perf's spec (-g caller, -g=graph,0.5,callee).
-type callGraphSpec struct{ g *callGraphFlags }
+type callGraphSpec struct{ g *CallGraphFlags }
 
 func (callGraphSpec) IsBoolFlag() bool { return true }
 func (callGraphSpec) String() string   { return "" }
@@ -110,10 +124,10 @@ func (s callGraphSpec) Set(v string) error {
 	return nil
 }
 
-// joinCallGraphSpec joins -g and a spec given as the next argument
+// JoinCallGraphSpec joins -g and a spec given as the next argument
 // (-g caller), as perf takes it, into one (-g=caller): the flag package
 // would take the spec for a positional argument.
-func joinCallGraphSpec(args []string) []string {
+func JoinCallGraphSpec(args []string) []string {
 	out := make([]string, 0, len(args))
 	for i := 0; i < len(args); i++ {
 		a := args[i]

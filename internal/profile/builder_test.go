@@ -1,0 +1,62 @@
+package profile
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+// stackNames is the stack of e, leaf first, as image:function names.
+func stackNames(p *Profile, e Entry) string {
+	var names []string
+	for _, fr := range p.Stack(nil, e.Stack) {
+		f := p.FuncOf(fr)
+		names = append(names, p.Images[f.Image].Name+":"+f.Name)
+	}
+	return strings.Join(names, " ") + " in " + p.Strings[p.Threads[e.Thread].Comm]
+}
+
+// TestRetain: Retain keeps the entries it is given, in order, with
+// their values, stacks, threads and images as they were, and of the
+// tables only what they reach.
+func TestRetain(t *testing.T) {
+	b := NewBuilder()
+	b.Event(Event{Name: "cpu-clock", Freq: 4000})
+	app := b.Image(Image{Name: "/app"})
+	lib := b.Image(Image{Name: "/lib.so"})
+	b.SetNoSymbols(lib, "no symbol table")
+	fn := func(im int32, name string) int32 { return b.Frame(Frame{Func: b.Func(Func{Name: name, Image: im})}) }
+	main := b.Push(-1, fn(app, "main"))
+	work := b.Push(main, fn(app, "work"))
+	copyFn := b.Push(main, fn(lib, "copy"))
+	gone := b.Push(b.Push(-1, fn(app, "gone")), fn(app, "gone2"))
+	t1 := b.Thread(Thread{PID: 1, TID: 1, Comm: b.String("one")})
+	t2 := b.Thread(Thread{PID: 2, TID: 2, Comm: b.String("two")})
+	b.Add(Key{Stack: work, Thread: t1, CPU: -1}, 3, 30)
+	b.Add(Key{Stack: gone, Thread: t2, CPU: 1}, 5, 50)
+	b.Add(Key{Stack: copyFn, Thread: t1, CPU: 0}, 7, 70)
+	old := b.Meta()
+	keep := []Entry{old.Entries[2], old.Entries[0]}
+	keep[0].Value = Value{Count: 1, Period: 10}
+	r := Retain(old, keep).Profile()
+	if len(r.Events) != 1 || r.Events[0].Name != "cpu-clock" || r.Events[0].Freq != 4000 || r.Events[0].Count != 4 {
+		t.Errorf("events %+v; want cpu-clock at 4000 Hz with the 4 samples kept", r.Events)
+	}
+	var got []string
+	for _, e := range r.Entries {
+		got = append(got, stackNames(r, e))
+	}
+	want := []string{"/app:work /app:main in one", "/lib.so:copy /app:main in one"}
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Errorf("entries %q, want %q", got, want)
+	}
+	if len(r.Funcs) != 3 || len(r.Nodes) != 3 || len(r.Threads) != 1 || len(r.Images) != 2 {
+		t.Errorf("%d functions, %d nodes, %d threads, %d images; want what the two entries reach: 3, 3, 1, 2", len(r.Funcs), len(r.Nodes), len(r.Threads), len(r.Images))
+	}
+	for _, im := range r.Images {
+		if im.Name == "/lib.so" && im.NoSymbols != "no symbol table" {
+			t.Errorf("/lib.so lost why it has no symbols: %+v", im)
+		}
+	}
+}
