@@ -9,7 +9,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/jitprof/jitprof/internal/perftest"
@@ -17,10 +16,15 @@ import (
 
 // recordJITData records the JIT pid for a second and returns jitprof
 // record's standard error, the recording's size and the recorder's peak
-// resident memory.
+// resident memory. The peak is GNU time's (%M), not this process's
+// rusage of the child: Go starts a child sharing the test process's
+// memory until it execs, and the kernel keeps that memory's high-water
+// mark in the child's ru_maxrss, so a race-built test binary of a few
+// GB made every recorder look that large.
 func recordJITData(t *testing.T, jitprof string, pid int, data string) (stderr string, size, maxRSS int64) {
 	t.Helper()
-	cmd := exec.Command(jitprof, "record", "-p", strconv.Itoa(pid), "--duration", "1s", "-o", data)
+	timeCmd := perftest.Need(t, "/usr/bin/time")
+	cmd := exec.Command(timeCmd, "-f", "jitprof-test-maxrss-kb %M", jitprof, "record", "-p", strconv.Itoa(pid), "--duration", "1s", "-o", data)
 	var e bytes.Buffer
 	cmd.Stderr = &e
 	if err := cmd.Run(); err != nil {
@@ -30,7 +34,12 @@ func recordJITData(t *testing.T, jitprof string, pid int, data string) (stderr s
 	if err != nil {
 		t.Fatal(err)
 	}
-	return e.String(), fi.Size(), cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss << 10
+	out, peak, found := strings.Cut(e.String(), "jitprof-test-maxrss-kb ")
+	kb, err := strconv.ParseInt(strings.TrimSpace(peak), 10, 64)
+	if !found || err != nil {
+		t.Fatalf("no peak memory from GNU time:\n%s", e.String())
+	}
+	return out, fi.Size(), kb << 10
 }
 
 // wroteMB is what jitprof record's last line says it wrote.
