@@ -5,10 +5,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/jitprof/jitprof/internal/trust"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
 
 	"golang.org/x/sys/unix"
 )
@@ -74,7 +74,7 @@ func (f *File) check() error {
 	case unix.S_IFLNK:
 		return fmt.Errorf("refusing to write %s: a symlink, never followed (give the file it names, or - for standard output): %w", f.path, ErrRefused)
 	default:
-		return fmt.Errorf("refusing to write %s: %s (- writes to standard output): %w", f.path, typeName(t), ErrRefused)
+		return fmt.Errorf("refusing to write %s: %s (- writes to standard output): %w", f.path, trust.TypeName(t), ErrRefused)
 	}
 }
 
@@ -177,20 +177,4 @@ func (f *File) unlink(st *unix.Stat_t) {
 		now.Dev == st.Dev && now.Ino == st.Ino {
 		unix.Unlinkat(f.dir, f.name, 0)
 	}
-}
-
-func typeName(t uint32) string {
-	switch t {
-	case unix.S_IFDIR:
-		return "a directory"
-	case unix.S_IFIFO:
-		return "a FIFO"
-	case unix.S_IFSOCK:
-		return "a socket"
-	case unix.S_IFCHR:
-		return "a character device"
-	case unix.S_IFBLK:
-		return "a block device"
-	}
-	return "a file of type " + strconv.FormatUint(uint64(t), 8)
 }

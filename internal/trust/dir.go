@@ -89,7 +89,7 @@ func openDirAt(dirfd int, name, shown string, create bool) (int, error) {
 			if t == unix.S_IFLNK {
 				return -1, refuse(shown, "a symlink (never followed: give the real path)", false)
 			}
-			return -1, refuse(shown, "not a directory ("+typeName(t)+")", false)
+			return -1, refuse(shown, "not a directory ("+TypeName(t)+")", false)
 		}
 		return fd, nil
 	}

@@ -70,7 +70,7 @@ func openNamed(path string, limit int64) (*File, error) {
 		return nil, &fs.PathError{Op: "stat", Path: path, Err: err}
 	}
 	if t := st.Mode & unix.S_IFMT; t != unix.S_IFREG {
-		return nil, refuse(path, "not a regular file ("+typeName(t)+")", false)
+		return nil, refuse(path, "not a regular file ("+TypeName(t)+")", false)
 	}
 	if limit > 0 && st.Size > limit {
 		return nil, refuse(path, fmt.Sprintf("%d bytes, over the limit of %d", st.Size, limit), false)
@@ -209,7 +209,7 @@ func OpenRecording(path string, force bool) (*os.File, error) {
 	}
 	t := st.Mode & unix.S_IFMT
 	if t != unix.S_IFREG && t != unix.S_IFIFO {
-		return nil, refuse(path, "not a regular file or a pipe ("+typeName(t)+")", false)
+		return nil, refuse(path, "not a regular file or a pipe ("+TypeName(t)+")", false)
 	}
 	if me := os.Geteuid(); !force && st.Uid != 0 && int(st.Uid) != me {
 		return nil, refuse(path, fmt.Sprintf("owned by uid %d, neither by the user running jitprof (uid %d) nor by root, as perf requires", st.Uid, me), true)

@@ -176,7 +176,7 @@ func openChecked(dirfd int, path, shown string, inRoot bool, ok func(*unix.Stat_
 func OpenCode(path string) (*File, error) {
 	return openChecked(unix.AT_FDCWD, path, path, false, func(st *unix.Stat_t) error {
 		if t := st.Mode & unix.S_IFMT; t != unix.S_IFREG {
-			return refuse(path, "not a regular file ("+typeName(t)+")", false)
+			return refuse(path, "not a regular file ("+TypeName(t)+")", false)
 		}
 		if st.Uid != 0 && int64(st.Uid) != int64(os.Getuid()) {
 			return refuse(path, fmt.Sprintf("owned by uid %d, neither root nor the user running jitprof (uid %d)", st.Uid, os.Getuid()), false)
@@ -191,7 +191,7 @@ func OpenCode(path string) (*File, error) {
 // check applies r to what fstat said of the file at shown.
 func check(st *unix.Stat_t, shown string, r Rule) error {
 	if t := st.Mode & unix.S_IFMT; t != unix.S_IFREG {
-		return refuse(shown, "not a regular file ("+typeName(t)+")", false)
+		return refuse(shown, "not a regular file ("+TypeName(t)+")", false)
 	}
 	if r.Force {
 		return nil
@@ -212,7 +212,9 @@ func check(st *unix.Stat_t, shown string, r Rule) error {
 	return nil
 }
 
-func typeName(t uint32) string {
+// TypeName names a file type of stat's mode (unix.S_IFMT bits) for a
+// message: "a directory", "a FIFO".
+func TypeName(t uint32) string {
 	switch t {
 	case unix.S_IFDIR:
 		return "a directory"
