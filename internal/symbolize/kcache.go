@@ -113,18 +113,11 @@ func cachedKernel(opts LoadOptions) (*Kernel, error) {
 
 // kcacheLoad maps a cache file written by kcacheStore.
 func kcacheLoad(path string) (*mappedTable, error) {
-	f, err := trust.Open(path, trust.Rule{Owner: trust.UnknownOwner, Limit: kcacheLimit})
+	f, err := trust.OpenOwnCache(path, kcacheLimit)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if st.Mode().Perm()&0o022 != 0 {
-		return nil, fmt.Errorf("%s: writable by others", path)
-	}
 	if f.Size == 0 {
 		return nil, errKcache
 	}

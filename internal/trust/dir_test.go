@@ -134,3 +134,26 @@ func TestOpenEntry(t *testing.T) {
 		t.Error("a path of two entries was opened")
 	}
 }
+
+// TestOpenOwnCache: jitprof's own cache file opens; one that group or
+// others could write, or over its limit, does not.
+func TestOpenOwnCache(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cache")
+	if err := os.WriteFile(path, []byte("table"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := OpenOwnCache(path, 1<<10)
+	if err != nil {
+		t.Fatalf("own cache refused: %v", err)
+	}
+	f.Close()
+	if _, err := OpenOwnCache(path, 2); err == nil {
+		t.Error("a cache over its limit opened")
+	}
+	if err := os.Chmod(path, 0o664); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OpenOwnCache(path, 1<<10); err == nil || !strings.Contains(err.Error(), "writable by others") {
+		t.Errorf("a group-writable cache: %v, want refused", err)
+	}
+}

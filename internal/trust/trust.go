@@ -62,6 +62,26 @@ type File struct {
 	Owner Cred
 }
 
+// OpenOwnCache opens one of jitprof's own cache files (the kernel's
+// symbols, images' unwind tables): the checks of Open for the caller's
+// own file of at most limit bytes, and no write permission for group or
+// others, since a cache another user could change would be their word.
+func OpenOwnCache(path string, limit int64) (*File, error) {
+	f, err := Open(path, Rule{Owner: UnknownOwner, Limit: limit})
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err == nil && st.Mode().Perm()&0o022 != 0 {
+		err = fmt.Errorf("%s: writable by others", path)
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
 // Open opens path, a path in jitprof's own mount namespace, for reading
 // after the checks of r. No symlink in the path is followed, "/" and
 // the directories above the file included.

@@ -54,18 +54,11 @@ func imageTable(im *symbolize.Image, cache bool) (*Table, error) {
 // loadTable reads a table storeTable wrote: jitprof's own file, opened
 // without following links, owned by this user and writable by no other.
 func loadTable(path string) (*Table, error) {
-	f, err := trust.Open(path, trust.Rule{Owner: trust.UnknownOwner, Limit: cacheLimit})
+	f, err := trust.OpenOwnCache(path, cacheLimit)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if st.Mode().Perm()&0o022 != 0 {
-		return nil, fmt.Errorf("%s: writable by others", path)
-	}
 	b, err := io.ReadAll(io.LimitReader(f, cacheLimit))
 	if err != nil {
 		return nil, err
