@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -226,27 +227,27 @@ func TestMinijitJitdumpAndPerfMap(t *testing.T) {
 
 // csvShares sums the self percentages of the rows whose dso starts with
 // prefix, by symbol, from report --format csv.
-func csvShares(t *testing.T, csv, prefix string) (map[string]float64, float64) {
+func csvShares(t *testing.T, text, prefix string) (map[string]float64, float64) {
 	t.Helper()
-	lines := strings.Split(strings.TrimSpace(csv), "\n")
-	if len(lines) < 2 {
-		t.Fatalf("report CSV has no rows:\n%s", csv)
+	// Read as CSV: the report quotes a name with a comma in it, as Go's
+	// generic shapes have.
+	rows, err := csv.NewReader(strings.NewReader(text)).ReadAll()
+	if err != nil || len(rows) < 2 {
+		t.Fatalf("report CSV has no rows (%v):\n%s", err, text)
 	}
-	head := strings.Split(lines[0], ",")
 	col := map[string]int{}
-	for i, h := range head {
+	for i, h := range rows[0] {
 		col[h] = i
 	}
 	for _, need := range []string{"dso", "sym", "self_percent"} {
 		if _, ok := col[need]; !ok {
-			t.Fatalf("report CSV has no %s column: %s", need, lines[0])
+			t.Fatalf("report CSV has no %s column: %s", need, strings.Join(rows[0], ","))
 		}
 	}
 	got := map[string]float64{}
 	var sum float64
-	for _, l := range lines[1:] {
-		f := strings.Split(l, ",")
-		if len(f) != len(head) || !strings.HasPrefix(f[col["dso"]], prefix) {
+	for _, f := range rows[1:] {
+		if !strings.HasPrefix(f[col["dso"]], prefix) {
 			continue
 		}
 		var pc float64
