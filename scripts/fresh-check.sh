@@ -5,7 +5,7 @@
 # machine downloaded or built before can hide a broken install step. Fails
 # unless the report names minijit's generations.
 #
-#   scripts/fresh-check.sh [--test] [--repeat N] [--load] [--gomaxprocs N] [--count N]
+#   scripts/fresh-check.sh [--test] [--repeat N] [--load] [--gomaxprocs N] [--count N] [--cache DIR]
 #
 #   --test          then run ./test.sh (CI=true: no real-tool test may
 #                   skip) in the same clone, with the same empty caches
@@ -19,6 +19,12 @@
 #   --count N       after ./test.sh, run the tests of the packages that
 #                   record (those that import internal/perftest) N more
 #                   times each (go test -race -count=N)
+#   --cache DIR     keep the Go caches (GOPATH, GOMODCACHE, GOCACHE) in DIR
+#                   instead of empty ones, and leave them there: the first
+#                   check with a new DIR starts as empty as without it,
+#                   later ones with the same DIR skip the download and the
+#                   compiling (still a fresh clone each). For a series of
+#                   test runs, where the set-up was checked by the first.
 #
 # A sampling test that passes on this machine but not on one several
 # times faster or slower, or loaded, is a broken test; these options are
@@ -29,10 +35,10 @@ set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 
 usage() {
-	echo "usage: scripts/fresh-check.sh [--test] [--repeat N] [--load] [--gomaxprocs N] [--count N]" >&2
+	echo "usage: scripts/fresh-check.sh [--test] [--repeat N] [--load] [--gomaxprocs N] [--count N] [--cache DIR]" >&2
 	exit 2
 }
-run_tests=false repeat=1 load=false gomaxprocs='' count=''
+run_tests=false repeat=1 load=false gomaxprocs='' count='' cache=''
 while [ $# -gt 0 ]; do
 	case $1 in
 	--test) run_tests=true ;;
@@ -40,6 +46,7 @@ while [ $# -gt 0 ]; do
 	--load) load=true ;;
 	--gomaxprocs) gomaxprocs=${2:-}; shift ;;
 	--count) count=${2:-}; shift ;;
+	--cache) cache=${2:-}; [ -n "$cache" ] || usage; cache=$(realpath -m "$cache"); shift ;;
 	*) usage ;;
 	esac
 	shift
@@ -81,8 +88,13 @@ one() {
 	local run=$1 start secs gens
 	tmp=$(mktemp -d /tmp/jitprof-fresh.XXXXXX)
 	git clone -q "$repo" "$tmp/src"
-	mkdir -p "$tmp/gopath" "$tmp/gomodcache" "$tmp/gocache"
-	export GOPATH=$tmp/gopath GOMODCACHE=$tmp/gomodcache GOCACHE=$tmp/gocache
+	local caches=$tmp what="empty Go caches"
+	if [ -n "$cache" ]; then
+		caches=$cache
+		[ -d "$cache/gocache" ] && what="the Go caches in $cache"
+	fi
+	mkdir -p "$caches/gopath" "$caches/gomodcache" "$caches/gocache"
+	export GOPATH=$caches/gopath GOMODCACHE=$caches/gomodcache GOCACHE=$caches/gocache
 	export GOFLAGS=-modcacherw
 
 	start=$(date +%s)
@@ -94,7 +106,7 @@ one() {
 	if [ "$gens" -lt 4 ]; then
 		fail "$tmp/demo.out" "run $run: the report names $gens generations of minijit's functions, want at least 4"
 	fi
-	echo "fresh-check: run $run: ./demo.sh in a fresh clone with empty Go caches: ${secs}s, $gens JIT generations named"
+	echo "fresh-check: run $run: ./demo.sh in a fresh clone with $what: ${secs}s, $gens JIT generations named"
 
 	if $run_tests; then
 		local how=()
