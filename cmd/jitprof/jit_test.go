@@ -225,12 +225,16 @@ func TestMinijitJitdumpAndPerfMap(t *testing.T) {
 	}
 }
 
-// csvShares sums the self percentages of the rows whose dso starts with
-// prefix, by symbol, from report --format csv.
-func csvShares(t *testing.T, text, prefix string) (map[string]float64, float64) {
+// csvRow is a row of report's CSV: its dso, symbol and share.
+type csvRow struct {
+	dso, sym string
+	pc       float64
+}
+
+// csvRows reads report's CSV as CSV: the report quotes a name with a
+// comma in it, as Go's generic shapes have.
+func csvRows(t *testing.T, text string) []csvRow {
 	t.Helper()
-	// Read as CSV: the report quotes a name with a comma in it, as Go's
-	// generic shapes have.
 	rows, err := csv.NewReader(strings.NewReader(text)).ReadAll()
 	if err != nil || len(rows) < 2 {
 		t.Fatalf("report CSV has no rows (%v):\n%s", err, text)
@@ -244,16 +248,26 @@ func csvShares(t *testing.T, text, prefix string) (map[string]float64, float64) 
 			t.Fatalf("report CSV has no %s column: %s", need, strings.Join(rows[0], ","))
 		}
 	}
+	var out []csvRow
+	for _, f := range rows[1:] {
+		r := csvRow{dso: f[col["dso"]], sym: f[col["sym"]]}
+		fmt.Sscan(f[col["self_percent"]], &r.pc)
+		out = append(out, r)
+	}
+	return out
+}
+
+// csvShares sums the self percentages of the rows whose dso starts with
+// prefix, by symbol, from report --format csv.
+func csvShares(t *testing.T, text, prefix string) (map[string]float64, float64) {
+	t.Helper()
 	got := map[string]float64{}
 	var sum float64
-	for _, f := range rows[1:] {
-		if !strings.HasPrefix(f[col["dso"]], prefix) {
-			continue
+	for _, r := range csvRows(t, text) {
+		if strings.HasPrefix(r.dso, prefix) {
+			got[r.sym] += r.pc
+			sum += r.pc
 		}
-		var pc float64
-		fmt.Sscan(f[col["self_percent"]], &pc)
-		got[f[col["sym"]]] += pc
-		sum += pc
 	}
 	return got, sum
 }
