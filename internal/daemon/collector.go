@@ -15,24 +15,24 @@ import (
 	"github.com/jitprof/jitprof/internal/linux"
 	"github.com/jitprof/jitprof/internal/perfevent"
 	"github.com/jitprof/jitprof/internal/process"
+	"github.com/jitprof/jitprof/internal/record"
 	"github.com/jitprof/jitprof/internal/sampledb"
 	"github.com/jitprof/jitprof/perfdata"
 )
 
 // Config says what the daemon samples and where it keeps the session.
 type Config struct {
-	Dir        string // the session directory
-	SystemWide bool   // -a; else PIDs
-	PIDs       []int
-	Event      string // as perf spells it; "" is cpu-clock
-	Freq       uint64 // -F; used when Period is 0; both 0: DefaultFreq
-	Period     uint64 // -c
-	Callchain  bool   // -g: arcs into {cg} files
-	Separate   sampledb.Separate
+	Dir string // the session directory
+	// Sample is what to sample, as jitprof record takes it: the event,
+	// Freq (0 with no Period: DefaultFreq), MaxFreq or Period, Callchain
+	// (-g: arcs into {cg} files), the target (SystemWide, PIDs, TIDs,
+	// CPUs) and Pages. Its Command and the fields about a file are not
+	// used.
+	Sample   record.Config
+	Separate sampledb.Separate
 	// FlushEvery is how often counts reach the files; 0 is
 	// DefaultFlushEvery.
 	FlushEvery time.Duration
-	Pages      int // data pages per ring; 0 is perfevent's default
 	// MaxJITData and MaxJITDataPerProcess bound the JIT data copied into
 	// the session, MaxSampleFiles and MaxSampleData its sample files (0:
 	// the defaults, DefaultMaxJITData and so on).
@@ -126,10 +126,18 @@ func Run(ctx context.Context, cfg Config, ready func()) (err error) {
 	if cfg.FlushEvery <= 0 {
 		cfg.FlushEvery = DefaultFlushEvery
 	}
-	if cfg.Freq == 0 && cfg.Period == 0 {
-		cfg.Freq = DefaultFreq
+	sc := &cfg.Sample
+	if sc.MaxFreq {
+		rate, err := linux.MaxSampleRate()
+		if err != nil {
+			return fmt.Errorf("the most frequent sampling the kernel allows: %w", err)
+		}
+		sc.Freq = uint64(rate)
 	}
-	ev, err := perfevent.ParseEvent(cfg.Event)
+	if sc.Freq == 0 && sc.Period == 0 {
+		sc.Freq = DefaultFreq
+	}
+	ev, err := perfevent.ParseEvent(sc.Event)
 	if err != nil {
 		return err
 	}
@@ -137,9 +145,9 @@ func Run(ctx context.Context, cfg Config, ready func()) (err error) {
 	if name == "" {
 		name = perfevent.DefaultEvent
 	}
-	sev := sampledb.Event{Name: name, Count: cfg.Period}
-	if cfg.Period == 0 {
-		sev.Count, sev.Freq = cfg.Freq, true
+	sev := sampledb.Event{Name: name, Count: sc.Period}
+	if sc.Period == 0 {
+		sev.Count, sev.Freq = sc.Freq, true
 	}
 	cfg.MaxJITData = cmp.Or(cfg.MaxJITData, DefaultMaxJITData)
 	cfg.MaxJITDataPerProcess = cmp.Or(cfg.MaxJITDataPerProcess, DefaultMaxJITDataPerProcess)
@@ -163,10 +171,10 @@ func Run(ctx context.Context, cfg Config, ready func()) (err error) {
 			pidRoot.Close()
 		}
 	}()
-	opts := perfevent.Options{Event: ev, Freq: cfg.Freq, Period: cfg.Period, Callchain: cfg.Callchain, Pages: cfg.Pages}
-	target := perfevent.Target{SystemWide: cfg.SystemWide, PIDs: cfg.PIDs}
+	opts := perfevent.Options{Event: ev, Freq: sc.Freq, Period: sc.Period, Callchain: sc.Callchain, Pages: sc.Pages}
+	target := perfevent.Target{SystemWide: sc.SystemWide, PIDs: sc.PIDs, TIDs: sc.TIDs, CPUs: sc.CPUs}
 	d.set, err = perfevent.OpenEvents(opts, target)
-	if errors.Is(err, perfevent.ErrPermission) && !cfg.SystemWide && !ev.ExcludeKernel {
+	if errors.Is(err, perfevent.ErrPermission) && !sc.SystemWide && !ev.ExcludeKernel {
 		// perf_event_paranoid 2: user space only, as perf record does.
 		opts.ExcludeKernel = true
 		d.set, err = perfevent.OpenEvents(opts, target)
@@ -186,13 +194,19 @@ func Run(ctx context.Context, cfg Config, ready func()) (err error) {
 	}
 	d.dec = perfdata.NewDecoder([]*perfdata.Attr{attr})
 	d.in = NewIngest(db, d.procs, 0)
-	d.in.CallGraph = cfg.Callchain
+	d.in.CallGraph = sc.Callchain
 	d.in.MaxJITData, d.in.MaxJITDataPerProcess = cfg.MaxJITData, cfg.MaxJITDataPerProcess
-	d.status = Status{PID: os.Getpid(), Dir: cfg.Dir, Start: d.start, Events: []string{name}, Separate: cfg.Separate.String(), CallGraph: cfg.Callchain,
+	d.status = Status{PID: os.Getpid(), Dir: cfg.Dir, Start: d.start, Events: []string{name}, Separate: cfg.Separate.String(), CallGraph: sc.Callchain,
 		MaxSampleFiles: cfg.MaxSampleFiles, MaxSampleData: cfg.MaxSampleData, MaxJITData: cfg.MaxJITData, MaxJITDataPerProcess: cfg.MaxJITDataPerProcess}
-	d.status.Target = "all CPUs"
-	if !cfg.SystemWide {
-		d.status.Target = fmt.Sprint("processes ", cfg.PIDs)
+	switch {
+	case len(sc.PIDs) > 0:
+		d.status.Target = fmt.Sprint("processes ", sc.PIDs)
+	case len(sc.TIDs) > 0:
+		d.status.Target = fmt.Sprint("threads ", sc.TIDs)
+	case len(sc.CPUs) > 0:
+		d.status.Target = fmt.Sprint("CPUs ", sc.CPUs)
+	default:
+		d.status.Target = "all CPUs"
 	}
 	// Enabling before reading /proc means a mapping made meanwhile is
 	// seen twice rather than missed.
@@ -252,8 +266,8 @@ func (d *daemon) loop(ctx context.Context) error {
 // synthesize tells the tracker of the processes that ran before the
 // daemon, from /proc.
 func (d *daemon) synthesize() {
-	pids := d.cfg.PIDs
-	if d.cfg.SystemWide {
+	pids := append(d.cfg.Sample.PIDs, d.cfg.Sample.TIDs...) // /proc/TID reads as the thread's process
+	if d.cfg.Sample.SystemWide {
 		pids, _ = linux.AllPIDs()
 	}
 	for _, pid := range pids {
