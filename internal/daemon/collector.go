@@ -268,10 +268,10 @@ func (d *daemon) loop(ctx context.Context) error {
 func (d *daemon) synthesize() {
 	pids := append(d.cfg.Sample.PIDs, d.cfg.Sample.TIDs...) // /proc/TID reads as the thread's process
 	if d.cfg.Sample.SystemWide {
-		pids, _ = linux.AllPIDs()
+		pids, _ = linux.Host.PIDs()
 	}
 	for _, pid := range pids {
-		p, err := linux.ReadProcess(pid)
+		p, err := linux.Host.Process(pid)
 		if err != nil {
 			continue
 		}
@@ -290,7 +290,7 @@ func (d *daemon) synthesize() {
 			}
 			d.procs.Map(process.Mapping{PID: up, Start: m.Start, End: m.End, Pgoff: pgoff, Path: m.Path, Anon: anon, Exec: true})
 		}
-		if exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); err == nil {
+		if exe, err := linux.Host.Exe(pid); err == nil {
 			d.in.SetExe(up, exe)
 		}
 	}

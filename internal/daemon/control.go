@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/jitprof/jitprof/internal/linux"
 	"github.com/jitprof/jitprof/internal/trust"
 )
 
@@ -173,11 +174,10 @@ func Running(dir string) (pid int, stale bool, err error) {
 
 // isDaemon reports whether pid runs `jitprof daemon run`.
 func isDaemon(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	args, err := linux.Host.Cmdline(pid)
 	if err != nil {
 		return false
 	}
-	args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
 	for i := 0; i+1 < len(args); i++ {
 		if args[i] == "daemon" && args[i+1] == "run" {
 			return true

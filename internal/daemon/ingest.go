@@ -272,9 +272,9 @@ func (in *Ingest) mappings(pid uint32) []anon.Mapping {
 	if !ok {
 		return nil
 	}
-	ms := make([]anon.Mapping, 0, len(p.Mappings))
-	for _, m := range p.Mappings {
-		ms = append(ms, anon.Mapping{Start: m.Start, End: m.End, Pgoff: m.Pgoff, Time: m.Time, Path: m.Path, Exec: m.Exec})
+	ms := make([]anon.Mapping, len(p.Mappings))
+	for i, m := range p.Mappings {
+		ms[i] = anon.MappingOf(m)
 	}
 	return ms
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/jitprof/jitprof/internal/anonbind"
 	"github.com/jitprof/jitprof/internal/hugepages"
 	"github.com/jitprof/jitprof/internal/jitbundle"
+	"github.com/jitprof/jitprof/internal/linux"
 	"github.com/jitprof/jitprof/internal/profile"
 	"github.com/jitprof/jitprof/internal/replay"
 	"github.com/jitprof/jitprof/internal/resolve"
@@ -204,7 +205,7 @@ func livePlaces(procs anonbind.Processes) func(uint32) (symbolize.Place, bool) {
 		at, ok := seen[pid]
 		if !ok {
 			p := procs.Process(pid)
-			if (p.StartTime != 0 || p.Comm != "") && p.FillLive("/proc") && p.UID >= 0 {
+			if (p.StartTime != 0 || p.Comm != "") && p.FillLive(linux.Host) && p.UID >= 0 {
 				gid := p.GID
 				if gid < 0 {
 					gid = trust.Nobody.GID

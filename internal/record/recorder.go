@@ -213,7 +213,7 @@ func (r *Recorder) handle(raw []byte) {
 // identify reads who process pid is from /proc, keeping what was known
 // when it is gone.
 func (r *Recorder) identify(pid uint32) {
-	id, err := linux.ReadIdentity("/proc", int(pid))
+	id, err := linux.Host.Identity(int(pid))
 	if err != nil {
 		return
 	}

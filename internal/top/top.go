@@ -246,14 +246,14 @@ func (st *state) annotation(view *View, r *Row) (string, error) {
 // OwnProcesses lists the processes of the user running jitprof: what an
 // unprivileged view samples by default.
 func OwnProcesses() ([]int, error) {
-	pids, err := linux.AllPIDs()
+	pids, err := linux.Host.PIDs()
 	if err != nil {
 		return nil, err
 	}
 	uid := os.Getuid()
 	var own []int
 	for _, pid := range pids {
-		if id, err := linux.ReadIdentity("/proc", pid); err == nil && id.UID == uid {
+		if id, err := linux.Host.Identity(pid); err == nil && id.UID == uid {
 			own = append(own, pid)
 		}
 	}
