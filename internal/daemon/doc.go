@@ -4,9 +4,12 @@
 // database of internal/sampledb, so a profile of a week costs the space
 // of a profile of a minute.
 //
-// The collector (Run) opens the events with internal/perfevent, follows
-// processes and mappings in an internal/process Tracker, and counts each
-// round's samples through Ingest: the mapping a sample hit, that
+// The collector (Run) is a record.Sink: record.Stream opens the events,
+// falls back to user space where perf_event_paranoid says, synthesizes
+// the processes that run already, drains the rings round by round and
+// follows processes and mappings in its Recorder's process.Tracker, as
+// for jitprof record and top; the daemon counts each round's samples
+// through Ingest and answers its clients between rounds: the mapping a sample hit, that
 // mapping's image, the offset, and in JIT code the sequence number of
 // the code live at the address when the sample was taken, from the JIT
 // data it follows live (a jitlog database tailed, a jitdump's

@@ -422,7 +422,8 @@ func TestHits(t *testing.T) {
 		t.Skip("the records are encoded little-endian, as perf.data holds them")
 	}
 	sink := &memSink{}
-	r := newRecorder(sink, testAttr)
+	r := newRecorder(testAttr, true)
+	r.sink = sink
 	recs := []perfdata.Record{
 		mmapRec(1, 10, 0x1000, 0x3000, "/a"),
 		mmapRec(1, 20, 0x2000, 0x2800, "/b"), // maps over the middle of /a
@@ -576,7 +577,8 @@ func TestBuildIDAsProcessUser(t *testing.T) {
 	if err := os.WriteFile(secret, b, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	r := newRecorder(&memSink{}, testAttr)
+	r := newRecorder(testAttr, true)
+	r.sink = &memSink{}
 	r.procs.Map(process.Mapping{PID: 1, Start: 0x1000, End: 0x2000, Path: secret, Exec: true})
 	r.ids[1] = identity{linux.Identity{UID: 54321, GID: 54321}, true}
 	r.hit(userIP{1, 0x1800, 0})

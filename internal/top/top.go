@@ -49,7 +49,7 @@ func Run(ctx context.Context, o Options) error {
 	ready := make(chan *live, 1)
 	done := make(chan error, 1)
 	go func() {
-		_, _, err := record.Stream(ctx, o.Record, func(attr *perfdata.Attr, _ *perfdata.TracingData) (record.Sink, error) {
+		_, _, err := record.Stream(ctx, o.Record, func(_ *record.Recorder, attr *perfdata.Attr, _ *perfdata.TracingData) (record.Sink, error) {
 			l := newLive(attr, o.JIT)
 			ready <- l
 			return l, nil
