@@ -14,6 +14,7 @@ import (
 	"github.com/jitprof/jitprof/internal/cli"
 	"github.com/jitprof/jitprof/internal/cli/sampling"
 	"github.com/jitprof/jitprof/internal/daemon"
+	"github.com/jitprof/jitprof/internal/ingest"
 	"github.com/jitprof/jitprof/internal/termtext"
 )
 
@@ -37,11 +38,11 @@ func runDaemon(args []string) error {
 	dir.Register(fs)
 	flush := fs.Duration("flush", daemon.DefaultFlushEvery, "write counts to the sample files this `often`")
 	archiveIt := fs.Bool("archive", false, "save: also write NAME.jitprof.tar.gz here, the session with the images, debug and source files and kernel symbols its reports read (report it anywhere with jitprof report --archive)")
-	maxJIT, maxJITProc := cli.Size(daemon.DefaultMaxJITData), cli.Size(daemon.DefaultMaxJITDataPerProcess)
+	maxJIT, maxJITProc := cli.Size(ingest.DefaultMaxJITData), cli.Size(ingest.DefaultMaxJITDataPerProcess)
 	fs.Var(&maxJIT, "max-jit-data", "copy at most this `size` of JIT data into the session, all processes together")
 	fs.Var(&maxJITProc, "max-jit-data-per-process", "copy at most this `size` of one process's JIT data into the session")
-	fs.IntVar(&cfg.MaxSampleFiles, "max-sample-files", daemon.DefaultMaxSampleFiles, "keep at most this `number` of sample files in the session")
-	maxSample := cli.Size(daemon.DefaultMaxSampleData)
+	fs.IntVar(&cfg.MaxSampleFiles, "max-sample-files", ingest.DefaultMaxSampleFiles, "keep at most this `number` of sample files in the session")
+	maxSample := cli.Size(ingest.DefaultMaxSampleData)
 	fs.Var(&maxSample, "max-sample-data", "keep at most this `size` of sample files in the session")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), daemonUsage)

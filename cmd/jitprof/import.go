@@ -5,8 +5,8 @@ import (
 	"fmt"
 
 	"github.com/jitprof/jitprof/internal/cli"
-	"github.com/jitprof/jitprof/internal/daemon"
 	"github.com/jitprof/jitprof/internal/driver"
+	"github.com/jitprof/jitprof/internal/ingest"
 )
 
 func init() {
@@ -46,7 +46,7 @@ func runImport(args []string) error {
 		return err
 	}
 	defer rec.Close()
-	res, err := daemon.Import(rec.File(), d, *session, sep.Separate)
+	res, err := ingest.Import(rec.File(), d, *session, sep.Separate)
 	if err != nil {
 		return fmt.Errorf("%s: %w", input, err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/jitprof/jitprof/internal/ingest"
 	"github.com/jitprof/jitprof/internal/linux"
 	"github.com/jitprof/jitprof/internal/record"
 	"github.com/jitprof/jitprof/internal/sampledb"
@@ -33,7 +34,7 @@ type Config struct {
 	FlushEvery time.Duration
 	// MaxJITData and MaxJITDataPerProcess bound the JIT data copied into
 	// the session, MaxSampleFiles and MaxSampleData its sample files (0:
-	// the defaults, DefaultMaxJITData and so on).
+	// the defaults, ingest.DefaultMaxJITData and so on).
 	MaxJITData, MaxJITDataPerProcess int64
 	MaxSampleFiles                   int
 	MaxSampleData                    int64
@@ -47,9 +48,6 @@ const DefaultFreq = 1000
 // DefaultFlushEvery is how often counts reach the files: what a daemon
 // killed with SIGKILL loses at most.
 const DefaultFlushEvery = 3 * time.Second
-
-// pollEvery bounds how late the daemon answers a request or a signal.
-const pollEvery = 100 * time.Millisecond
 
 // Status is what `jitprof daemon status` shows.
 type Status struct {
@@ -99,7 +97,7 @@ type daemon struct {
 	db     *sampledb.DB
 	dec    *perfdata.Decoder
 	r      *record.Recorder
-	in     *Ingest
+	in     *ingest.Ingest
 	start  time.Time
 	lost   uint64
 	reqs   chan request
@@ -138,10 +136,10 @@ func Run(ctx context.Context, cfg Config, ready func()) (err error) {
 	sc.Command, sc.Duration, sc.Progress = nil, 0, nil
 	sc.NoBuildIDs = true
 	sc.Notice = func(msg string) { log.Print(msg) }
-	cfg.MaxJITData = cmp.Or(cfg.MaxJITData, DefaultMaxJITData)
-	cfg.MaxJITDataPerProcess = cmp.Or(cfg.MaxJITDataPerProcess, DefaultMaxJITDataPerProcess)
-	cfg.MaxSampleFiles = cmp.Or(cfg.MaxSampleFiles, DefaultMaxSampleFiles)
-	cfg.MaxSampleData = cmp.Or(cfg.MaxSampleData, DefaultMaxSampleData)
+	cfg.MaxJITData = cmp.Or(cfg.MaxJITData, ingest.DefaultMaxJITData)
+	cfg.MaxJITDataPerProcess = cmp.Or(cfg.MaxJITDataPerProcess, ingest.DefaultMaxJITDataPerProcess)
+	cfg.MaxSampleFiles = cmp.Or(cfg.MaxSampleFiles, ingest.DefaultMaxSampleFiles)
+	cfg.MaxSampleData = cmp.Or(cfg.MaxSampleData, ingest.DefaultMaxSampleData)
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
 	d := &daemon{cfg: cfg, start: time.Now(), reqs: make(chan request), stop: stop, ready: ready}
@@ -197,7 +195,7 @@ func (d *daemon) open(r *record.Recorder, attr *perfdata.Attr) error {
 	}
 	d.db, d.r = db, r
 	d.dec = perfdata.NewDecoder([]*perfdata.Attr{attr})
-	d.in = NewIngest(db, r.Tracker(), 0)
+	d.in = ingest.New(db, r.Tracker(), 0)
 	d.in.Forget = r.Forget
 	d.in.CallGraph = cfg.Sample.Callchain
 	d.in.MaxJITData, d.in.MaxJITDataPerProcess = cfg.MaxJITData, cfg.MaxJITDataPerProcess

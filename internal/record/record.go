@@ -88,9 +88,10 @@ type Result struct {
 	ExitStatus int
 }
 
-// pollInterval bounds how late a recording notices ctx or its duration,
-// and how stale the file of a killed recorder can be.
-const pollInterval = 100 * time.Millisecond
+// PollInterval is the longest a round lasts: it bounds how late a
+// recording notices ctx or its duration, how stale the file of a killed
+// recorder can be, and how late the daemon answers a client.
+const PollInterval = 100 * time.Millisecond
 
 // Run records cfg's target into out until the target exits, cfg.Duration
 // passes or ctx is done, and then completes the file. A command that is
@@ -320,7 +321,7 @@ func (r *Recorder) loop(ctx context.Context, set *perfevent.EventSet, cfg Config
 			return false
 		default:
 		}
-		done, err := set.Poll(pollInterval)
+		done, err := set.Poll(PollInterval)
 		if err != nil {
 			r.err = errors.Join(r.err, err)
 			return false

@@ -1,4 +1,4 @@
-package daemon
+package ingest
 
 import (
 	"encoding/hex"
@@ -104,7 +104,7 @@ type pidState struct {
 
 // NewIngest returns an Ingest of samples of event ev into db, with the
 // processes of procs.
-func NewIngest(db *sampledb.DB, procs *process.Tracker, ev sampledb.EventID) *Ingest {
+func New(db *sampledb.DB, procs *process.Tracker, ev sampledb.EventID) *Ingest {
 	return &Ingest{db: db, procs: procs, Forget: procs.Forget, event: ev, pids: map[uint32]*pidState{}, now: monotonic, JITErrors: map[uint32]error{}, saved: map[uint32]bool{}}
 }
 
