@@ -31,7 +31,7 @@ func pathtimeMain(stdout, stderr io.Writer, args []string) error {
 	input := fs.String("i", "", "add on-CPU time per region from the cpu-clock or task-clock samples of this `perf.data` (jitprof record, or perf record -k mono)")
 	nested := fs.Bool("nested", false, "an enter inside a region is a call charged to the caller, not a jump")
 	force := fs.Bool("force", false, "read a database owned by another user than the process's (or yours), with several links, or over the size limit, and a recording owned by neither you nor root")
-	pypyLog := fs.String("pypylog", "", "account the jit-profile-enter/exit events of PyPy's log `FILE` (seed 002) instead of a jitlog database")
+	pypyLog := fs.String("pypylog", "", "account the jit-profile-enter/exit events of PyPy's log `FILE` instead of a jitlog database")
 	innerFlag := fs.String("inner-bridges", "ignore", "with --pypylog, the `policy` for bridges that jump back to their own loop: ignore (charged to the loop) or record (regions of their own)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: jitprof pathtime [-p PID | DATABASE] [-i perf.data] [--nested]\n       jitprof pathtime --pypylog FILE [--inner-bridges ignore|record] [-i perf.data [-p PID]]")

@@ -53,14 +53,7 @@ func (s *SessionFlags) Source(jit *AnonFlags, words []string) (driver.Source, er
 	if len(avail) == 0 {
 		return nil, fmt.Errorf("%s: no sessions (jitprof daemon start records one)", dir)
 	}
-	name := s.name
-	if name == "" && len(words) > 0 && !strings.Contains(words[0], ":") && slices.Contains(avail, words[0]) {
-		name, words = words[0], words[1:]
-	}
-	if name != "" {
-		words = append([]string{"session:" + name}, words...)
-	}
-	spec, err := sampledb.ParseSpec(words)
+	spec, err := sampledb.ParseSpec(specWords(s.name, words, avail))
 	if err != nil {
 		return nil, err
 	}
@@ -137,4 +130,18 @@ func (in *InputFlags) Source(jit *AnonFlags, pos []string) (driver.Source, error
 		return in.Archive.Source(jit)
 	}
 	return driver.OpenRecording(in.path, jit.Force)
+}
+
+// specWords are the words of the profile specification that --session
+// NAME and the positional words give, with avail the sessions there are:
+// without a NAME, a first word that names a session (and no image: it
+// has no colon) selects it, as session:NAME would.
+func specWords(name string, words, avail []string) []string {
+	if name == "" && len(words) > 0 && !strings.Contains(words[0], ":") && slices.Contains(avail, words[0]) {
+		name, words = words[0], words[1:]
+	}
+	if name != "" {
+		words = append([]string{"session:" + name}, words...)
+	}
+	return words
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/jitprof/jitprof/internal/sampledb"
@@ -82,6 +83,28 @@ func TestInputCheck(t *testing.T) {
 		err = in.Check(fs, "report", pos)
 		if (err == nil) != c.ok || err != nil && !errors.Is(err, ErrUsage) {
 			t.Errorf("%v: %v, want ok %v", c.args, err, c.ok)
+		}
+	}
+}
+
+// TestSpecWords: a first word naming a session selects it (report
+// --session monday image:node), a first word that is an image stays one,
+// and --session=NAME comes first.
+func TestSpecWords(t *testing.T) {
+	avail := []string{"current", "monday"}
+	for _, c := range []struct {
+		name  string
+		words []string
+		want  []string
+	}{
+		{"", []string{"monday", "image:node"}, []string{"session:monday", "image:node"}},
+		{"", []string{"node", "tgid:1"}, []string{"node", "tgid:1"}},
+		{"", []string{"image:monday"}, []string{"image:monday"}},
+		{"tuesday", []string{"monday"}, []string{"session:tuesday", "monday"}},
+		{"", nil, nil},
+	} {
+		if got := specWords(c.name, c.words, avail); !slices.Equal(got, c.want) {
+			t.Errorf("specWords(%q, %q) = %q, want %q", c.name, c.words, got, c.want)
 		}
 	}
 }

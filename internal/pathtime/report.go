@@ -119,7 +119,7 @@ func WritePyPy(w io.Writer, o PyPyReport) error {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	if len(l.Profile) == 0 {
-		return fmt.Errorf("%s: no jit-profile-enter or jit-profile-exit events: released PyPys do not write them (seed 002); jitprof report --anon-samples --pypylog %s names loops and bridges by samples", path, path)
+		return fmt.Errorf("%s: no jit-profile-enter or jit-profile-exit events: released PyPys do not write them; jitprof report --anon-samples --pypylog %s names loops and bridges by samples", path, path)
 	}
 	p := NewPyPy(l, o.Inner)
 	opts := p.Options
