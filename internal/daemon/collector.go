@@ -14,6 +14,7 @@ import (
 
 	"github.com/jitprof/jitprof/internal/ingest"
 	"github.com/jitprof/jitprof/internal/linux"
+	"github.com/jitprof/jitprof/internal/process"
 	"github.com/jitprof/jitprof/internal/record"
 	"github.com/jitprof/jitprof/internal/sampledb"
 	"github.com/jitprof/jitprof/perfdata"
@@ -96,7 +97,6 @@ type daemon struct {
 	cfg    Config
 	db     *sampledb.DB
 	dec    *perfdata.Decoder
-	r      *record.Recorder
 	in     *ingest.Ingest
 	start  time.Time
 	lost   uint64
@@ -156,7 +156,7 @@ func Run(ctx context.Context, cfg Config, ready func()) (err error) {
 		}
 	}()
 	_, _, err = record.Stream(ctx, *sc, func(r *record.Recorder, attr *perfdata.Attr, _ *perfdata.TracingData) (record.Sink, error) {
-		if err := d.open(r, attr); err != nil {
+		if err := d.open(r.Tracker(), r.Forget, attr); err != nil {
 			return nil, err
 		}
 		ln, err := listen(d.db.Root(), cfg.Dir)
@@ -183,8 +183,9 @@ func Run(ctx context.Context, cfg Config, ready func()) (err error) {
 	return err
 }
 
-// open opens the session for the events of attr, which r records.
-func (d *daemon) open(r *record.Recorder, attr *perfdata.Attr) error {
+// open opens the session for the events of attr, whose processes procs
+// follows and forget lets go of (a Recorder's).
+func (d *daemon) open(procs *process.Tracker, forget func(pid uint32), attr *perfdata.Attr) error {
 	cfg := d.cfg
 	name := attr.Name
 	sev := sampledb.Event{Name: name, Count: attr.SamplePeriod, Freq: attr.Freq()}
@@ -193,10 +194,10 @@ func (d *daemon) open(r *record.Recorder, attr *perfdata.Attr) error {
 	if err != nil {
 		return err
 	}
-	d.db, d.r = db, r
+	d.db = db
 	d.dec = perfdata.NewDecoder([]*perfdata.Attr{attr})
-	d.in = ingest.New(db, r.Tracker(), 0)
-	d.in.Forget = r.Forget
+	d.in = ingest.New(db, procs, 0)
+	d.in.Forget = forget
 	d.in.CallGraph = cfg.Sample.Callchain
 	d.in.MaxJITData, d.in.MaxJITDataPerProcess = cfg.MaxJITData, cfg.MaxJITDataPerProcess
 	d.status = Status{PID: os.Getpid(), Dir: cfg.Dir, Start: d.start, Events: []string{name}, Separate: cfg.Separate.String(), CallGraph: cfg.Sample.Callchain,
