@@ -27,10 +27,12 @@ func TestBuilderInterns(t *testing.T) {
 	if child == root || b.Push(root, fr) != child {
 		t.Errorf("a node is its parent and frame: root %d, child %d", root, child)
 	}
-	if b.String("") != 0 || b.String("x") != b.String("x") || b.String("x") == b.String("y") {
+	x := b.String("x")
+	if b.String("") != 0 || b.String("x") != x || b.String("y") == x {
 		t.Error("strings: \"\" is 0, equal strings one id")
 	}
-	if b.Thread(Thread{PID: 1, TID: 2}) != b.Thread(Thread{PID: 1, TID: 2}) {
+	th := b.Thread(Thread{PID: 1, TID: 2})
+	if b.Thread(Thread{PID: 1, TID: 2}) != th {
 		t.Error("the same thread: two ids")
 	}
 	p := b.Meta()
