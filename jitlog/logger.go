@@ -135,7 +135,7 @@ func Open(opts Options) (*Logger, error) {
 		maxSize = growStep
 	}
 	pid := os.Getpid()
-	start, _, err := linux.ProcStat(pid)
+	start, _, err := linux.Host.Stat(pid)
 	if err != nil {
 		return nil, fmt.Errorf("jitlog: open: %w", err)
 	}

@@ -100,7 +100,7 @@ func checkDir(dir string, st *unix.Stat_t, owner int) error {
 // its pid exists with the start time h recorded, and is not a zombie (a
 // zombie has written its last record).
 func ProcessAlive(h *Header) bool {
-	start, state, err := linux.ProcStat(int(h.PID))
+	start, state, err := linux.Host.Stat(int(h.PID))
 	return err == nil && start == h.StartTime && state != 'Z'
 }
 
@@ -108,7 +108,7 @@ func ProcessAlive(h *Header) bool {
 // database must have (ReadOptions.Owner), and false when no process pid
 // runs.
 func ProcessOwner(pid int) (int, bool) {
-	id, err := linux.ReadIdentity("/proc", pid)
+	id, err := linux.Host.Identity(pid)
 	if err != nil {
 		return 0, false
 	}

@@ -132,7 +132,7 @@ func TestCleanup(t *testing.T) {
 	}
 	exited := DatabasePath(dir, cmd.Process.Pid)
 
-	initStart, _, err := linux.ProcStat(1)
+	initStart, _, err := linux.Host.Stat(1)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -77,10 +77,10 @@ total_cpu=$(cpu "$dpid")
 	echo "A perf.data grows with every sample; a session only with new places (images, offsets, processes of JIT code): the workload's files grow only when an instruction is sampled for the first time (a table doubles, so in steps), and what the whole session gains later is the machine's other work (other users' new binaries and processes, each test run's temporary ones, new JIT processes' data)."
 
 	echo
-	echo "Ingest path (\`go test -bench Ingest ./internal/daemon\`: a decoded sample to a count, a quarter of them in JIT code with the sequence-number lookup; issue 13 asks at least 5 million samples a second on one core):"
+	echo "Ingest path (\`go test -bench Ingest ./internal/ingest\`: a decoded sample to a count, a quarter of them in JIT code with the sequence-number lookup; issue 13 asks at least 5 million samples a second on one core):"
 	echo
 	echo '```'
-	(cd "$root" && go test -run XXX -bench Ingest ./internal/daemon | grep Benchmark)
+	(cd "$root" && go test -run XXX -bench Ingest ./internal/ingest | grep Benchmark)
 	echo '```'
 } | tee "$tmp/section.md"
 update_section daemon "$tmp/section.md"

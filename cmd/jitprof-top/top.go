@@ -13,6 +13,7 @@ import (
 
 	"github.com/jitprof/jitprof/internal/anon"
 	"github.com/jitprof/jitprof/internal/cli"
+	"github.com/jitprof/jitprof/internal/cli/sampling"
 	"github.com/jitprof/jitprof/internal/record"
 	"github.com/jitprof/jitprof/internal/report"
 	"github.com/jitprof/jitprof/internal/top"
@@ -20,7 +21,7 @@ import (
 
 func runTop(args []string) error {
 	fs := flag.NewFlagSet("top", flag.ContinueOnError)
-	var sample cli.SampleFlags
+	var sample sampling.Flags
 	sample.Register(fs)
 	delay := fs.Float64("d", 2, "refresh every `seconds`")
 	fs.Float64Var(delay, "delay", 2, "same as -d")

@@ -17,8 +17,6 @@ import (
 
 func runWeb(args []string) error {
 	fs := flag.NewFlagSet("web", flag.ContinueOnError)
-	input := fs.String("i", "perf.data", "input `file`")
-	fs.StringVar(input, "input", "perf.data", "same as -i")
 	addr := fs.String("http", "localhost:0", "serve on `host:port` (port 0: a free one); another host than a loopback one lets anyone who reaches it read the profile")
 	open := fs.Bool("open", false, "open the view in a browser (not when CI is set)")
 	diffBase := fs.String("diff-base", "", "compare with the recording or session (session:NAME) `BASE`, as pprof -diff_base: its samples negated, JIT code matched by name across runs")
@@ -27,10 +25,8 @@ func runWeb(args []string) error {
 	filter.Register(fs)
 	var jit cli.AnonFlags
 	jit.Register(fs)
-	var sess cli.SessionFlags // the daemon's sessions: session.go
-	sess.Register(fs)
-	var arch cli.ArchiveFlags
-	arch.Register(fs)
+	var in cli.InputFlags
+	in.Register(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: jitprof web [-i FILE | --session[=NAME] [SPEC...]] [--http HOST:PORT] [--open] [--anon-samples] [--comms ...] [--pid ...] [--tid ...] [--dsos ...] [--cpu ...]")
 		cli.PrintFlags(fs)
@@ -39,9 +35,8 @@ func runWeb(args []string) error {
 	if err != nil {
 		return err
 	}
-	if len(pos) > 0 && !sess.Enabled() {
-		fs.Usage()
-		return cli.ErrUsage
+	if err := in.Check(fs, "web", pos); err != nil {
+		return err
 	}
 	f, err := filter.Parse()
 	if err != nil {
@@ -50,31 +45,14 @@ func runWeb(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	name := *input
-	switch {
-	case sess.Enabled() && arch.Enabled():
-		fmt.Fprintln(fs.Output(), "jitprof web: --session or --archive, not both")
-		return cli.ErrUsage
-	case sess.Enabled():
-		name = "the daemon's session"
-	case arch.Enabled():
-		name = "the archive"
-	}
+	name := in.Name()
 	// Lines and addresses: the source and disassembly views use them.
 	opts := driver.Options{
 		LoadOptions: driver.LoadOptions{Lines: true, Addresses: true, Progress: cli.ProgressBar(os.Stderr)},
 		JIT:         jit.Options(), Filter: f, ExcludeJIT: true, Command: "web", Log: stderrText,
 	}
 	load := func(ctx context.Context) (*web.Recording, error) {
-		var src driver.Source
-		switch {
-		case sess.Enabled():
-			src, err = sess.Source(&jit, pos) // read again at each reload, as the daemon counts on
-		case arch.Enabled():
-			src, err = arch.Source(&jit)
-		default:
-			src, err = driver.OpenRecording(*input, jit.Force)
-		}
+		src, err := in.Source(&jit, pos) // a session is read again at each reload, as the daemon counts on
 		if err != nil {
 			return nil, err
 		}
@@ -87,7 +65,7 @@ func runWeb(args []string) error {
 		if *diffBase == "" {
 			return rec, nil
 		}
-		src, err = sess.Input(&jit, *diffBase)
+		src, err = in.Session.Input(&jit, *diffBase)
 		if err == nil {
 			var b *driver.Loaded
 			if b, err = driver.Load(ctx, src, opts); err == nil {

@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/jitprof/jitprof/internal/cli"
+	"github.com/jitprof/jitprof/internal/driver"
 	"github.com/jitprof/jitprof/internal/dump"
 	"github.com/jitprof/jitprof/internal/termtext"
 )
@@ -39,17 +40,17 @@ func runDump(args []string) error {
 	case path == "":
 		path = "perf.data"
 	}
-	f, err := openRecording(path, *force)
+	r, err := driver.OpenRecording(path, *force)
 	if err != nil {
 		return err
 	}
-	defer f.Close()
+	defer r.Close()
 	out := termtext.NewWriter(os.Stdout)
 	defer out.Flush()
-	if err := dump.Write(out, f, opts); err != nil {
+	if err := dump.Write(out, r.File(), opts); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	for _, w := range f.Warnings() {
+	for _, w := range r.Warnings() {
 		fmt.Fprintf(stderrText, "jitprof dump: %s: warning: %s\n", path, w)
 	}
 	return nil

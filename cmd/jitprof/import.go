@@ -3,11 +3,10 @@ package main
 import (
 	"flag"
 	"fmt"
-	"path/filepath"
 
 	"github.com/jitprof/jitprof/internal/cli"
-	"github.com/jitprof/jitprof/internal/daemon"
-	"github.com/jitprof/jitprof/internal/sampledb"
+	"github.com/jitprof/jitprof/internal/driver"
+	"github.com/jitprof/jitprof/internal/ingest"
 )
 
 func init() {
@@ -17,8 +16,10 @@ func init() {
 func runImport(args []string) error {
 	fs := flag.NewFlagSet("import", flag.ContinueOnError)
 	session := fs.String("session", "", "import into a new saved session `NAME` (default: the current session)")
-	dir := fs.String("session-dir", "", "the session `directory` (default as jitprof daemon's)")
-	sep := fs.String("separate", "none", "keep sample files apart by: a comma list of none, lib, kernel, thread, cpu, all")
+	var dir cli.SessionDir
+	dir.Register(fs)
+	var sep cli.Separate
+	sep.Register(fs)
 	force := fs.Bool("force", false, "read a recording owned by neither you nor root (as perf -f)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: jitprof import [--session NAME] [--session-dir DIR] [--separate ...] [perf.data]")
@@ -36,22 +37,16 @@ func runImport(args []string) error {
 	if len(pos) == 1 {
 		input = pos[0]
 	}
-	s, err := sampledb.ParseSeparate(*sep)
+	d, err := dir.Abs()
 	if err != nil {
 		return err
 	}
-	if *dir == "" {
-		*dir = daemon.DefaultDir()
-	}
-	if *dir, err = filepath.Abs(*dir); err != nil {
-		return err
-	}
-	f, err := openRecording(input, *force)
+	rec, err := driver.OpenRecording(input, *force)
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	res, err := daemon.Import(f, *dir, *session, s)
+	defer rec.Close()
+	res, err := ingest.Import(rec.File(), d, *session, sep.Separate)
 	if err != nil {
 		return fmt.Errorf("%s: %w", input, err)
 	}
@@ -60,6 +55,6 @@ func runImport(args []string) error {
 		where = "session " + *session
 	}
 	fmt.Fprintf(stderrText, "jitprof import: %d samples (%d lost, %d in no mapping) into %d sample files of %s in %s; JIT data of %d processes\n",
-		res.Samples, res.Lost, res.Unresolved, res.Files, where, *dir, res.JITProcesses)
+		res.Samples, res.Lost, res.Unresolved, res.Files, where, d, res.JITProcesses)
 	return nil
 }

@@ -1,15 +1,14 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 
 	"github.com/jitprof/jitprof/internal/cli"
+	"github.com/jitprof/jitprof/internal/jitlogdb"
 	"github.com/jitprof/jitprof/internal/termtext"
-	"github.com/jitprof/jitprof/jitlog"
 )
 
 func init() {
@@ -49,7 +48,7 @@ func jitlogMain(stdout, stderr io.Writer, args []string) error {
 func jitlogCleanFlags(w io.Writer, dir *string) *flag.FlagSet {
 	fs := flag.NewFlagSet("jitlog clean", flag.ContinueOnError)
 	fs.SetOutput(w)
-	fs.StringVar(dir, "dir", jitlog.DefaultDir(), "the jitlog `directory`")
+	fs.StringVar(dir, "dir", jitlogdb.DefaultDir(), "the jitlog `directory`")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: jitprof jitlog clean [--dir DIR]  (removes the databases of processes that are gone)")
 		cli.PrintFlags(fs)
@@ -69,8 +68,7 @@ func jitlogDumpFlags(w io.Writer, pid *int, force *bool) *flag.FlagSet {
 	return fs
 }
 
-// jitlogClean removes the databases of processes that are gone, as seed
-// 000 asks at the start of a session; live processes' stay.
+// jitlogClean removes the databases of processes that are gone.
 func jitlogClean(stdout, stderr io.Writer, args []string) error {
 	dir := new(string)
 	fs := jitlogCleanFlags(stderr, dir)
@@ -82,17 +80,7 @@ func jitlogClean(stdout, stderr io.Writer, args []string) error {
 		fs.Usage()
 		return cli.ErrUsage
 	}
-	removed, err := jitlog.Cleanup(*dir)
-	for _, p := range removed {
-		fmt.Fprintf(stdout, "removed %s\n", p)
-	}
-	if err != nil {
-		return err // it names the directory or file
-	}
-	if len(removed) == 0 {
-		fmt.Fprintf(stdout, "nothing to remove in %s\n", *dir)
-	}
-	return nil
+	return jitlogdb.Clean(stdout, *dir)
 }
 
 // jitlogDump prints a database's records, one line each, in file order.
@@ -103,53 +91,22 @@ func jitlogDump(stdout, stderr io.Writer, args []string) error {
 	if err != nil {
 		return err
 	}
-	path, owner, err := database(fs, *pid, pos)
+	db, err := database(fs, *pid, pos, *force)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "# %s\n", path)
-	return scanDatabase(fs, path, owner, *force, stderr, func(r jitlog.Record) error {
-		_, err := fmt.Fprintln(stdout, jitlog.Line(r))
-		return err
-	})
+	return jitlogdb.Dump(stdout, stderr, db)
 }
 
-// database returns the path of the jitlog database named by -p PID or a
-// path, for the commands that read one, and the uid it must belong to:
-// that process's user for a running process's database, the user running
-// jitprof for any other (internal/trust).
-func database(fs *flag.FlagSet, pid int, pos []string) (path string, owner int, err error) {
-	owner = os.Geteuid()
+// database is the jitlog database named by -p PID or a path, for the
+// commands that read one.
+func database(fs *flag.FlagSet, pid int, pos []string, force bool) (jitlogdb.Database, error) {
 	switch {
 	case pid != 0 && len(pos) == 0:
-		path = jitlog.DatabasePath(jitlog.DefaultDir(), pid)
-		if uid, ok := jitlog.ProcessOwner(pid); ok {
-			owner = uid
-		}
+		return jitlogdb.Locate(pid, "", force), nil
 	case pid == 0 && len(pos) == 1:
-		path = pos[0]
-	default:
-		fs.Usage()
-		return "", 0, cli.ErrUsage
+		return jitlogdb.Locate(0, pos[0], force), nil
 	}
-	return path, owner, nil
-}
-
-// scanDatabase calls fn with each record of the database at path, one at
-// a time, keeping none: databases can be bigger than memory. A torn last
-// record (the JIT was killed) is a warning, the records before it are
-// read.
-func scanDatabase(fs *flag.FlagSet, path string, owner int, force bool, stderr io.Writer, fn func(jitlog.Record) error) error {
-	n := 0
-	err := jitlog.Scan(path, &jitlog.ReadOptions{Owner: owner, Force: force}, func(r jitlog.Record) error {
-		n++
-		return fn(r)
-	})
-	if err != nil && (n == 0 || !errors.Is(err, jitlog.ErrTorn)) {
-		return err
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "jitprof %s: warning: %v\n", fs.Name(), err)
-	}
-	return nil
+	fs.Usage()
+	return jitlogdb.Database{}, cli.ErrUsage
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jitprof/jitprof/internal/cli"
+	"github.com/jitprof/jitprof/internal/cli/sampling"
 	"github.com/jitprof/jitprof/internal/outfile"
 	"github.com/jitprof/jitprof/internal/perfevent"
 	"github.com/jitprof/jitprof/internal/record"
@@ -72,7 +73,7 @@ func runRecord(args []string) error {
 // output's path and -q.
 func recordFlags(args []string) (cfg record.Config, out string, quiet bool, err error) {
 	fs := flag.NewFlagSet("record", flag.ContinueOnError)
-	var sample cli.SampleFlags
+	var sample sampling.Flags
 	sample.Register(fs)
 	var callchain bool
 	var userStack uint32

@@ -209,9 +209,9 @@ func TestRecordUnprivileged(t *testing.T) {
 
 // childOf returns a child process of pid, or 0.
 func childOf(pid int) int {
-	pids, _ := linux.AllPIDs()
+	pids, _ := linux.Host.PIDs()
 	for _, p := range pids {
-		if pr, err := linux.ReadProcess(p); err == nil && pr.PPID == pid {
+		if pr, err := linux.Host.Process(p); err == nil && pr.PPID == pid {
 			return p
 		}
 	}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/jitprof/jitprof/internal/cli"
 	"github.com/jitprof/jitprof/internal/driver"
-	"github.com/jitprof/jitprof/internal/otlp"
 	"github.com/jitprof/jitprof/internal/outfile"
 	"github.com/jitprof/jitprof/internal/report"
 )
@@ -22,8 +21,6 @@ func init() {
 func runReport(args []string) error {
 	fs := flag.NewFlagSet("report", flag.ContinueOnError)
 	var opts report.Options
-	input := fs.String("i", "perf.data", "input `file`")
-	fs.StringVar(input, "input", "perf.data", "same as -i")
 	symbols := fs.Bool("l", false, "list symbols (adds sym to the sort keys)")
 	sortKeys := fs.String("sort", "", "sort `keys`, comma-separated: comm, pid (the process; perf's pid is the thread: tid), tid, dso, symbol (sym), srcline, cpu, app, userapp, or prefixes as perf takes them (default dso, or dso,sym with -l)")
 	fs.StringVar(sortKeys, "s", "", "same as --sort")
@@ -44,10 +41,8 @@ func runReport(args []string) error {
 	foldedPeriods := fs.Bool("folded-periods", false, "folded: write each stack's period (event count) instead of its samples")
 	var jit cli.AnonFlags
 	jit.Register(fs)
-	var sess cli.SessionFlags // the daemon's sessions: session.go
-	sess.Register(fs)
-	var arch cli.ArchiveFlags
-	arch.Register(fs)
+	var in cli.InputFlags
+	in.Register(fs)
 	var ot cli.OTLPFlags
 	ot.RegisterResource(fs)
 	fs.Usage = func() {
@@ -58,9 +53,8 @@ func runReport(args []string) error {
 	if err != nil {
 		return err
 	}
-	if len(pos) > 0 && !sess.Enabled() {
-		fs.Usage()
-		return cli.ErrUsage
+	if err := in.Check(fs, "report", pos); err != nil {
+		return err
 	}
 	if err := graph.Apply(&opts); err != nil {
 		fmt.Fprintf(fs.Output(), "jitprof report: %v\n", err)
@@ -83,8 +77,15 @@ func runReport(args []string) error {
 			return cli.ErrUsage
 		}
 	}
-	if sess.Enabled() && opts.Chains.Graph && graph.Asked() {
-		if err := sessionGraph(f, view, filter); err != nil {
+	o := driver.ReportOptions{
+		Options: driver.Options{
+			LoadOptions: driver.LoadOptions{Progress: cli.ProgressBar(os.Stderr)},
+			JIT:         jit.Options(), Filter: filter, Command: "report", Log: stderrText,
+		},
+		Report: opts, Format: f, FoldedPeriods: *foldedPeriods, GraphAsked: graph.Asked(), View: view,
+	}
+	if in.Session.Enabled() {
+		if err := o.CheckSessionGraph(); err != nil {
 			fmt.Fprintf(fs.Output(), "jitprof report: %v\n", err)
 			return cli.ErrUsage
 		}
@@ -95,33 +96,14 @@ func runReport(args []string) error {
 	if f == driver.OTLP && (*output == "" || *output == "-") && cli.IsTerminal(os.Stdout) {
 		return driver.ErrTerminalOTLP
 	}
-	var resource otlp.Options
 	if f == driver.OTLP {
-		if resource, err = ot.Resource(os.Getenv); err != nil {
+		if o.OTLP, err = ot.Resource(os.Getenv); err != nil {
 			return err
 		}
 	}
-	var src driver.Source
-	switch {
-	case sess.Enabled() && arch.Enabled():
-		fmt.Fprintln(fs.Output(), "jitprof report: --session or --archive, not both")
-		return cli.ErrUsage
-	case sess.Enabled():
-		src, err = sess.Source(&jit, pos)
-	case arch.Enabled():
-		src, err = arch.Source(&jit)
-	default:
-		src, err = driver.OpenRecording(*input, jit.Force)
-	}
+	src, err := in.Source(&jit, pos)
 	if err != nil {
 		return err
-	}
-	o := driver.ReportOptions{
-		Options: driver.Options{
-			LoadOptions: driver.LoadOptions{Progress: cli.ProgressBar(os.Stderr)},
-			JIT:         jit.Options(), Filter: filter, Command: "report", Log: stderrText,
-		},
-		Report: opts, Format: f, FoldedPeriods: *foldedPeriods, GraphAsked: graph.Asked(), View: view, OTLP: resource,
 	}
 	return driver.Report(context.Background(), src, o, outputTo(*output))
 }

@@ -7,8 +7,6 @@ import (
 	"os"
 	"path/filepath"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/jitprof/jitprof/internal/trust"
 )
 
@@ -31,9 +29,8 @@ func runHelper(name, what string, args []string) error {
 		return err
 	}
 	defer f.Close()
-	// What runs is the file checked, through its descriptor, not
-	// whatever the path names by then.
-	err = unix.Exec(fmt.Sprintf("/proc/self/fd/%d", f.Fd()), append([]string{f.Name()}, args...), os.Environ())
+	// What runs is the file checked, not whatever the path names by then.
+	err = f.Exec(append([]string{f.Name()}, args...), os.Environ())
 	return fmt.Errorf("%s: %w", f.Name(), err)
 }
 

@@ -4,10 +4,14 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"github.com/jitprof/jitprof/internal/unwind"
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/jitprof/jitprof/internal/linux"
+	"github.com/jitprof/jitprof/internal/process"
+	"github.com/jitprof/jitprof/internal/trust"
+	"github.com/jitprof/jitprof/internal/unwind"
 )
 
 // Process is what a handler sees of a recorded process.
@@ -71,8 +75,43 @@ type TimeRange struct{ From, To uint64 }
 type Mapping struct {
 	Start, End, Pgoff uint64
 	Time              uint64 // when it was mapped, in the recording's clock
-	Path              string // a file, or anonymous memory (perfdata.IsAnon): "//anon", "/dev/zero (deleted)", "/memfd:NAME (deleted)", "[anon:NAME]"
-	Exec              bool
+	Path              string // a file, or anonymous memory: "//anon", "/dev/zero (deleted)", "/memfd:NAME (deleted)", "[anon:NAME]"
+	// Anon says the mapping is anonymous memory, as perf judges it
+	// (perfdata.IsAnon, which the MMAP2 record's flags take part in:
+	// MAP_HUGETLB memory is anonymous whatever its name).
+	Anon bool
+	Exec bool
+}
+
+// JIT reports whether the mapping is where JIT compilers put their
+// code: anonymous executable memory, a memfd or huge pages included.
+func (m Mapping) JIT() bool { return m.Anon && m.Exec }
+
+// MappingOf is m as handlers see it.
+func MappingOf(m *process.Mapping) Mapping {
+	return Mapping{Start: m.Start, End: m.End, Pgoff: m.Pgoff, Time: m.Time, Path: m.Path, Anon: m.Anon, Exec: m.Exec}
+}
+
+// NewProcess is process pid as handlers see it, from what a source knows
+// of it: its command name, its mappings (a process.Tracker's) and, when
+// known (id not nil), who it is. Its pid in its own namespace is pid
+// unless id says another; its user and group are trust.UnknownOwner
+// while unknown, until FillLive finds the process running.
+func NewProcess(pid uint32, comm string, maps []*process.Mapping, id *linux.Identity) Process {
+	p := Process{PID: int(pid), NSPID: int(pid), Comm: comm, UID: trust.UnknownOwner, GID: trust.UnknownOwner}
+	if id != nil {
+		p.UID, p.GID, p.StartTime = id.UID, id.GID, id.StartTime
+		if id.NSPID != 0 {
+			p.NSPID = id.NSPID
+		}
+	}
+	if len(maps) > 0 {
+		p.Mappings = make([]Mapping, len(maps))
+		for i, m := range maps {
+			p.Mappings[i] = MappingOf(m)
+		}
+	}
+	return p
 }
 
 // Symbol is what a resolver says of an address.

@@ -22,6 +22,7 @@ import (
 
 	"github.com/jitprof/jitprof/internal/codemap"
 	"github.com/jitprof/jitprof/internal/jitname"
+	"github.com/jitprof/jitprof/internal/linux"
 	"github.com/jitprof/jitprof/internal/trust"
 )
 
@@ -292,11 +293,11 @@ type peer interface {
 	wait() error
 }
 
-// process is a handler running as a child process.
-type process struct{ cmd *exec.Cmd }
+// child is a handler running as a child process.
+type child struct{ cmd *exec.Cmd }
 
-func (p process) kill()       { syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL) }
-func (p process) wait() error { return p.cmd.Wait() }
+func (p child) kill()       { syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL) }
+func (p child) wait() error { return p.cmd.Wait() }
 
 // startProcess runs the handler at path with pipes to talk to it, as the
 // user as says when jitprof runs as root (unprivileged.go); stderr gets
@@ -305,7 +306,7 @@ func startProcess(h *external, as trust.Cred, data []*os.File, stderr io.Writer)
 	path := h.path
 	// The executable follows the descriptors the handler is told of.
 	extra := append(append(slices.Clip(h.files), data...), h.exe)
-	cmd := exec.Command("/proc/self/fd/"+strconv.Itoa(2+len(extra)), h.args...)
+	cmd := exec.Command(linux.FDPath(2+len(extra)), h.args...)
 	cmd.Args[0] = path
 	cmd.ExtraFiles = extra
 	// Its own process group, so that killing it also kills what it
@@ -324,7 +325,7 @@ func startProcess(h *external, as trust.Cred, data []*os.File, stderr io.Writer)
 	if err := startAs(cmd, as); err != nil {
 		return nil, nil, nil, fmt.Errorf("anon handler: %w", err)
 	}
-	return process{cmd}, w, r, nil
+	return child{cmd}, w, r, nil
 }
 
 // start runs the handler to ask about pid, as the user as says, with

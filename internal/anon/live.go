@@ -1,7 +1,6 @@
 package anon
 
 import (
-	"strconv"
 	"strings"
 
 	"github.com/jitprof/jitprof/internal/linux"
@@ -11,22 +10,21 @@ import (
 // FillLive fills in what only a running process can tell: where its files
 // are (its root, which differs in a container or another mount namespace),
 // its pid in its own namespace and, when the recording did not say, its
-// user. procRoot is normally "/proc". It reports false, and changes
+// user, from proc (linux.Host, or a copy in tests). It reports false, and changes
 // nothing, when the process is gone or its pid now belongs to another
 // process: another start time than p.StartTime or, when that is unknown,
 // another command name than p.Comm.
-func (p *Process) FillLive(procRoot string) bool {
-	id, err := linux.ReadIdentity(procRoot, p.PID)
+func (p *Process) FillLive(proc linux.Proc) bool {
+	id, err := proc.Identity(p.PID)
 	if err != nil {
 		return false
 	}
-	dir := procRoot + "/" + strconv.Itoa(p.PID)
 	if p.StartTime != 0 {
 		if id.StartTime != p.StartTime {
 			return false
 		}
 	} else if p.Comm != "" {
-		comm, err := linux.ReadComm(procRoot, p.PID)
+		comm, err := proc.Comm(p.PID)
 		if err != nil || strings.TrimSpace(comm) != p.Comm {
 			return false
 		}
@@ -38,6 +36,6 @@ func (p *Process) FillLive(procRoot string) bool {
 	}
 	p.StartTime = id.StartTime
 	p.NSPID = id.NSPID
-	p.Root = dir + "/root"
+	p.Root = proc.RootDir(p.PID)
 	return true
 }

@@ -75,13 +75,6 @@ func looksLikePyPy(p *Process) bool {
 	return false
 }
 
-// anonExec reports whether m is anonymous executable memory, where
-// PyPy's JIT writes its code.
-func anonExec(m Mapping) bool {
-	return m.Exec && (m.Path == "" || m.Path == "//anon" || strings.HasPrefix(m.Path, "[anon") ||
-		strings.HasPrefix(m.Path, "memfd:") || strings.HasPrefix(m.Path, "/dev/zero") || strings.HasPrefix(m.Path, "/anon_hugepage"))
-}
-
 func (h *pypyHandler) Claim(p *Process) (Resolver, error) {
 	if !looksLikePyPy(p) {
 		return nil, nil
@@ -120,7 +113,7 @@ func (h *pypyHandler) Claim(p *Process) (Resolver, error) {
 	inside := 0
 	for _, c := range l.Codes {
 		for _, m := range p.Mappings {
-			if anonExec(m) && m.Start <= c.Start && c.End <= m.End {
+			if m.JIT() && m.Start <= c.Start && c.End <= m.End {
 				inside++
 				break
 			}

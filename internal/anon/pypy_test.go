@@ -7,7 +7,11 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/jitprof/jitprof/internal/jitbundle"
+	"github.com/jitprof/jitprof/internal/process"
+	"github.com/jitprof/jitprof/perfdata"
 )
 
 // realPyPyLog is what Debian's pypy3 7.3.11 logged for
@@ -28,7 +32,7 @@ func pypyProcess(log []byte, jit uint64, pairs ...jitbundle.TSCPair) *Process {
 	p := &Process{PID: 5, Comm: "pypy3.9",
 		Mappings: []Mapping{
 			{Start: 0x400000, End: 0x404000, Path: "/usr/bin/pypy3.9", Exec: true},
-			{Start: jit, End: jit + 1<<20, Path: "//anon", Exec: true},
+			{Start: jit, End: jit + 1<<20, Path: "//anon", Anon: true, Exec: true},
 		},
 		Embedded: map[string][]byte{}}
 	if log != nil {
@@ -149,7 +153,7 @@ func TestPyPyReuse(t *testing.T) {
 
 func TestPyPyClaims(t *testing.T) {
 	log := []byte(reuseLog)
-	node := &Process{PID: 5, Comm: "node", Mappings: []Mapping{{Start: 0x7f0000000000, End: 0x7f0000100000, Path: "//anon", Exec: true}},
+	node := &Process{PID: 5, Comm: "node", Mappings: []Mapping{{Start: 0x7f0000000000, End: 0x7f0000100000, Path: "//anon", Anon: true, Exec: true}},
 		Embedded: map[string][]byte{"/tmp/pypy-5.log": log}}
 	if r, err := WithPyPyLog(nil, "/tmp/pypy-%d.log")[0].Claim(node); r != nil || err != nil {
 		t.Errorf("a node process: %v, %v; want it declined", r, err)
@@ -180,6 +184,35 @@ func TestPyPyClaims(t *testing.T) {
 	r, _, errs := Claim(WithPyPyLog(nil, "/tmp/pypy-%d.log"), pypyProcess([]byte("[1] {jit-backend-addr\nLoop 1 (f) has address 0x10 to 0x5\n[2] jit-backend-addr}\n"), 0))
 	if r != nil || len(errs) != 1 || !strings.Contains(errs[0].Error(), "/tmp/pypy-5.log: pypylog: line 2: loop 1's code runs from 0x10 to 0x5") {
 		t.Errorf("a bad log: %v, %v", r, errs)
+	}
+}
+
+// TestPyPyCodeCache: PyPy's code in a memfd or in huge pages is JIT
+// memory as perf judges it (perfdata.IsAnon), from the MMAP2 record on,
+// and goes to the handler; a file mapped executable is not.
+func TestPyPyCodeCache(t *testing.T) {
+	log := []byte(reuseLog)
+	const jit = 0x7f0000000000
+	for _, c := range []struct {
+		name  string
+		path  string
+		flags uint32
+		claim bool
+	}{
+		{"memfd", "/memfd:pypy-jit (deleted)", unix.MAP_SHARED, true},
+		{"huge pages", "/dev/hugepages/pypy-jit", unix.MAP_SHARED | perfdata.MapHugeTLB, true},
+		{"a file", "/usr/lib/jit-cache.bin", unix.MAP_PRIVATE, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			pm := process.FromMmap(&perfdata.Mmap{Version2: true, PID: 5, TID: 5, Addr: jit, Len: 1 << 20,
+				Prot: unix.PROT_READ | unix.PROT_EXEC, Flags: c.flags, Filename: c.path})
+			p := pypyProcess(log, 0)
+			p.Mappings[1] = MappingOf(&pm)
+			r, _, errs := Claim(WithPyPyLog(nil, "/tmp/pypy-%d.log"), p)
+			if (r != nil) != c.claim {
+				t.Errorf("%s mapped %s: claimed %v (errors %v), want %v", c.path, p.Mappings[1].Path, r != nil, errs, c.claim)
+			}
+		})
 	}
 }
 

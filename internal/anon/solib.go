@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/jitprof/jitprof/internal/linux"
 	"github.com/jitprof/jitprof/internal/trust"
 )
 
@@ -99,5 +100,5 @@ func libraryHandler(name, path string, b *budget) (Handler, error) {
 	}
 	// The descriptors stay open for every host started: they are closed
 	// with jitprof.
-	return &external{name: name, path: host.Name(), exe: host.File, args: []string{"/proc/self/fd/3", path}, files: []*os.File{lib.File}, shown: path, budget: b}, nil
+	return &external{name: name, path: host.Name(), exe: host.File, args: []string{linux.FDPath(3), path}, files: []*os.File{lib.File}, shown: path, budget: b}, nil
 }

@@ -144,31 +144,31 @@ func TestTrustRefusalEndsSearch(t *testing.T) {
 // TestFillLive: the recorded uid wins over the live one, and a recorded
 // start time tells a reused pid.
 func TestFillLive(t *testing.T) {
-	id, err := linux.ReadIdentity("/proc", os.Getpid())
+	id, err := linux.Host.Identity(os.Getpid())
 	if err != nil {
 		t.Fatal(err)
 	}
 	p := &Process{PID: os.Getpid(), UID: 4321, StartTime: id.StartTime}
-	if !p.FillLive("/proc") || p.UID != 4321 || p.Root != "/proc/"+itoa(os.Getpid())+"/root" {
+	if !p.FillLive(linux.Host) || p.UID != 4321 || p.Root != "/proc/"+itoa(os.Getpid())+"/root" {
 		t.Errorf("FillLive: %+v", p)
 	}
 	p = &Process{PID: os.Getpid(), UID: trust.UnknownOwner, Comm: "not this one"}
-	if p.FillLive("/proc") || p.Root != "" {
+	if p.FillLive(linux.Host) || p.Root != "" {
 		t.Errorf("FillLive accepted another command name: %+v", p)
 	}
 	p = &Process{PID: os.Getpid(), UID: trust.UnknownOwner}
-	if !p.FillLive("/proc") || p.UID != os.Geteuid() {
+	if !p.FillLive(linux.Host) || p.UID != os.Geteuid() {
 		t.Errorf("FillLive without a recorded uid: %+v, want uid %d", p, os.Geteuid())
 	}
 	p = &Process{PID: os.Getpid(), UID: 4321, StartTime: id.StartTime + 1}
-	if p.FillLive("/proc") || p.Root != "" {
+	if p.FillLive(linux.Host) || p.Root != "" {
 		t.Errorf("FillLive accepted another start time: %+v", p)
 	}
 	cmd := exec.Command("true")
 	if err := cmd.Run(); err != nil {
 		t.Fatal(err)
 	}
-	if p := (&Process{PID: cmd.Process.Pid}); p.FillLive("/proc") {
+	if p := (&Process{PID: cmd.Process.Pid}); p.FillLive(linux.Host) {
 		t.Errorf("FillLive of an exited process: %+v", p)
 	}
 }

@@ -6,13 +6,12 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
-	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/jitprof/jitprof/internal/linux"
 	"github.com/jitprof/jitprof/internal/trust"
 )
 
@@ -107,7 +106,7 @@ func confine() error {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("no_new_privs: %w", err)
 	}
-	last, err := lastCap()
+	last, err := linux.CapLastCap()
 	if err != nil {
 		return err
 	}
@@ -130,13 +129,4 @@ func confine() error {
 		return fmt.Errorf("clearing inheritable capabilities: %w", err)
 	}
 	return nil
-}
-
-// lastCap is the highest capability this kernel knows.
-func lastCap() (int, error) {
-	b, err := os.ReadFile("/proc/sys/kernel/cap_last_cap")
-	if err != nil {
-		return 0, err
-	}
-	return strconv.Atoi(strings.TrimSpace(string(b)))
 }

@@ -14,9 +14,9 @@ import (
 	"github.com/jitprof/jitprof/internal/anon"
 	"github.com/jitprof/jitprof/internal/codemap"
 	"github.com/jitprof/jitprof/internal/jitbundle"
+	"github.com/jitprof/jitprof/internal/linux"
 	"github.com/jitprof/jitprof/internal/process"
 	"github.com/jitprof/jitprof/internal/resolve"
-	"github.com/jitprof/jitprof/internal/trust"
 )
 
 // Options configure a Binder.
@@ -25,9 +25,9 @@ type Options struct {
 	Handlers []anon.Handler
 	// Force overrides the trust checks on JIT data files.
 	Force bool
-	// ProcRoot is where live processes are looked up, "/proc" by default;
-	// tests point it elsewhere.
-	ProcRoot string
+	// Proc is where live processes are looked up: this machine's /proc
+	// (the zero Proc); tests and archives point it elsewhere.
+	Proc linux.Proc
 }
 
 // Claim says how one process's anonymous samples were named.
@@ -106,12 +106,9 @@ type symKey struct {
 }
 
 // New returns a Binder of procs' JIT code. Live processes are looked for
-// under opts.ProcRoot, and the JIT data files they still have are read
+// in opts.Proc, and the JIT data files they still have are read
 // through internal/trust, judged by who procs say each process was.
 func New(procs Processes, opts Options) *Binder {
-	if opts.ProcRoot == "" {
-		opts.ProcRoot = "/proc"
-	}
 	return &Binder{opts: opts, procs: procs, state: map[uint32]*procState{}}
 }
 
@@ -141,22 +138,18 @@ type recorded struct {
 
 func (r recorded) Process(pid uint32) anon.Process {
 	sp, _ := r.t.Process(pid)
-	p := anon.Process{PID: int(pid), NSPID: int(pid), Comm: sp.Comm, UID: trust.UnknownOwner, GID: trust.UnknownOwner, Span: r.span}
+	var id *linux.Identity
 	if rp, ok := r.ids[pid]; ok {
-		p.UID, p.GID, p.StartTime = rp.UID, rp.GID, rp.StartTime
-		if rp.NSPID != 0 {
-			p.NSPID = rp.NSPID
-		}
+		id = &linux.Identity{UID: rp.UID, GID: rp.GID, NSPID: rp.NSPID, StartTime: rp.StartTime}
 	}
+	p := anon.NewProcess(pid, sp.Comm, sp.Mappings, id)
+	p.Span = r.span
 	for _, e := range r.files[pid] {
 		if p.Embedded == nil {
 			p.Embedded, p.Kinds = map[string][]byte{}, map[string]string{}
 		}
 		p.Embedded[e.Path] = e.Data
 		p.Kinds[e.Path] = e.Kind
-	}
-	for _, m := range sp.Mappings {
-		p.Mappings = append(p.Mappings, anon.Mapping{Start: m.Start, End: m.End, Pgoff: m.Pgoff, Time: m.Time, Path: m.Path, Exec: m.Exec})
 	}
 	return p
 }
@@ -316,7 +309,7 @@ func (st *procState) name(sym *anon.Symbol) string {
 func (b *Binder) claim(pid uint32, st *procState) {
 	p := b.procs.Process(pid)
 	p.Force = b.opts.Force
-	p.FillLive(b.opts.ProcRoot)
+	p.FillLive(b.opts.Proc)
 	st.claim = Claim{PID: pid, Comm: p.Comm}
 	r, h, errs := anon.Claim(b.opts.Handlers, &p)
 	st.claim.Errs = errs

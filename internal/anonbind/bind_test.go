@@ -14,6 +14,7 @@ import (
 	"github.com/jitprof/jitprof/internal/anon"
 	"github.com/jitprof/jitprof/internal/codemap"
 	"github.com/jitprof/jitprof/internal/jitbundle"
+	"github.com/jitprof/jitprof/internal/linux"
 	"github.com/jitprof/jitprof/internal/perftest"
 	"github.com/jitprof/jitprof/internal/process"
 	"github.com/jitprof/jitprof/internal/profile"
@@ -108,7 +109,7 @@ func load(t *testing.T, f *perfdata.File, path string, prepare, leafOnly bool) (
 	for _, pid := range pids {
 		bundle.Processes = append(bundle.Processes, jitbundle.Process{PID: int(pid), NSPID: int(pid), UID: os.Geteuid(), GID: os.Getegid()})
 	}
-	b := New(Recorded(tl.Tracker, bundle, anon.TimeRange{}), Options{Handlers: hs, ProcRoot: t.TempDir()})
+	b := New(Recorded(tl.Tracker, bundle, anon.TimeRange{}), Options{Handlers: hs, Proc: linux.Proc{Root: t.TempDir()}})
 	if prepare {
 		if !b.Batches() {
 			t.Fatal("an external handler, and the binder does not batch")
@@ -244,7 +245,7 @@ func binder(t *testing.T, h anon.Handler) *Binder {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return New(Recorded(tl.Tracker, nil, anon.TimeRange{}), Options{Handlers: []anon.Handler{h}, ProcRoot: t.TempDir()})
+	return New(Recorded(tl.Tracker, nil, anon.TimeRange{}), Options{Handlers: []anon.Handler{h}, Proc: linux.Proc{Root: t.TempDir()}})
 }
 
 // TestNamesBuiltOnce: the report's name of a piece of code ("NAME [gen
@@ -272,7 +273,7 @@ func TestLifetimeInProfile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := New(Recorded(tl.Tracker, nil, anon.TimeRange{}), Options{Handlers: []anon.Handler{&fake{name: "f"}}, ProcRoot: t.TempDir()})
+	b := New(Recorded(tl.Tracker, nil, anon.TimeRange{}), Options{Handlers: []anon.Handler{&fake{name: "f"}}, Proc: linux.Proc{Root: t.TempDir()}})
 	p, err := replay.Load(f, replay.Options{Timeline: tl, Anon: b, LeafOnly: true})
 	if err != nil {
 		t.Fatal(err)
@@ -345,7 +346,7 @@ func TestRecorded(t *testing.T) {
 	p := Recorded(tr, bundle, anon.TimeRange{From: 10, To: 90}).Process(7)
 	want := anon.Process{
 		PID: 7, NSPID: 1, Comm: "node", UID: 1000, GID: 1000, StartTime: 4242, Span: anon.TimeRange{From: 10, To: 90},
-		Mappings: []anon.Mapping{{Start: 0x1000, End: 0x2000, Time: 2, Path: "/usr/bin/node", Exec: true}, {Start: 0x7f00, End: 0x8f00, Time: 3, Path: "//anon", Exec: true}},
+		Mappings: []anon.Mapping{{Start: 0x1000, End: 0x2000, Time: 2, Path: "/usr/bin/node", Exec: true}, {Start: 0x7f00, End: 0x8f00, Time: 3, Path: "//anon", Anon: true, Exec: true}},
 		Embedded: map[string][]byte{"/tmp/perf-1.map": []byte("7f00 10 f\n")},
 		Kinds:    map[string]string{"/tmp/perf-1.map": "perfmap"},
 	}

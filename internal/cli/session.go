@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/jitprof/jitprof/internal/daemon"
 	"github.com/jitprof/jitprof/internal/driver"
 	"github.com/jitprof/jitprof/internal/sampledb"
 	"github.com/jitprof/jitprof/internal/sessionsrc"
@@ -19,13 +18,13 @@ import (
 type SessionFlags struct {
 	name string
 	on   bool
-	dir  string
+	dir  SessionDir
 }
 
 // Register defines --session and --session-dir on fs.
 func (s *SessionFlags) Register(fs *flag.FlagSet) {
 	fs.Var((*sessionFlag)(s), "session", "report the daemon's session `NAME` (--session alone: current, or the first word if it names a session) instead of a recording; the arguments are then a profile specification: image:, lib-image:, event:, count:, tgid:, tid:, cpu:, session:, bare words for image:")
-	fs.StringVar(&s.dir, "session-dir", "", "the daemon's session `directory` (default as jitprof daemon's)")
+	s.dir.Register(fs)
 }
 
 // sessionFlag is --session with an optional value.
@@ -46,10 +45,7 @@ func (s *SessionFlags) Enabled() bool { return s.on }
 // Source returns the driver's Source of the sessions, with words the
 // profile specification.
 func (s *SessionFlags) Source(jit *AnonFlags, words []string) (driver.Source, error) {
-	dir := s.dir
-	if dir == "" {
-		dir = daemon.DefaultDir()
-	}
+	dir := s.dir.Dir()
 	avail, err := sampledb.Sessions(dir)
 	if err != nil {
 		return nil, err
@@ -57,14 +53,7 @@ func (s *SessionFlags) Source(jit *AnonFlags, words []string) (driver.Source, er
 	if len(avail) == 0 {
 		return nil, fmt.Errorf("%s: no sessions (jitprof daemon start records one)", dir)
 	}
-	name := s.name
-	if name == "" && len(words) > 0 && !strings.Contains(words[0], ":") && slices.Contains(avail, words[0]) {
-		name, words = words[0], words[1:]
-	}
-	if name != "" {
-		words = append([]string{"session:" + name}, words...)
-	}
-	spec, err := sampledb.ParseSpec(words)
+	spec, err := sampledb.ParseSpec(specWords(s.name, words, avail))
 	if err != nil {
 		return nil, err
 	}
@@ -85,4 +74,74 @@ func (s *SessionFlags) Input(jit *AnonFlags, arg string) (driver.Source, error) 
 		return t.Source(jit, nil)
 	}
 	return driver.OpenRecording(arg, jit.Force)
+}
+
+// InputFlags are what a command that reports reads: a recording (-i,
+// --input), the daemon's sessions (SessionFlags, whose profile
+// specification is the positional arguments) or an archive (--archive),
+// one of them.
+type InputFlags struct {
+	path    string
+	Session SessionFlags
+	Archive ArchiveFlags
+}
+
+// Register defines -i, --input, the session flags and --archive on fs.
+func (in *InputFlags) Register(fs *flag.FlagSet) {
+	fs.StringVar(&in.path, "i", "perf.data", "input `file`")
+	fs.StringVar(&in.path, "input", "perf.data", "same as -i")
+	in.Session.Register(fs)
+	in.Archive.Register(fs)
+}
+
+// Check checks the positional arguments pos of command cmd, which only
+// a session's specification takes, and that a session and an archive
+// are not both asked for; it prints what is wrong and returns ErrUsage.
+func (in *InputFlags) Check(fs *flag.FlagSet, cmd string, pos []string) error {
+	if len(pos) > 0 && !in.Session.Enabled() {
+		fs.Usage()
+		return ErrUsage
+	}
+	if in.Session.Enabled() && in.Archive.Enabled() {
+		fmt.Fprintf(fs.Output(), "jitprof %s: --session or --archive, not both\n", cmd)
+		return ErrUsage
+	}
+	return nil
+}
+
+// Name is the input as a message names it: the recording's path, the
+// daemon's session or the archive.
+func (in *InputFlags) Name() string {
+	switch {
+	case in.Session.Enabled():
+		return "the daemon's session"
+	case in.Archive.Enabled():
+		return "the archive"
+	}
+	return in.path
+}
+
+// Source opens the input, with pos the session's specification.
+func (in *InputFlags) Source(jit *AnonFlags, pos []string) (driver.Source, error) {
+	switch {
+	case in.Session.Enabled():
+		return in.Session.Source(jit, pos)
+	case in.Archive.Enabled():
+		return in.Archive.Source(jit)
+	}
+	return driver.OpenRecording(in.path, jit.Force)
+}
+
+// specWords are the words of the profile specification that --session
+// NAME and the positional words give, with avail the sessions there are:
+// without a NAME, a first word that names a session (and no image: it
+// has no colon) selects it, as session:NAME would.
+func specWords(name string, words, avail []string) []string {
+	if name == "" && len(words) > 0 && !strings.Contains(words[0], ":") && slices.Contains(avail, words[0]) {
+		name, words = words[0], words[1:]
+	}
+	if name != "" {
+		words = append([]string{"session:" + name}, words...)
+	}
+	return words
 }

@@ -12,30 +12,30 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/jitprof/jitprof/internal/ingest"
 	"github.com/jitprof/jitprof/internal/linux"
-	"github.com/jitprof/jitprof/internal/perfevent"
 	"github.com/jitprof/jitprof/internal/process"
+	"github.com/jitprof/jitprof/internal/record"
 	"github.com/jitprof/jitprof/internal/sampledb"
 	"github.com/jitprof/jitprof/perfdata"
 )
 
 // Config says what the daemon samples and where it keeps the session.
 type Config struct {
-	Dir        string // the session directory
-	SystemWide bool   // -a; else PIDs
-	PIDs       []int
-	Event      string // as perf spells it; "" is cpu-clock
-	Freq       uint64 // -F; used when Period is 0; both 0: DefaultFreq
-	Period     uint64 // -c
-	Callchain  bool   // -g: arcs into {cg} files
-	Separate   sampledb.Separate
+	Dir string // the session directory
+	// Sample is what to sample, as jitprof record takes it: the event,
+	// Freq (0 with no Period: DefaultFreq), MaxFreq or Period, Callchain
+	// (-g: arcs into {cg} files), the target (SystemWide, PIDs, TIDs,
+	// CPUs) and Pages. Its Command and the fields about a file are not
+	// used.
+	Sample   record.Config
+	Separate sampledb.Separate
 	// FlushEvery is how often counts reach the files; 0 is
 	// DefaultFlushEvery.
 	FlushEvery time.Duration
-	Pages      int // data pages per ring; 0 is perfevent's default
 	// MaxJITData and MaxJITDataPerProcess bound the JIT data copied into
 	// the session, MaxSampleFiles and MaxSampleData its sample files (0:
-	// the defaults, DefaultMaxJITData and so on).
+	// the defaults, ingest.DefaultMaxJITData and so on).
 	MaxJITData, MaxJITDataPerProcess int64
 	MaxSampleFiles                   int
 	MaxSampleData                    int64
@@ -49,9 +49,6 @@ const DefaultFreq = 1000
 // DefaultFlushEvery is how often counts reach the files: what a daemon
 // killed with SIGKILL loses at most.
 const DefaultFlushEvery = 3 * time.Second
-
-// pollEvery bounds how late the daemon answers a request or a signal.
-const pollEvery = 100 * time.Millisecond
 
 // Status is what `jitprof daemon status` shows.
 type Status struct {
@@ -93,19 +90,23 @@ type Status struct {
 	SessionEvents        []sampledb.Event `json:"session_events"`
 }
 
-// daemon is the running collector: the events, the database, and the
-// loop that owns both.
+// daemon is the running collector: a record.Sink that counts each
+// round's samples into the session, and answers its clients between
+// rounds.
 type daemon struct {
 	cfg    Config
 	db     *sampledb.DB
-	set    *perfevent.EventSet
 	dec    *perfdata.Decoder
-	procs  *process.Tracker
-	in     *Ingest
+	in     *ingest.Ingest
 	start  time.Time
 	lost   uint64
 	reqs   chan request
 	status Status
+	// stop ends the recording: a client asked, or ctx is done.
+	stop    context.CancelFunc
+	stopped bool
+	ready   func()
+	flushAt time.Time
 
 	pending []pendingSample
 	chains  []uint64 // the round's callchains, one arena
@@ -118,39 +119,30 @@ type pendingSample struct {
 }
 
 // Run runs the daemon until ctx is done or a client asks it to stop:
-// it opens the session directory (ErrLocked if a daemon has it), the
-// events, the control socket and the pid file, calls ready once it
-// samples, and then counts samples into the session, flushing every
-// cfg.FlushEvery, on dump and at the end.
+// it opens the events through record.Stream (the recorder's events,
+// fall-back to user space only, and synthesis of the processes that run
+// already), the session directory (ErrLocked if a daemon has it), the
+// control socket and the pid file, calls ready once it samples, and then
+// counts samples into the session, flushing every cfg.FlushEvery, on
+// dump and at the end.
 func Run(ctx context.Context, cfg Config, ready func()) (err error) {
 	if cfg.FlushEvery <= 0 {
 		cfg.FlushEvery = DefaultFlushEvery
 	}
-	if cfg.Freq == 0 && cfg.Period == 0 {
-		cfg.Freq = DefaultFreq
+	sc := &cfg.Sample
+	if sc.Freq == 0 && sc.Period == 0 && !sc.MaxFreq {
+		sc.Freq = DefaultFreq
 	}
-	ev, err := perfevent.ParseEvent(cfg.Event)
-	if err != nil {
-		return err
-	}
-	name := ev.Name
-	if name == "" {
-		name = perfevent.DefaultEvent
-	}
-	sev := sampledb.Event{Name: name, Count: cfg.Period}
-	if cfg.Period == 0 {
-		sev.Count, sev.Freq = cfg.Freq, true
-	}
-	cfg.MaxJITData = cmp.Or(cfg.MaxJITData, DefaultMaxJITData)
-	cfg.MaxJITDataPerProcess = cmp.Or(cfg.MaxJITDataPerProcess, DefaultMaxJITDataPerProcess)
-	cfg.MaxSampleFiles = cmp.Or(cfg.MaxSampleFiles, DefaultMaxSampleFiles)
-	cfg.MaxSampleData = cmp.Or(cfg.MaxSampleData, DefaultMaxSampleData)
-	db, err := sampledb.Create(cfg.Dir, sampledb.Options{Separate: cfg.Separate, Events: []sampledb.Event{sev},
-		MaxFiles: cfg.MaxSampleFiles, MaxBytes: cfg.MaxSampleData})
-	if err != nil {
-		return err
-	}
-	d := &daemon{cfg: cfg, db: db, procs: process.New(), start: time.Now(), reqs: make(chan request)}
+	sc.Command, sc.Duration, sc.Progress = nil, 0, nil
+	sc.NoBuildIDs = true
+	sc.Notice = func(msg string) { log.Print(msg) }
+	cfg.MaxJITData = cmp.Or(cfg.MaxJITData, ingest.DefaultMaxJITData)
+	cfg.MaxJITDataPerProcess = cmp.Or(cfg.MaxJITDataPerProcess, ingest.DefaultMaxJITDataPerProcess)
+	cfg.MaxSampleFiles = cmp.Or(cfg.MaxSampleFiles, ingest.DefaultMaxSampleFiles)
+	cfg.MaxSampleData = cmp.Or(cfg.MaxSampleData, ingest.DefaultMaxSampleData)
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	d := &daemon{cfg: cfg, start: time.Now(), reqs: make(chan request), stop: stop, ready: ready}
 	pidFile := false
 	var pidRoot *os.Root
 	defer func() {
@@ -163,156 +155,112 @@ func Run(ctx context.Context, cfg Config, ready func()) (err error) {
 			pidRoot.Close()
 		}
 	}()
-	opts := perfevent.Options{Event: ev, Freq: cfg.Freq, Period: cfg.Period, Callchain: cfg.Callchain, Pages: cfg.Pages}
-	target := perfevent.Target{SystemWide: cfg.SystemWide, PIDs: cfg.PIDs}
-	d.set, err = perfevent.OpenEvents(opts, target)
-	if errors.Is(err, perfevent.ErrPermission) && !cfg.SystemWide && !ev.ExcludeKernel {
-		// perf_event_paranoid 2: user space only, as perf record does.
-		opts.ExcludeKernel = true
-		d.set, err = perfevent.OpenEvents(opts, target)
-		if err == nil {
-			log.Printf("perf_event_paranoid forbids kernel samples: sampling user space only")
+	_, _, err = record.Stream(ctx, *sc, func(r *record.Recorder, attr *perfdata.Attr, _ *perfdata.TracingData) (record.Sink, error) {
+		if err := d.open(r.Tracker(), r.Forget, attr); err != nil {
+			return nil, err
 		}
-	}
-	if err != nil {
-		return err
-	}
-	a := d.set.Attr()
-	attr := &perfdata.Attr{Type: a.Type, Size: a.Size, Config: a.Config, SamplePeriod: a.Sample,
-		SampleType: perfdata.SampleFormat(a.Sample_type), ReadFormat: perfdata.ReadFormat(a.Read_format),
-		Flags: perfdata.AttrFlags(a.Bits), ClockID: a.Clockid, Name: name}
-	for _, e := range d.set.Events() {
-		attr.IDs = append(attr.IDs, e.ID)
-	}
-	d.dec = perfdata.NewDecoder([]*perfdata.Attr{attr})
-	d.in = NewIngest(db, d.procs, 0)
-	d.in.CallGraph = cfg.Callchain
-	d.in.MaxJITData, d.in.MaxJITDataPerProcess = cfg.MaxJITData, cfg.MaxJITDataPerProcess
-	d.status = Status{PID: os.Getpid(), Dir: cfg.Dir, Start: d.start, Events: []string{name}, Separate: cfg.Separate.String(), CallGraph: cfg.Callchain,
-		MaxSampleFiles: cfg.MaxSampleFiles, MaxSampleData: cfg.MaxSampleData, MaxJITData: cfg.MaxJITData, MaxJITDataPerProcess: cfg.MaxJITDataPerProcess}
-	d.status.Target = "all CPUs"
-	if !cfg.SystemWide {
-		d.status.Target = fmt.Sprint("processes ", cfg.PIDs)
-	}
-	// Enabling before reading /proc means a mapping made meanwhile is
-	// seen twice rather than missed.
-	if err := d.set.Enable(); err != nil {
-		return err
-	}
-	d.synthesize()
-	ln, err := listen(db.Root(), cfg.Dir)
-	if err != nil {
-		return err
-	}
-	defer ln.Close()
-	go serve(ln, d.reqs)
-	// The pid file is removed after the DB, which closes its Root, is
-	// closed: a Root of its own.
-	if pidRoot, err = db.Root().OpenRoot("."); err != nil {
-		return err
-	}
-	if err := writePIDFile(pidRoot); err != nil {
-		pidRoot.Close()
-		return err
-	}
-	pidFile = true
-	if ready != nil {
-		ready()
-	}
-	return d.loop(ctx)
-}
-
-func (d *daemon) loop(ctx context.Context) error {
-	flush := time.NewTicker(d.cfg.FlushEvery)
-	defer flush.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-flush.C:
-			d.flush()
-		case r := <-d.reqs:
-			if stop := d.handle(r); stop {
-				return nil
-			}
-		default:
-		}
-		done, err := d.set.Poll(pollEvery)
+		ln, err := listen(d.db.Root(), cfg.Dir)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		d.drain()
-		if done {
-			log.Printf("every target process exited")
-			return nil
+		context.AfterFunc(ctx, func() { ln.Close() })
+		go serve(ln, d.reqs)
+		// The pid file is removed after the DB, which closes its Root,
+		// is closed: a Root of its own.
+		if pidRoot, err = d.db.Root().OpenRoot("."); err != nil {
+			return nil, err
 		}
-	}
-}
-
-// synthesize tells the tracker of the processes that ran before the
-// daemon, from /proc.
-func (d *daemon) synthesize() {
-	pids := d.cfg.PIDs
-	if d.cfg.SystemWide {
-		pids, _ = linux.AllPIDs()
-	}
-	for _, pid := range pids {
-		p, err := linux.ReadProcess(pid)
-		if err != nil {
-			continue
+		if err := writePIDFile(pidRoot); err != nil {
+			pidRoot.Close()
+			return nil, err
 		}
-		up := uint32(p.PID)
-		for _, t := range p.Threads {
-			d.procs.SetComm(up, uint32(t.TID), 0, t.Comm, false)
-		}
-		for _, m := range p.Maps {
-			if m.Prot&unix.PROT_EXEC == 0 {
-				continue
-			}
-			anon := perfdata.IsAnon(m.Path, m.Flags)
-			pgoff := m.Pgoff
-			if anon {
-				pgoff = 0
-			}
-			d.procs.Map(process.Mapping{PID: up, Start: m.Start, End: m.End, Pgoff: pgoff, Path: m.Path, Anon: anon, Exec: true})
-		}
-		if exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); err == nil {
-			d.in.SetExe(up, exe)
-		}
-	}
-}
-
-// drain reads one round of records: side-band records as they come,
-// samples once the round is in (the mapping a sample hit may be in
-// another CPU's ring, drained later in the round).
-func (d *daemon) drain() {
-	d.pending, d.chains = d.pending[:0], d.chains[:0]
-	_, err := d.set.Drain(func(raw []byte) {
-		rec, err := d.dec.Decode(raw)
-		if err != nil {
-			return
-		}
-		switch r := rec.(type) {
-		case *perfdata.Sample:
-			p := pendingSample{s: *r, chain: len(d.chains)}
-			d.chains = append(d.chains, r.Callchain...)
-			p.end = len(d.chains)
-			p.s.Callchain = nil
-			d.pending = append(d.pending, p)
-		case *perfdata.Lost:
-			d.lost += r.Lost
-			d.db.AddLost(0, r.Lost)
-		case *perfdata.LostSamples:
-			d.lost += r.Lost
-			d.db.AddLost(0, r.Lost)
-		default:
-			d.procs.Take(rec)
-			d.in.Take(rec)
-		}
+		pidFile = true
+		return d, nil
 	})
-	if err != nil {
-		log.Printf("drain: %v", err)
+	if err == nil && !d.stopped && ctx.Err() == nil {
+		log.Printf("every target process exited")
 	}
+	return err
+}
+
+// open opens the session for the events of attr, whose processes procs
+// follows and forget lets go of (a Recorder's).
+func (d *daemon) open(procs *process.Tracker, forget func(pid uint32), attr *perfdata.Attr) error {
+	cfg := d.cfg
+	name := attr.Name
+	sev := sampledb.Event{Name: name, Count: attr.SamplePeriod, Freq: attr.Freq()}
+	db, err := sampledb.Create(cfg.Dir, sampledb.Options{Separate: cfg.Separate, Events: []sampledb.Event{sev},
+		MaxFiles: cfg.MaxSampleFiles, MaxBytes: cfg.MaxSampleData})
+	if err != nil {
+		return err
+	}
+	d.db = db
+	d.dec = perfdata.NewDecoder([]*perfdata.Attr{attr})
+	d.in = ingest.New(db, procs, 0)
+	d.in.Forget = forget
+	d.in.CallGraph = cfg.Sample.Callchain
+	d.in.MaxJITData, d.in.MaxJITDataPerProcess = cfg.MaxJITData, cfg.MaxJITDataPerProcess
+	d.status = Status{PID: os.Getpid(), Dir: cfg.Dir, Start: d.start, Events: []string{name}, Separate: cfg.Separate.String(), CallGraph: cfg.Sample.Callchain,
+		MaxSampleFiles: cfg.MaxSampleFiles, MaxSampleData: cfg.MaxSampleData, MaxJITData: cfg.MaxJITData, MaxJITDataPerProcess: cfg.MaxJITDataPerProcess}
+	switch sc := cfg.Sample; {
+	case len(sc.PIDs) > 0:
+		d.status.Target = fmt.Sprint("processes ", sc.PIDs)
+	case len(sc.TIDs) > 0:
+		d.status.Target = fmt.Sprint("threads ", sc.TIDs)
+	case len(sc.CPUs) > 0:
+		d.status.Target = fmt.Sprint("CPUs ", sc.CPUs)
+	default:
+		d.status.Target = "all CPUs"
+	}
+	d.flushAt = time.Now().Add(cfg.FlushEvery)
+	return nil
+}
+
+// Raw implements record.Sink: side-band records as they come, samples
+// once the round is in (the mapping a sample hit may be in another CPU's
+// ring, drained later in the round).
+func (d *daemon) Raw(raw []byte) error {
+	rec, err := d.dec.Decode(raw)
+	if err != nil {
+		return nil
+	}
+	switch r := rec.(type) {
+	case *perfdata.Sample:
+		p := pendingSample{s: *r, chain: len(d.chains)}
+		d.chains = append(d.chains, r.Callchain...)
+		p.end = len(d.chains)
+		p.s.Callchain = nil
+		d.pending = append(d.pending, p)
+	case *perfdata.Lost:
+		d.lost += r.Lost
+		d.db.AddLost(0, r.Lost)
+	case *perfdata.LostSamples:
+		d.lost += r.Lost
+		d.db.AddLost(0, r.Lost)
+	default:
+		d.in.Take(rec)
+	}
+	return nil
+}
+
+// Record implements record.Sink: the processes that ran before the
+// daemon, as the recorder read them from /proc; their executables are
+// read there too, as no exec of theirs will say.
+func (d *daemon) Record(rec perfdata.Record) error {
+	if c, ok := rec.(*perfdata.Comm); ok && c.PID == c.TID {
+		if exe, err := linux.Host.Exe(int(c.PID)); err == nil {
+			d.in.SetExe(c.PID, exe)
+		}
+	}
+	return nil
+}
+
+// Written implements record.Sink: the daemon keeps counts, not records.
+func (d *daemon) Written() int64 { return 0 }
+
+// EndRound implements record.Sink: the round's samples are counted, and
+// then the daemon flushes when it is time and answers its clients.
+func (d *daemon) EndRound(*record.Recorder) error {
 	last := ^uint32(0)
 	for i := range d.pending {
 		if pid := d.pending[i].s.PID; pid != last {
@@ -327,6 +275,25 @@ func (d *daemon) drain() {
 		d.in.Add(&p.s)
 	}
 	d.in.EndRound()
+	d.pending, d.chains = d.pending[:0], d.chains[:0]
+	if d.ready != nil {
+		d.ready()
+		d.ready = nil
+	}
+	if now := time.Now(); !now.Before(d.flushAt) {
+		d.flush()
+		d.flushAt = now.Add(d.cfg.FlushEvery)
+	}
+	for !d.stopped {
+		select {
+		case r := <-d.reqs:
+			d.handle(r)
+			continue
+		default:
+		}
+		break
+	}
+	return nil
 }
 
 // flush writes the counts and copies the JIT data that changed.
@@ -360,29 +327,24 @@ func (d *daemon) snapshot() Status {
 	return st
 }
 
-// handle answers a client; it reports whether the daemon is to stop.
-func (d *daemon) handle(r request) bool {
+// handle answers a client at the end of a round, whose samples are
+// counted; stop ends the recording, whose last round comes after.
+func (d *daemon) handle(r request) {
 	var resp response
 	switch r.Op {
 	case "status":
-	case "dump":
-		d.drain()
+	case "dump", "stop":
 		d.flush()
-		if d.lastErr != nil {
+		if d.lastErr != nil && r.Op == "dump" {
 			resp.Error = d.lastErr.Error()
 		}
-	case "stop":
-		d.drain()
-		d.flush()
 	case "reset":
-		d.drain()
 		d.in.SaveJIT()
 		if err := d.db.Reset(); err != nil {
 			resp.Error = err.Error()
 		}
 		d.in.SessionChanged()
 	case "save":
-		d.drain()
 		d.in.SaveJIT()
 		if err := d.db.Save(r.Name); err != nil {
 			resp.Error = err.Error()
@@ -395,25 +357,23 @@ func (d *daemon) handle(r request) bool {
 	st := d.snapshot()
 	resp.Status = &st
 	r.reply <- resp
-	return r.Op == "stop"
+	if r.Op == "stop" {
+		d.stopped = true
+		d.stop()
+	}
 }
 
+// close ends the session once the recording has ended (its last round
+// counted): the JIT data and the counts are saved.
 func (d *daemon) close() error {
-	var errs []error
-	if d.set != nil {
-		if err := d.set.Disable(); err == nil {
-			d.drain()
-		}
+	if d.db == nil {
+		return nil
 	}
 	if d.in != nil {
 		d.in.SaveAllJIT()
 		d.in.Close()
 	}
-	if d.set != nil {
-		errs = append(errs, d.set.Close())
-	}
-	errs = append(errs, d.db.Close())
-	return errors.Join(errs...)
+	return d.db.Close()
 }
 
 // PIDFile is the daemon's pid file in the session directory.

@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/jitprof/jitprof/internal/linux"
 	"github.com/jitprof/jitprof/internal/trust"
 )
 
@@ -173,11 +174,10 @@ func Running(dir string) (pid int, stale bool, err error) {
 
 // isDaemon reports whether pid runs `jitprof daemon run`.
 func isDaemon(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	args, err := linux.Host.Cmdline(pid)
 	if err != nil {
 		return false
 	}
-	args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
 	for i := 0; i+1 < len(args); i++ {
 		if args[i] == "daemon" && args[i+1] == "run" {
 			return true
@@ -227,20 +227,4 @@ func OpenLog(dir string) (*os.File, error) {
 		return nil, fmt.Errorf("%s: not a regular file of the user running jitprof", filepath.Join(dir, LogFile))
 	}
 	return f, nil
-}
-
-// DefaultDir is the session directory when none is given:
-// $JITPROF_SESSION_DIR, else /var/lib/jitprof for root, else
-// ~/.local/share/jitprof.
-func DefaultDir() string {
-	if d := os.Getenv("JITPROF_SESSION_DIR"); d != "" {
-		return d
-	}
-	if os.Geteuid() == 0 {
-		return "/var/lib/jitprof"
-	}
-	if home, err := os.UserHomeDir(); err == nil {
-		return filepath.Join(home, ".local", "share", "jitprof")
-	}
-	return filepath.Join(os.TempDir(), fmt.Sprintf("jitprof-%d", os.Geteuid()), "sessions")
 }

@@ -5,9 +5,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/jitprof/jitprof/internal/linux"
 )
 
 // The control socket is made with golang.org/x/sys/unix rather than the
@@ -40,7 +41,7 @@ func sockaddr(path string) (*unix.SockaddrUnix, error) {
 // the last component, in the very directory that was checked, and the
 // session directory's path may be longer than sun_path.
 func inDir(dir *os.File, name string) string {
-	return "/proc/self/fd/" + strconv.Itoa(int(dir.Fd())) + "/" + name
+	return linux.FDPath(int(dir.Fd())) + "/" + name
 }
 
 func socket(path string) (int, error) {

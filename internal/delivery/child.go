@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/jitprof/jitprof/internal/linux"
 	"github.com/jitprof/jitprof/internal/trust"
 )
 
@@ -125,7 +126,7 @@ func (c *Child) start() error {
 		return fmt.Errorf("%s: %w", ExporterCommand, err)
 	}
 	defer f.Close()
-	cmd := exec.Command("/proc/self/fd/3", c.cfg.Args()...)
+	cmd := exec.Command(linux.FDPath(3), c.cfg.Args()...)
 	cmd.Args[0] = c.path
 	cmd.ExtraFiles = []*os.File{f.File}
 	// Its own process group, so that ending it ends what it started. It

@@ -36,9 +36,9 @@ type Files struct {
 	// OpenSource opens a source file an image's debug info names; nil
 	// means the machine's (annotate.OpenSource).
 	OpenSource func(file string, as trust.Cred) (io.ReadCloser, error)
-	// ProcRoot is where JIT handlers look for the processes still
-	// running; "" means /proc.
-	ProcRoot string
+	// Proc is where JIT handlers look for the processes still running:
+	// this machine's (the zero Proc), or, for an archive, nowhere.
+	Proc linux.Proc
 }
 
 // OwnFile is a file of a source itself, archived beside what its
@@ -304,10 +304,10 @@ func (c *collector) kallsyms(p *profile.Profile) {
 		}
 	}
 	if err != nil {
-		c.missing("/proc/kallsyms", err)
+		c.missing(linux.KallsymsPath, err)
 		return
 	}
-	c.add(archive.File{Name: archive.KallsymsName, Role: archive.RoleKallsyms, Path: "/proc/kallsyms"},
+	c.add(archive.File{Name: archive.KallsymsName, Role: archive.RoleKallsyms, Path: linux.KallsymsPath},
 		func() (io.ReadCloser, int64, error) { return io.NopCloser(bytes.NewReader(b)), int64(len(b)), nil })
 }
 
@@ -423,7 +423,7 @@ func (a *archived) Files() Files {
 			defer r.Close()
 			return r.Open(archive.RootName(file))
 		},
-		ProcRoot: filepath.Join(a.dir, "proc"), // nothing is there
+		Proc: linux.Proc{Root: filepath.Join(a.dir, "proc")}, // nothing is there
 	}
 }
 

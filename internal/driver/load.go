@@ -118,7 +118,7 @@ func load(ctx context.Context, src Source, opts Options) (*Loaded, error) {
 			hs = anon.WithPyPyLog(hs, opts.JIT.PyPyLog)
 		}
 		bind = func(procs anonbind.Processes) *anonbind.Binder {
-			binder = anonbind.New(procs, anonbind.Options{Handlers: hs, Force: opts.JIT.Force, ProcRoot: files.ProcRoot})
+			binder = anonbind.New(procs, anonbind.Options{Handlers: hs, Force: opts.JIT.Force, Proc: files.Proc})
 			return binder
 		}
 	}

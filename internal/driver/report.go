@@ -57,6 +57,29 @@ type ReportOptions struct {
 	OTLP otlp.Options
 }
 
+// CheckSessionGraph checks the options of report --session -g (-g
+// given, GraphAsked): a session keeps caller-callee arcs, not stacks,
+// so its call graph is OProfile's (callers and callees of each function)
+// in text or JSON. The other formats need whole stacks, which arcs
+// cannot be joined into without inventing them; rows are functions, so
+// sort keys and perf's filters (which the profile specification's tgid:,
+// tid:, cpu: and image: do for sessions) do not apply.
+func (o *ReportOptions) CheckSessionGraph() error {
+	if !o.GraphAsked || !o.Report.Chains.Graph {
+		return nil
+	}
+	v, f := o.View, o.Filter
+	switch {
+	case o.Format != Text && o.Format != JSON:
+		return fmt.Errorf("--session -g: a session's call graph is caller-callee arcs, written as text or json, not %s (which needs whole stacks: record them with jitprof record -g)", o.Format)
+	case len(v.SortKeys) > 0 || v.Separate != "" || v.Merge != "":
+		return errors.New("--session -g: the call graph is by function: --sort, --separate and --merge do not apply (select with the profile specification: tgid:, tid:, cpu:, image:)")
+	case len(f.Comms)+len(f.PIDs)+len(f.TIDs)+len(f.DSOs)+len(f.CPUs) > 0:
+		return errors.New("--session -g: select samples with the profile specification (tgid:, tid:, cpu:, image:), not perf's filters")
+	}
+	return nil
+}
+
 // View is opreport's and perf report's choice of rows: sort keys, or
 // the keys -l, --separate and --merge make.
 type View struct {

@@ -10,6 +10,7 @@ import (
 	"github.com/jitprof/jitprof/internal/anonbind"
 	"github.com/jitprof/jitprof/internal/hugepages"
 	"github.com/jitprof/jitprof/internal/jitbundle"
+	"github.com/jitprof/jitprof/internal/linux"
 	"github.com/jitprof/jitprof/internal/profile"
 	"github.com/jitprof/jitprof/internal/replay"
 	"github.com/jitprof/jitprof/internal/resolve"
@@ -97,21 +98,17 @@ func OpenRecording(path string, force bool) (*Recording, error) {
 }
 
 // bigRecording is the size of data from which reading a recording asks
-// for huge pages for the heap it is about to fill (internal/hugepages):
-// in a VM that took a report of 9 MB of data from 50 to 41 ms. Below it
-// the heap is a few megabytes, and the garbage collection Heap runs costs
-// more faults than huge pages save: 3.7 MB came out even, and a report of
-// 0.9 MB took 2 to 4 ms more with huge pages than without. A stream's
+// for huge pages for the heap it is about to fill (internal/hugepages).
+// Below it the heap is a few megabytes, and the collection Heap runs
+// costs more faults than huge pages save (bench/RESULTS.md). A stream's
 // size is not known: it gets them.
 const bigRecording = 4 << 20
 
 // heapBlock is how much of the heap to come hugepages.Heap advises for
-// reading f: address space, none of it touched, but each of its pages
-// is a word the runtime writes when it allocates and frees the block
-// (256 MiB were 270 of a 9 MB report's 1,000 faults). So it is about what
-// the report will use: a report's heap comes to a fifth of the data or
-// less (40 MB for 195 MB), half of it covers that, within 32 and 256
-// MiB; a stream, of unknown size, gets the most.
+// reading f: untouched address space, but each of its pages costs the
+// runtime a word of metadata, so it is about what the report will use
+// (a fifth of the data or less) within 32 and 256 MiB; a stream, of
+// unknown size, gets the most.
 func heapBlock(f *perfdata.File) int {
 	if f.Pipe {
 		return 256 << 20
@@ -204,7 +201,7 @@ func livePlaces(procs anonbind.Processes) func(uint32) (symbolize.Place, bool) {
 		at, ok := seen[pid]
 		if !ok {
 			p := procs.Process(pid)
-			if (p.StartTime != 0 || p.Comm != "") && p.FillLive("/proc") && p.UID >= 0 {
+			if (p.StartTime != 0 || p.Comm != "") && p.FillLive(linux.Host) && p.UID >= 0 {
 				gid := p.GID
 				if gid < 0 {
 					gid = trust.Nobody.GID

@@ -14,29 +14,18 @@ const hugePage = 2 << 20
 
 // Heap makes the next size bytes the Go heap grows into eligible for huge
 // pages, and reports whether the kernel took the advice. It allocates
-// size bytes, which the runtime maps fresh from the system and does not
-// touch, marks them MADV_HUGEPAGE, and frees them: the runtime hands out
-// the lowest free pages first, so what the program allocates next lands
-// there, and faults in 2 MiB at a time. Nothing is touched, so nothing
-// is charged to the process until it is used; memory the runtime later
-// returns to the system (MADV_DONTNEED) keeps the advice.
+// size bytes, which the runtime maps fresh and does not touch, marks them
+// MADV_HUGEPAGE and frees them: the runtime hands out the lowest free
+// pages first, so what the program allocates next lands there and faults
+// in 2 MiB at a time. Nothing is touched, so nothing is charged until it
+// is used. A guard below the block keeps its first huge page from sharing
+// a range with objects already touched, where faults stay 4 KiB ones.
 //
-// A guard of guardSize, allocated just before the block and never
-// touched or freed, sits between the heap in use and the block: without
-// it the block's first 2 MiB can share a huge page's range with objects
-// already touched, where faults stay 4 KiB ones, and that range is the
-// first the program allocates from after the block is freed (a report
-// took 170 to 500 faults there).
-//
-// Only the first call does this, early in a program's life: it runs a
-// garbage collection to free the block, and only that one; later calls
-// (the web UI opens its recording again at each reload) return the
-// first one's answer. Collection is off while the block is allocated,
-// which would otherwise start a collection of its own: in a virtual
-// machine each one costs a report about 350 page faults (4 ms), most of
-// them the runtime's first use of its span lists.
-// Where huge pages are off ("never") or always on, or the kernel has
-// none, it changes nothing but the heap's address space.
+// Only the first call does this (it runs a garbage collection to free
+// the block, with collection off while it is allocated); later calls
+// return the first one's answer. Where huge pages are off ("never") or
+// always on, it changes nothing but the heap's address space. What each
+// piece saved, in faults and milliseconds: bench/RESULTS.md.
 func Heap(size int) bool {
 	advised.Do(func() { advised.ok = heap(size) })
 	return advised.ok
@@ -47,9 +36,9 @@ func Heap(size int) bool {
 var guard []byte
 
 // guardSize is a huge page: the guard covers what lies below the block
-// in the range of the block's first huge page. It is live heap for the
-// program's life, which the collector's goal counts five times at GOGC
-// 400: a 4 MiB guard took a 2M-sample call-graph report from 52 to 71 MB.
+// in the range of the block's first huge page, and no more: it is live
+// heap for the program's life, which the collector's goal counts five
+// times at GOGC 400 (bench/RESULTS.md).
 const guardSize = hugePage
 
 // lastBlock is where the block began, for a test.

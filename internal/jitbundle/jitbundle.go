@@ -369,3 +369,19 @@ func (d *decoder) u64() uint64 {
 	}
 	return 0
 }
+
+// Entries returns the bundle's entries of kind for process pid (0: of
+// every process), in file order; none for a nil Bundle (a recording
+// without jitprof's data).
+func (b *Bundle) Entries(kind string, pid int) []Entry {
+	if b == nil {
+		return nil
+	}
+	var out []Entry
+	for _, e := range b.Files {
+		if e.Kind == kind && (pid == 0 || e.PID == pid) {
+			out = append(out, e)
+		}
+	}
+	return out
+}

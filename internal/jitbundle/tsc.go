@@ -14,7 +14,11 @@ import (
 // them.
 const (
 	KindTSC = "tsc"
-	TSCPath = "[tsc]"
+	// KindPyPy is the kind of a PyPy log (PYPYLOG's file) jitprof record
+	// embedded: kinds of JIT data are the names of the handlers that
+	// read them (internal/anon).
+	KindPyPy = "pypy"
+	TSCPath  = "[tsc]"
 	// MaxTSCPairs bounds the pairs DecodeTSC accepts.
 	MaxTSCPairs = 1 << 12
 )

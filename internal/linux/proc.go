@@ -44,10 +44,35 @@ type Identity struct {
 	StartTime uint64
 }
 
-// ReadIdentity reads pid's Identity from procRoot ("/proc", or a copy in
-// tests). A process that is gone gives an error wrapping ErrNoProcess.
-func ReadIdentity(procRoot string, pid int) (Identity, error) {
-	dir := procRoot + "/" + strconv.Itoa(pid)
+// Proc is a proc file system: this machine's (the zero Proc, Host) or a
+// copy a test made, at Root. Every read of /proc goes through one.
+type Proc struct {
+	// Root is where it is mounted; "" is /proc.
+	Root string
+}
+
+// Host is this machine's proc file system, at /proc.
+var Host Proc
+
+func (p Proc) root() string {
+	if p.Root == "" {
+		return "/proc"
+	}
+	return p.Root
+}
+
+// Dir is process pid's directory, /proc/PID.
+func (p Proc) Dir(pid int) string { return p.root() + "/" + strconv.Itoa(pid) }
+
+// RootDir is process pid's root directory as this process reaches it,
+// /proc/PID/root: where the files the process names are, in a container
+// or another mount namespace too.
+func (p Proc) RootDir(pid int) string { return p.Dir(pid) + "/root" }
+
+// Identity reads pid's Identity. A process that is gone gives an error
+// wrapping ErrNoProcess.
+func (p Proc) Identity(pid int) (Identity, error) {
+	dir := p.Dir(pid)
 	status, err := os.ReadFile(dir + "/status")
 	if err == nil {
 		var id Identity
@@ -171,9 +196,9 @@ type Mapping struct {
 // AnonPath is perf's name for anonymous mappings.
 const AnonPath = "//anon"
 
-// AllPIDs lists the processes (thread groups) in /proc.
-func AllPIDs() ([]int, error) {
-	return numericDir("/proc")
+// PIDs lists the processes (thread groups).
+func (p Proc) PIDs() ([]int, error) {
+	return numericDir(p.root())
 }
 
 func numericDir(dir string) ([]int, error) {
@@ -192,8 +217,8 @@ func numericDir(dir string) ([]int, error) {
 
 // TaskIDs lists the threads of process pid, from /proc/PID/task; a
 // process that is gone gives ErrNoProcess.
-func TaskIDs(pid int) ([]int, error) {
-	tids, err := numericDir(fmt.Sprintf("/proc/%d/task", pid))
+func (p Proc) TaskIDs(pid int) ([]int, error) {
+	tids, err := numericDir(p.Dir(pid) + "/task")
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ESRCH) {
 		return nil, ErrNoProcess
 	}
@@ -204,8 +229,8 @@ func TaskIDs(pid int) ([]int, error) {
 // while it reads are left out; if the process itself exits the error is
 // ErrNoProcess, and another user's process that the caller may not read
 // gives an error wrapping fs.ErrPermission.
-func ReadProcess(pid int) (Process, error) {
-	p, err := readProcess(pid)
+func (pr Proc) Process(pid int) (Process, error) {
+	p, err := pr.readProcess(pid)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ESRCH) {
 			err = fmt.Errorf("%w: %w", ErrNoProcess, err)
@@ -215,8 +240,8 @@ func ReadProcess(pid int) (Process, error) {
 	return p, nil
 }
 
-func readProcess(pid int) (Process, error) {
-	dir := fmt.Sprintf("/proc/%d", pid)
+func (pr Proc) readProcess(pid int) (Process, error) {
+	dir := pr.Dir(pid)
 	status, err := os.ReadFile(dir + "/status")
 	if err != nil {
 		return Process{}, err
@@ -231,7 +256,7 @@ func readProcess(pid int) (Process, error) {
 	if p.Comm, err = readComm(dir); err != nil {
 		return Process{}, err
 	}
-	tids, err := TaskIDs(pid)
+	tids, err := pr.TaskIDs(pid)
 	if err != nil {
 		return Process{}, err
 	}
@@ -359,17 +384,31 @@ func parseMapsLine(line string) (Mapping, error) {
 	return m, nil
 }
 
-// ReadComm returns the name of process pid under procRoot ("/proc", or a
-// copy in tests), as /proc/PID/comm gives it.
-func ReadComm(procRoot string, pid int) (string, error) {
-	return readComm(procRoot + "/" + strconv.Itoa(pid))
+// Comm returns the name of process pid, as /proc/PID/comm gives it.
+func (p Proc) Comm(pid int) (string, error) {
+	return readComm(p.Dir(pid))
 }
 
-// ProcStat returns, from /proc/PID/stat, a process's state (field 3: 'R',
+// Exe returns the path of process pid's executable, /proc/PID/exe's
+// target.
+func (p Proc) Exe(pid int) (string, error) {
+	return os.Readlink(p.Dir(pid) + "/exe")
+}
+
+// Cmdline returns process pid's arguments, from /proc/PID/cmdline.
+func (p Proc) Cmdline(pid int) ([]string, error) {
+	b, err := os.ReadFile(p.Dir(pid) + "/cmdline")
+	if err != nil {
+		return nil, err
+	}
+	return strings.Split(strings.TrimRight(string(b), "\x00"), "\x00"), nil
+}
+
+// Stat returns, from /proc/PID/stat, a process's state (field 3: 'R',
 // 'S', 'Z' for a zombie, ...) and its start time (field 22), which tells
 // it from a later process with its pid.
-func ProcStat(pid int) (start uint64, state byte, err error) {
-	dir := "/proc/" + strconv.Itoa(pid)
+func (p Proc) Stat(pid int) (start uint64, state byte, err error) {
+	dir := p.Dir(pid)
 	f, err := statFields(dir)
 	if err != nil {
 		return 0, 0, err
@@ -383,13 +422,25 @@ func ProcStat(pid int) (start uint64, state byte, err error) {
 
 // SameMountNamespace says whether process pid sees the mount namespace
 // this process sees: then a path names the same file for both.
-func SameMountNamespace(pid int) (bool, error) {
+func (p Proc) SameMountNamespace(pid int) (bool, error) {
 	var theirs, ours unix.Stat_t
-	if err := unix.Stat("/proc/"+strconv.Itoa(pid)+"/ns/mnt", &theirs); err != nil {
+	if err := unix.Stat(p.Dir(pid)+"/ns/mnt", &theirs); err != nil {
 		return false, err
 	}
-	if err := unix.Stat("/proc/self/ns/mnt", &ours); err != nil {
+	if err := unix.Stat(p.root()+"/self/ns/mnt", &ours); err != nil {
 		return false, err
 	}
 	return theirs.Dev == ours.Dev && theirs.Ino == ours.Ino, nil
 }
+
+// SelfExe is this process's executable as the kernel keeps it open: the
+// path re-executes the same file after the one at its path changed.
+const SelfExe = "/proc/self/exe"
+
+// FDPath is the path that reopens or executes this process's open
+// descriptor fd, /proc/self/fd/FD: a file reached by its descriptor, not
+// again by its path.
+func FDPath(fd int) string { return "/proc/self/fd/" + strconv.Itoa(fd) }
+
+// SelfCwd is this process's working directory as /proc gives it.
+const SelfCwd = "/proc/self/cwd"

@@ -44,7 +44,7 @@ func TestParseMapsLine(t *testing.T) {
 }
 
 func TestReadProcessSelf(t *testing.T) {
-	p, err := ReadProcess(os.Getpid())
+	p, err := Host.Process(os.Getpid())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,13 +80,13 @@ func TestReadProcessGone(t *testing.T) {
 	if err := cmd.Run(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ReadProcess(cmd.Process.Pid); !errors.Is(err, ErrNoProcess) {
+	if _, err := Host.Process(cmd.Process.Pid); !errors.Is(err, ErrNoProcess) {
 		t.Errorf("ReadProcess of an exited pid: %v, want ErrNoProcess", err)
 	}
 }
 
 func TestAllPIDs(t *testing.T) {
-	pids, err := AllPIDs()
+	pids, err := Host.PIDs()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +96,7 @@ func TestAllPIDs(t *testing.T) {
 		one = one || p == 1
 	}
 	if !self || !one {
-		t.Errorf("AllPIDs() has self %v, init %v", self, one)
+		t.Errorf("Host.PIDs() has self %v, init %v", self, one)
 	}
 }
 
@@ -178,14 +178,14 @@ func TestParseStatus(t *testing.T) {
 }
 
 func TestReadIdentitySelf(t *testing.T) {
-	id, err := ReadIdentity("/proc", os.Getpid())
+	id, err := Host.Identity(os.Getpid())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if id.UID != os.Geteuid() || id.GID != os.Getegid() || id.NSPID == 0 || id.StartTime == 0 {
 		t.Errorf("identity %+v; want uid %d gid %d, a pid and a start time", id, os.Geteuid(), os.Getegid())
 	}
-	p, err := ReadProcess(os.Getpid())
+	p, err := Host.Process(os.Getpid())
 	if err != nil || p.Identity != id {
 		t.Errorf("ReadProcess identity %+v, %v; ReadIdentity said %+v", p.Identity, err, id)
 	}
@@ -193,7 +193,7 @@ func TestReadIdentitySelf(t *testing.T) {
 	if err := cmd.Run(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ReadIdentity("/proc", cmd.Process.Pid); !errors.Is(err, ErrNoProcess) {
+	if _, err := Host.Identity(cmd.Process.Pid); !errors.Is(err, ErrNoProcess) {
 		t.Errorf("identity of an exited process: %v, want ErrNoProcess", err)
 	}
 }
@@ -248,5 +248,60 @@ func TestOnlineCPUs(t *testing.T) {
 	}
 	if len(cpus) == 0 || cpus[0] < 0 {
 		t.Fatalf("OnlineCPUs() = %v", cpus)
+	}
+}
+
+// TestProcFake: every read of a process goes under the Proc's root, so a
+// copy of /proc in a test stands for the machine's.
+func TestProcFake(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "4242")
+	for name, data := range map[string]string{
+		"status":         "Name:\tjit\nTgid:\t4242\nPPid:\t1\nUid:\t0\t1000\t0\t1001\nGid:\t0\t100\t0\t101\nNSpid:\t4242\t7\n",
+		"stat":           "4242 (a (jit) b) S 1 " + strings.Repeat("0 ", 17) + "98765 0 0\n",
+		"comm":           "jit\n",
+		"cmdline":        "jitprof\x00daemon\x00run\x00",
+		"maps":           "7f1c00000000-7f1c00001000 r-xs 00000000 00:01 4242                       /memfd:jit (deleted)\n",
+		"task/4242/comm": "jit\n",
+		"task/4243/comm": "worker\n",
+	} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink("/opt/jit/bin/jit", filepath.Join(dir, "exe")); err != nil {
+		t.Fatal(err)
+	}
+	p := Proc{Root: root}
+	if pids, err := p.PIDs(); err != nil || !slices.Equal(pids, []int{4242}) {
+		t.Errorf("PIDs() = %v, %v", pids, err)
+	}
+	if id, err := p.Identity(4242); err != nil || id != (Identity{UID: 1001, GID: 101, NSPID: 7, StartTime: 98765}) {
+		t.Errorf("Identity = %+v, %v", id, err)
+	}
+	if c, err := p.Comm(4242); err != nil || c != "jit" {
+		t.Errorf("Comm = %q, %v", c, err)
+	}
+	if a, err := p.Cmdline(4242); err != nil || !slices.Equal(a, []string{"jitprof", "daemon", "run"}) {
+		t.Errorf("Cmdline = %q, %v", a, err)
+	}
+	if e, err := p.Exe(4242); err != nil || e != "/opt/jit/bin/jit" {
+		t.Errorf("Exe = %q, %v", e, err)
+	}
+	if start, state, err := p.Stat(4242); err != nil || start != 98765 || state != 'S' {
+		t.Errorf("Stat = %d, %c, %v", start, state, err)
+	}
+	pr, err := p.Process(4242)
+	if err != nil || len(pr.Threads) != 2 || pr.Threads[1].Comm != "worker" || len(pr.Maps) != 1 || pr.Maps[0].Path != "/memfd:jit (deleted)" {
+		t.Errorf("Process = %+v, %v", pr, err)
+	}
+	if r := p.RootDir(4242); r != root+"/4242/root" {
+		t.Errorf("RootDir = %q", r)
+	}
+	if _, err := p.Identity(1); !errors.Is(err, ErrNoProcess) {
+		t.Errorf("Identity of a process not there: %v, want ErrNoProcess", err)
 	}
 }

@@ -40,3 +40,9 @@ func MaxSampleRate() (int, error) {
 func KptrRestrict() (int, error) {
 	return readIntFile("/proc/sys/kernel/kptr_restrict")
 }
+
+// CapLastCap returns /proc/sys/kernel/cap_last_cap, the highest
+// capability this kernel knows.
+func CapLastCap() (int, error) {
+	return readIntFile("/proc/sys/kernel/cap_last_cap")
+}

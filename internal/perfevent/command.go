@@ -10,6 +10,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/jitprof/jitprof/internal/linux"
 )
 
 // A command is started stopped, the way perf record does it: the child
@@ -106,7 +108,7 @@ func StartCommand(argv, env []string, stdin io.Reader, stdout, stderr io.Writer)
 	defer goR.Close()
 	defer errW.Close()
 	cmd := &exec.Cmd{
-		Path:       "/proc/self/exe",
+		Path:       linux.SelfExe,
 		Args:       append([]string{argv[0], path}, argv...),
 		Env:        append(env[:len(env):len(env)], shimEnv+"=1"),
 		Stdin:      stdin,

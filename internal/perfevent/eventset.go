@@ -217,7 +217,7 @@ func OpenEvents(o Options, t Target) (_ *EventSet, err error) {
 	case len(t.PIDs) > 0:
 		tids = nil
 		for _, pid := range t.PIDs {
-			ts, err := linux.TaskIDs(pid)
+			ts, err := linux.Host.TaskIDs(pid)
 			if err != nil {
 				return nil, fmt.Errorf("open events: pid %d: %w", pid, err)
 			}

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jitprof/jitprof/internal/linux"
 	"github.com/jitprof/jitprof/perfdata"
 )
 
@@ -135,7 +136,7 @@ int main(int argc, char **argv) {
 	for (int i = 0; i < threads && i < 16; i++) pthread_create(&tids[i], NULL, thread_main, NULL);
 	if (fork_exec) {
 		pid_t p = fork();
-		if (p == 0) { char n[32]; snprintf(n, sizeof n, "%ld", iters); execl("/proc/self/exe", argv[0], n, (char *)NULL); _exit(127); }
+		if (p == 0) { char n[32]; snprintf(n, sizeof n, "%ld", iters); execl("` + linux.SelfExe + `", argv[0], n, (char *)NULL); _exit(127); }
 		waitpid(p, NULL, 0);
 	}
 	thread_main(NULL);

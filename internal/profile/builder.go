@@ -43,17 +43,22 @@ func NewBuilder() *Builder {
 	return b
 }
 
+// intern returns the id index gives key, or else appends v to the table
+// and gives key its index there: one id for equal keys.
+func intern[K comparable, V any](index map[K]int32, table *[]V, key K, v V) int32 {
+	if id, ok := index[key]; ok {
+		return id
+	}
+	id := int32(len(*table))
+	*table = append(*table, v)
+	index[key] = id
+	return id
+}
+
 // Image interns an image by name, build-id and kind; the first one met
 // gives the other fields.
 func (b *Builder) Image(im Image) int32 {
-	k := imageKey{im.Name, im.BuildID, im.Kind}
-	if id, ok := b.images[k]; ok {
-		return id
-	}
-	id := int32(len(b.p.Images))
-	b.p.Images = append(b.p.Images, im)
-	b.images[k] = id
-	return id
+	return intern(b.images, &b.p.Images, imageKey{im.Name, im.BuildID, im.Kind}, im)
 }
 
 // SetNoSymbols records why an image has no symbols.
@@ -65,59 +70,27 @@ func (b *Builder) SetStripped(image int32, note string) { b.p.Images[image].Stri
 
 // Func interns a function by image, name and address.
 func (b *Builder) Func(f Func) int32 {
-	k := funcKey{f.Image, f.Name, f.Addr}
-	if id, ok := b.funcs[k]; ok {
-		return id
-	}
-	id := int32(len(b.p.Funcs))
-	b.p.Funcs = append(b.p.Funcs, f)
-	b.funcs[k] = id
-	return id
+	return intern(b.funcs, &b.p.Funcs, funcKey{f.Image, f.Name, f.Addr}, f)
 }
 
 // Frame interns a frame.
 func (b *Builder) Frame(f Frame) int32 {
-	if id, ok := b.frames[f]; ok {
-		return id
-	}
-	id := int32(len(b.p.Frames))
-	b.p.Frames = append(b.p.Frames, f)
-	b.frames[f] = id
-	return id
+	return intern(b.frames, &b.p.Frames, f, f)
 }
 
 // Push returns the stack node of frame called from parent (-1: the root).
 func (b *Builder) Push(parent, frame int32) int32 {
-	k := uint64(uint32(parent))<<32 | uint64(uint32(frame))
-	if id, ok := b.nodes[k]; ok {
-		return id
-	}
-	id := int32(len(b.p.Nodes))
-	b.p.Nodes = append(b.p.Nodes, Node{parent, frame})
-	b.nodes[k] = id
-	return id
+	return intern(b.nodes, &b.p.Nodes, uint64(uint32(parent))<<32|uint64(uint32(frame)), Node{parent, frame})
 }
 
 // String interns a string.
 func (b *Builder) String(s string) int32 {
-	if id, ok := b.strings[s]; ok {
-		return id
-	}
-	id := int32(len(b.p.Strings))
-	b.p.Strings = append(b.p.Strings, s)
-	b.strings[s] = id
-	return id
+	return intern(b.strings, &b.p.Strings, s, s)
 }
 
 // Thread interns a thread.
 func (b *Builder) Thread(t Thread) int32 {
-	if id, ok := b.threads[t]; ok {
-		return id
-	}
-	id := int32(len(b.p.Threads))
-	b.p.Threads = append(b.p.Threads, t)
-	b.threads[t] = id
-	return id
+	return intern(b.threads, &b.p.Threads, t, t)
 }
 
 // Event adds an event and returns its index.

@@ -33,7 +33,8 @@ func BenchmarkHandle(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			r := newRecorder(sink, attr)
+			r := newRecorder(attr, true)
+			r.sink = sink
 			r.procs.Map(process.Mapping{PID: 42, Start: 0x400000, End: 0x500000, Path: "/bin/work", Exec: true})
 			// id, ip, pid/tid, time, cpu, period [, nr, 16 frames]
 			words := []uint64{1, 0x401234, 42 | 42<<32, 1000, 0, 250000}

@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/jitprof/jitprof/internal/linux"
@@ -60,13 +59,13 @@ func (r *Recorder) otherRoot(pid uint32) (string, bool) {
 	if !id.known || pid == 0 {
 		return "", false
 	}
-	if now, err := linux.ReadIdentity("/proc", int(pid)); err != nil || now.StartTime != id.StartTime {
+	if now, err := linux.Host.Identity(int(pid)); err != nil || now.StartTime != id.StartTime {
 		return "", false
 	}
-	if same, err := linux.SameMountNamespace(int(pid)); err != nil || same {
+	if same, err := linux.Host.SameMountNamespace(int(pid)); err != nil || same {
 		return "", false
 	}
-	return "/proc/" + strconv.Itoa(int(pid)) + "/root", true
+	return linux.Host.RootDir(int(pid)), true
 }
 
 // elfBuildID returns the GNU build-id of an ELF file, read with c's

@@ -10,7 +10,6 @@ import (
 	"github.com/jitprof/jitprof/internal/jitbundle"
 	"github.com/jitprof/jitprof/internal/linux"
 	"github.com/jitprof/jitprof/internal/process"
-	"github.com/jitprof/jitprof/internal/trust"
 )
 
 // maxJITData bounds what one recording embeds: JIT data is usually a few
@@ -42,26 +41,23 @@ func (s *fileSink) embedJITData(r *Recorder, pypyLog string, notice func(string)
 		id := r.ids[pid]
 		if id.known && id.StartTime != 0 {
 			// Still running: who it is now, if it is the same process.
-			if now, err := linux.ReadIdentity("/proc", int(pid)); err == nil && now.StartTime == id.StartTime {
+			if now, err := linux.Host.Identity(int(pid)); err == nil && now.StartTime == id.StartTime {
 				id.Identity = now
 			}
 		}
-		ap := &anon.Process{PID: int(pid), NSPID: int(pid), UID: trust.UnknownOwner, GID: trust.UnknownOwner, PyPyLog: pypyLog}
+		var known *linux.Identity
 		if id.known {
-			ap.UID, ap.GID, ap.StartTime = id.UID, id.GID, id.StartTime
+			known = &id.Identity
 			b.Processes = append(b.Processes, jitbundle.Process{PID: int(pid), NSPID: id.NSPID, UID: id.UID, GID: id.GID, StartTime: id.StartTime})
 		}
-		for _, m := range p.Mappings {
-			if m.Exec {
-				ap.Mappings = append(ap.Mappings, anon.Mapping{Start: m.Start, End: m.End, Pgoff: m.Pgoff, Time: m.Time, Path: m.Path, Exec: true})
-			}
-		}
+		ap := anon.NewProcess(pid, p.Comm, execMappings(p.Mappings), known)
+		ap.PyPyLog = pypyLog
 		// Without a start time a live process with this pid may be
 		// another one: its files are not looked for under its root.
 		if ap.StartTime != 0 {
-			ap.FillLive("/proc")
+			ap.FillLive(linux.Host)
 		}
-		es, errs := anon.Collect(ap, left)
+		es, errs := anon.Collect(&ap, left)
 		for _, err := range errs {
 			if notice != nil {
 				notice(err.Error())
@@ -127,4 +123,16 @@ func PyPyLogFile(env []string) string {
 		return abs
 	}
 	return v
+}
+
+// execMappings are the executable ones of ms: where JIT data is looked
+// for.
+func execMappings(ms []*process.Mapping) []*process.Mapping {
+	var out []*process.Mapping
+	for _, m := range ms {
+		if m.Exec {
+			out = append(out, m)
+		}
+	}
+	return out
 }

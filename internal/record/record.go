@@ -62,6 +62,9 @@ type Config struct {
 	// Notice, if set, receives messages for the user, such as the
 	// fall-back to user space only.
 	Notice func(string)
+	// NoBuildIDs says the Sink keeps no build-ids (a collector's, not a
+	// perf.data file): the images samples hit are not noted.
+	NoBuildIDs bool
 }
 
 // Progress is the state of a recording so far.
@@ -92,9 +95,10 @@ type Result struct {
 	ExitStatus int
 }
 
-// pollInterval bounds how late a recording notices ctx or its duration,
-// and how stale the file of a killed recorder can be.
-const pollInterval = 100 * time.Millisecond
+// PollInterval is the longest a round lasts: it bounds how late a
+// recording notices ctx or its duration, how stale the file of a killed
+// recorder can be, and how late the daemon answers a client.
+const PollInterval = 100 * time.Millisecond
 
 // Run records cfg's target into out until the target exits, cfg.Duration
 // passes or ctx is done, and then completes the file. A command that is
@@ -106,7 +110,7 @@ func Run(ctx context.Context, out io.Writer, cfg Config) (*Result, error) {
 		return nil, errors.New("a perf.data file is written to a seekable output; a stream is written with Config.Pipe")
 	}
 	var file *fileSink
-	r, res, err := Stream(ctx, cfg, func(attr *perfdata.Attr, tracing *perfdata.TracingData) (Sink, error) {
+	r, res, err := Stream(ctx, cfg, func(_ *Recorder, attr *perfdata.Attr, tracing *perfdata.TracingData) (Sink, error) {
 		var err error
 		file, err = newFileSink(out, cfg.Pipe, attr, tracing)
 		return file, err
@@ -123,12 +127,13 @@ func Run(ctx context.Context, out io.Writer, cfg Config) (*Result, error) {
 
 // Stream records cfg's target as Run does, into the Sink that open
 // returns once the events are open: attr describes them (their ids
-// included) and tracing is what decodes a tracepoint's samples, nil for
-// other events. It returns the Recorder, which holds the recording's
+// included), tracing is what decodes a tracepoint's samples, nil for
+// other events, and r is the Recorder that will feed the Sink (its
+// Tracker, empty yet, is where the processes will be). It returns the Recorder, which holds the recording's
 // processes and counts, with the Result, whose BuildIDs and JITFiles are
 // for the Sink's owner to set; the Sink is left open. A nil Recorder
 // means recording failed before open was called, or open failed.
-func Stream(ctx context.Context, cfg Config, open func(attr *perfdata.Attr, tracing *perfdata.TracingData) (Sink, error)) (*Recorder, *Result, error) {
+func Stream(ctx context.Context, cfg Config, open func(r *Recorder, attr *perfdata.Attr, tracing *perfdata.TracingData) (Sink, error)) (*Recorder, *Result, error) {
 	ev, tracing, err := parseEvent(cfg)
 	if err != nil {
 		return nil, nil, err
@@ -147,11 +152,10 @@ func Stream(ctx context.Context, cfg Config, open func(attr *perfdata.Attr, trac
 		cfg.Notice(userOnlyNotice())
 	}
 	attr := fileAttr(set, eventName(ev, res.UserOnly))
-	sink, err := open(attr, tracing)
-	if err != nil {
+	r := newRecorder(attr, !cfg.NoBuildIDs)
+	if r.sink, err = open(r, attr, tracing); err != nil {
 		return nil, nil, tg.abort(err)
 	}
-	r := newRecorder(sink, attr)
 	r.forget = cfg.ForgetExited
 	if err := r.begin(set, cfg, tg); err != nil {
 		return nil, nil, tg.abort(err)
@@ -359,18 +363,18 @@ func (r *Recorder) loop(ctx context.Context, set *perfevent.EventSet, cfg Config
 }
 
 // pollWait is how long the drain loop may wait for records at now:
-// pollInterval, or less when the recording's end is nearer, so that a
-// recording of a duration ends at it rather than up to pollInterval
+// PollInterval, or less when the recording's end is nearer, so that a
+// recording of a duration ends at it rather than up to PollInterval
 // later; over says end has come. The zero end is no end.
 func pollWait(now, end time.Time) (wait time.Duration, over bool) {
 	if end.IsZero() {
-		return pollInterval, false
+		return PollInterval, false
 	}
 	left := end.Sub(now)
 	if left <= 0 {
 		return 0, true
 	}
-	return min(left, pollInterval), false
+	return min(left, PollInterval), false
 }
 
 // stop disables the events, unless they ended with their target, and

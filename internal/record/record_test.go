@@ -422,7 +422,8 @@ func TestHits(t *testing.T) {
 		t.Skip("the records are encoded little-endian, as perf.data holds them")
 	}
 	sink := &memSink{}
-	r := newRecorder(sink, testAttr)
+	r := newRecorder(testAttr, true)
+	r.sink = sink
 	recs := []perfdata.Record{
 		mmapRec(1, 10, 0x1000, 0x3000, "/a"),
 		mmapRec(1, 20, 0x2000, 0x2800, "/b"), // maps over the middle of /a
@@ -583,7 +584,8 @@ func TestBuildIDAsProcessUser(t *testing.T) {
 	if err := os.WriteFile(secret, b, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	r := newRecorder(&memSink{}, testAttr)
+	r := newRecorder(testAttr, true)
+	r.sink = &memSink{}
 	r.procs.Map(process.Mapping{PID: 1, Start: 0x1000, End: 0x2000, Path: secret, Exec: true})
 	r.ids[1] = identity{linux.Identity{UID: 54321, GID: 54321}, true}
 	r.hit(userIP{1, 0x1800, 0})
@@ -606,7 +608,8 @@ func TestSamplesBeforeBegin(t *testing.T) {
 		t.Skip("the records are encoded little-endian, as perf.data holds them")
 	}
 	sink := &memSink{}
-	r := newRecorder(sink, testAttr)
+	r := newRecorder(testAttr, true)
+	r.sink = sink
 	r.from = 100
 	for _, rec := range []perfdata.Record{
 		mmapRec(1, 10, 0x1000, 0x2000, "/a"),
@@ -625,7 +628,7 @@ func TestSamplesBeforeBegin(t *testing.T) {
 	}
 }
 
-// TestPollWait: the drain loop waits at most pollInterval, less when the
+// TestPollWait: the drain loop waits at most PollInterval, less when the
 // recording's end is nearer, so that a recording of a duration ends at
 // it; and not at all once it has come.
 func TestPollWait(t *testing.T) {
@@ -635,8 +638,8 @@ func TestPollWait(t *testing.T) {
 		wait time.Duration
 		over bool
 	}{
-		{time.Time{}, pollInterval, false},
-		{now.Add(time.Second), pollInterval, false},
+		{time.Time{}, PollInterval, false},
+		{now.Add(time.Second), PollInterval, false},
 		{now.Add(30 * time.Millisecond), 30 * time.Millisecond, false},
 		{now, 0, true},
 		{now.Add(-time.Millisecond), 0, true},
@@ -651,7 +654,7 @@ func TestPollWait(t *testing.T) {
 // TestDurationSpan: a recording of a duration spans that duration, from
 // when sampling began (after /proc is read, which takes longer than a
 // short recording on a busy machine) to the end: late by no more than
-// the drain loop's pollInterval, which once was how late its end was
+// the drain loop's PollInterval, which once was how late its end was
 // noticed. System-wide, every CPU takes samples all along (the idle
 // task's too), so the first and last samples mark the span's ends to
 // within a sampling period (0.25 ms).
@@ -675,8 +678,8 @@ func TestDurationSpan(t *testing.T) {
 	}
 	span := time.Duration(last - first)
 	t.Logf("a recording of %v spans %v", d, span)
-	if span < d-10*time.Millisecond || span > d+pollInterval {
-		t.Errorf("a recording of %v spans %v; want %v to %v", d, span, d-10*time.Millisecond, d+pollInterval)
+	if span < d-10*time.Millisecond || span > d+PollInterval {
+		t.Errorf("a recording of %v spans %v; want %v to %v", d, span, d-10*time.Millisecond, d+PollInterval)
 	}
 }
 
@@ -687,7 +690,8 @@ func TestForgetExited(t *testing.T) {
 	if !littleEndian() {
 		t.Skip("the records are encoded little-endian, as perf.data holds them")
 	}
-	r := newRecorder(&memSink{}, testAttr)
+	r := newRecorder(testAttr, true)
+	r.sink = &memSink{}
 	r.forget = true
 	common := func(pid uint32, tm uint64) perfdata.Common {
 		return perfdata.Common{Attr: testAttr, PID: pid, TID: pid, Time: tm}

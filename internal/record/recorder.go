@@ -107,17 +107,29 @@ type userIP struct {
 	ip, time uint64
 }
 
-// newRecorder returns a Recorder of the records of the events of attr
-// into sink.
-func newRecorder(sink Sink, attr *perfdata.Attr) *Recorder {
+// newRecorder returns a Recorder of the records of the events of attr,
+// noting the images samples hit when hits; its sink is set before it
+// drains.
+func newRecorder(attr *perfdata.Attr, hits bool) *Recorder {
 	dec := perfdata.NewDecoder([]*perfdata.Attr{attr})
 	dec.FixedSampleFields = true // a sample's address and time are all it needs
-	return &Recorder{
-		sink: sink, attr: attr, dec: dec,
+	r := &Recorder{
+		attr: attr, dec: dec,
 		procs: process.New(),
 		ids:   map[uint32]identity{},
-		hits:  map[string]*hitImage{},
 	}
+	if hits {
+		r.hits = map[string]*hitImage{}
+	}
+	return r
+}
+
+// Forget forgets process pid, which has exited: its mappings and who it
+// was. A collector that runs for weeks calls it, once no sample of the
+// process can come any more, so as not to keep every process it saw.
+func (r *Recorder) Forget(pid uint32) {
+	r.procs.Forget(pid)
+	delete(r.ids, pid)
 }
 
 // Tracker returns the processes and mappings the Recorder has seen.
@@ -225,7 +237,9 @@ func (r *Recorder) handle(raw []byte) {
 			r.kernelHit = true
 			return
 		}
-		r.pending = append(r.pending, userIP{v.PID, v.IP, tm})
+		if r.hits != nil {
+			r.pending = append(r.pending, userIP{v.PID, v.IP, tm})
+		}
 	case *perfdata.Mmap:
 		r.procs.Take(v)
 		if !r.ids[v.PID].known {
@@ -265,7 +279,7 @@ func (r *Recorder) handle(raw []byte) {
 // identify reads who process pid is from /proc, keeping what was known
 // when it is gone.
 func (r *Recorder) identify(pid uint32) {
-	id, err := linux.ReadIdentity("/proc", int(pid))
+	id, err := linux.Host.Identity(int(pid))
 	if err != nil {
 		return
 	}

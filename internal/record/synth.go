@@ -50,7 +50,7 @@ func (r *Recorder) synthProcesses(cfg Config) error {
 	var pids []int
 	switch {
 	case cfg.SystemWide:
-		all, err := linux.AllPIDs()
+		all, err := linux.Host.PIDs()
 		if err != nil {
 			return err
 		}
@@ -63,7 +63,7 @@ func (r *Recorder) synthProcesses(cfg Config) error {
 	}
 	seen := map[int]bool{}
 	for _, pid := range pids {
-		p, err := linux.ReadProcess(pid)
+		p, err := linux.Host.Process(pid)
 		if errors.Is(err, linux.ErrNoProcess) || errors.Is(err, fs.ErrPermission) {
 			continue // gone, or another user's process a system-wide recording cannot name
 		}

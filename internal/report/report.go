@@ -94,229 +94,273 @@ const nkeys = 9
 
 type rowKey [nkeys]int64
 
-// Compute builds the rows of every event.
+// Compute builds the rows of every event, in named steps: each entry
+// counted into its row (entries), the chains' inclusive periods
+// (children), the rows' call-graph trees (trees), and the rows sorted
+// (rows).
 func Compute(p *profile.Profile, opts Options) ([]EventReport, error) {
 	keys, err := SortKeys(opts.Sort)
 	if err != nil {
 		return nil, fmt.Errorf("report: %w", err)
 	}
-	apps := &appIndex{p: p}
-	key := func(e *profile.Entry, frame int32) rowKey {
-		var k rowKey
-		th := &p.Threads[e.Thread]
-		for i, name := range keys {
-			switch name {
-			case KeyComm:
-				k[i] = int64(th.Comm)
-			case KeyPID:
-				k[i] = int64(th.PID)
-			case KeyTID:
-				k[i] = int64(th.TID)
-			case KeyCPU:
-				k[i] = int64(e.CPU)
-			case KeyApp, KeyUserApp:
-				k[i] = apps.key(e, frame, name == KeyApp)
-			case KeyDSO:
-				k[i] = -1
-				if frame >= 0 {
-					k[i] = int64(p.FuncOf(frame).Image)
-				}
-			case KeySym:
-				k[i] = -1
-				if frame >= 0 {
-					k[i] = int64(p.Frames[frame].Func)
-				}
-			case KeySrcline:
-				k[i] = -1
-				if frame >= 0 {
-					fr := &p.Frames[frame]
-					k[i] = int64(fr.File)<<32 | int64(uint32(fr.Line))
-				}
-			}
-		}
-		return k
+	c := &computer{p: p, opts: opts, keys: keys, apps: &appIndex{p: p}, rows: make([]map[rowKey]*rowAcc, len(p.Events))}
+	for i := range c.rows {
+		c.rows[i] = map[rowKey]*rowAcc{}
 	}
-	type acc struct {
-		samples, self, children uint64
-		tree                    *callNode // with Chains.Graph
-		walked                  int       // the last walk that met the row
-	}
-	out := make([]EventReport, len(p.Events))
-	rows := make([]map[rowKey]*acc, len(p.Events))
-	for i := range rows {
-		rows[i] = map[rowKey]*acc{}
-		out[i].Event = p.Events[i]
-	}
-	get := func(m map[rowKey]*acc, k rowKey) *acc {
-		a := m[k]
-		if a == nil {
-			a = &acc{}
-			m[k] = a
-		}
-		return a
-	}
-	// The chains: entries that differ only in what no key shows (the
-	// thread, the CPU) add the same, so they are added once, summed.
-	type chainKey struct{ event, stack, thread, cpu int32 }
-	var chains map[chainKey]uint64
-	var order []chainKey
-	needThread, needCPU := false, false
 	for _, k := range keys {
-		needThread = needThread || k != KeyDSO && k != KeySym && k != KeySrcline && k != KeyCPU
-		needCPU = needCPU || k == KeyCPU
+		c.needThread = c.needThread || k != KeyDSO && k != KeySym && k != KeySrcline && k != KeyCPU
+		c.needCPU = c.needCPU || k == KeyCPU
 	}
-	if opts.Children || opts.Chains.Graph {
-		chains = map[chainKey]uint64{}
-	}
-	for i := range p.Entries {
-		e := &p.Entries[i]
-		m := rows[e.Event]
-		leaf := int32(-1)
-		if e.Stack >= 0 {
-			leaf = p.Nodes[e.Stack].Frame
-		}
-		a := get(m, key(e, leaf))
-		a.samples += e.Count
-		a.self += e.Period
-		if chains != nil {
-			ck := chainKey{e.Event, e.Stack, 0, -1}
-			if needThread {
-				ck.thread = e.Thread
-			}
-			if needCPU {
-				ck.cpu = e.CPU
-			}
-			if _, ok := chains[ck]; !ok {
-				order = append(order, ck)
-			}
-			chains[ck] += e.Period
-		}
-	}
-	var stack []int32
-	walks := 0
-	// byFrame finds the row of a frame without hashing its key, when
-	// the keys depend on nothing else.
-	var byFrame [][]*acc
-	if !needThread && !needCPU {
-		byFrame = make([][]*acc, len(p.Events))
-		for i := range byFrame {
-			byFrame[i] = make([]*acc, len(p.Frames))
-		}
-	}
-	// walk calls fn for each row of the chain of ck in order, the
-	// leaf's first, each once, with the chain from there on: as perf,
-	// the leaf's row has the whole chain, and every other row in it the
-	// chain from its function on.
-	walk := func(ck chainKey, fn func(a *acc, chain []int32)) {
-		e := &profile.Entry{Key: profile.Key{Stack: ck.stack, Thread: ck.thread, CPU: ck.cpu, Event: ck.event}}
-		m := rows[e.Event]
-		leaf := int32(-1)
-		if e.Stack >= 0 {
-			leaf = p.Nodes[e.Stack].Frame
-		}
-		walks++
-		a := m[key(e, leaf)]
-		a.walked = walks
-		stack = opts.Chains.chain(p, stack, e.Stack)
-		fn(a, stack)
-		if !opts.Children {
-			return
-		}
-		for j, fr := range stack {
-			var b *acc
-			if byFrame != nil {
-				b = byFrame[e.Event][fr]
-			}
-			if b == nil {
-				b = get(m, key(e, fr))
-				if byFrame != nil {
-					byFrame[e.Event][fr] = b
-				}
-			}
-			if b.walked == walks {
-				continue // a recursive stack counts once
-			}
-			b.walked = walks
-			fn(b, stack[j:])
-		}
-	}
+	c.entries()
 	if opts.Children {
-		for _, ck := range order {
-			period := chains[ck]
-			walk(ck, func(a *acc, _ []int32) { a.children += period })
-		}
+		c.children()
 	}
 	if opts.Chains.Graph {
-		// A row under the threshold shows no branch: its tree is not
-		// made.
-		minHit := make([]uint64, len(p.Events))
-		for i, ev := range p.Events {
-			minHit[i] = uint64(float64(ev.Total) * opts.Chains.Threshold / 100)
-		}
-		var nodes callNodes
-		var fns []int32
-		for _, ck := range order {
-			period, min := chains[ck], minHit[ck.event]
-			fns = fns[:0]
-			walk(ck, func(a *acc, chain []int32) {
-				if len(fns) == 0 {
-					for _, fr := range chain { // the whole chain, met first
-						fns = append(fns, p.Frames[fr].Func)
-					}
-				}
-				v := a.self
-				if opts.Children {
-					v = a.children
-				}
-				if v < min {
-					return
-				}
-				if a.tree == nil {
-					a.tree = nodes.new(-1)
-				}
-				a.tree.add(&nodes, fns[len(fns)-len(chain):], period)
-			})
-		}
+		c.trees()
 	}
-	for ev, m := range rows {
-		total := p.Events[ev].Total
-		if p.Events[ev].Count == 0 {
-			continue
+	out := make([]EventReport, len(p.Events))
+	for ev := range out {
+		out[ev].Event = p.Events[ev]
+		if p.Events[ev].Count != 0 {
+			out[ev].Rows = c.sorted(ev)
 		}
-		r := make([]Row, 0, len(m))
-		for k, a := range m {
-			sortBy := a.self
-			if opts.Children {
-				sortBy = a.children
-			}
-			if total > 0 && float64(sortBy)*100/float64(total) < opts.PercentLimit {
-				continue
-			}
-			row := Row{Samples: a.samples, Self: a.self, Children: a.children, tree: a.tree}
-			for i, name := range keys {
-				row.Keys = append(row.Keys, keyString(p, name, k[i]))
-			}
-			r = append(r, row)
-		}
-		// Ties, common among rows of a sample or two, go by the keys in
-		// order: as comparing them joined by NUL would, without
-		// building a string per comparison.
-		slices.SortFunc(r, func(a, b Row) int {
-			if opts.Children && a.Children != b.Children {
-				return cmp.Compare(b.Children, a.Children)
-			}
-			if a.Self != b.Self {
-				return cmp.Compare(b.Self, a.Self)
-			}
-			return slices.Compare(a.Keys, b.Keys)
-		})
-		if opts.Rows > 0 && len(r) > opts.Rows {
-			r = r[:opts.Rows]
-		}
-		out[ev].Rows = r
 	}
 	// Events without samples (perf's dummy event) make no report.
 	return slices.DeleteFunc(out, func(e EventReport) bool { return e.Event.Count == 0 }), nil
+}
+
+// computer is Compute's state between its steps.
+type computer struct {
+	p    *profile.Profile
+	opts Options
+	keys []string
+	apps *appIndex
+	rows []map[rowKey]*rowAcc // by event
+	// chains are the entries' chains, with Children or a call graph:
+	// entries that differ only in what no key shows (the thread, the
+	// CPU) add the same, so they are added once, summed; order is the
+	// order they were met in.
+	chains              map[chainKey]uint64
+	order               []chainKey
+	needThread, needCPU bool
+	// byFrame finds the row of a frame without hashing its key, when
+	// the keys depend on nothing else.
+	byFrame [][]*rowAcc
+	stack   []int32
+	walks   int
+}
+
+// rowAcc is a row being counted.
+type rowAcc struct {
+	samples, self, children uint64
+	tree                    *callNode // with Chains.Graph
+	walked                  int       // the last walk that met the row
+}
+
+type chainKey struct{ event, stack, thread, cpu int32 }
+
+// key is the row key of entry e at frame (-1: none).
+func (c *computer) key(e *profile.Entry, frame int32) rowKey {
+	p := c.p
+	var k rowKey
+	th := &p.Threads[e.Thread]
+	for i, name := range c.keys {
+		switch name {
+		case KeyComm:
+			k[i] = int64(th.Comm)
+		case KeyPID:
+			k[i] = int64(th.PID)
+		case KeyTID:
+			k[i] = int64(th.TID)
+		case KeyCPU:
+			k[i] = int64(e.CPU)
+		case KeyApp, KeyUserApp:
+			k[i] = c.apps.key(e, frame, name == KeyApp)
+		case KeyDSO:
+			k[i] = -1
+			if frame >= 0 {
+				k[i] = int64(p.FuncOf(frame).Image)
+			}
+		case KeySym:
+			k[i] = -1
+			if frame >= 0 {
+				k[i] = int64(p.Frames[frame].Func)
+			}
+		case KeySrcline:
+			k[i] = -1
+			if frame >= 0 {
+				fr := &p.Frames[frame]
+				k[i] = int64(fr.File)<<32 | int64(uint32(fr.Line))
+			}
+		}
+	}
+	return k
+}
+
+// rowAt returns the row of k in m, made when missing.
+func rowAt(m map[rowKey]*rowAcc, k rowKey) *rowAcc {
+	a := m[k]
+	if a == nil {
+		a = &rowAcc{}
+		m[k] = a
+	}
+	return a
+}
+
+// leaf is the frame of stack node n, -1 for none.
+func (c *computer) leaf(n int32) int32 {
+	if n < 0 {
+		return -1
+	}
+	return c.p.Nodes[n].Frame
+}
+
+// entries counts each entry into the row of its leaf, and gathers the
+// chains when the report needs them.
+func (c *computer) entries() {
+	if c.opts.Children || c.opts.Chains.Graph {
+		c.chains = map[chainKey]uint64{}
+	}
+	for i := range c.p.Entries {
+		e := &c.p.Entries[i]
+		a := rowAt(c.rows[e.Event], c.key(e, c.leaf(e.Stack)))
+		a.samples += e.Count
+		a.self += e.Period
+		if c.chains != nil {
+			ck := chainKey{e.Event, e.Stack, 0, -1}
+			if c.needThread {
+				ck.thread = e.Thread
+			}
+			if c.needCPU {
+				ck.cpu = e.CPU
+			}
+			if _, ok := c.chains[ck]; !ok {
+				c.order = append(c.order, ck)
+			}
+			c.chains[ck] += e.Period
+		}
+	}
+	if !c.needThread && !c.needCPU {
+		c.byFrame = make([][]*rowAcc, len(c.p.Events))
+		for i := range c.byFrame {
+			c.byFrame[i] = make([]*rowAcc, len(c.p.Frames))
+		}
+	}
+}
+
+// walk calls fn for each row of the chain of ck in order, the leaf's
+// first, each once, with the chain from there on: as perf, the leaf's
+// row has the whole chain, and every other row in it the chain from its
+// function on.
+func (c *computer) walk(ck chainKey, fn func(a *rowAcc, chain []int32)) {
+	e := &profile.Entry{Key: profile.Key{Stack: ck.stack, Thread: ck.thread, CPU: ck.cpu, Event: ck.event}}
+	m := c.rows[e.Event]
+	c.walks++
+	a := m[c.key(e, c.leaf(e.Stack))]
+	a.walked = c.walks
+	c.stack = c.opts.Chains.chain(c.p, c.stack, e.Stack)
+	fn(a, c.stack)
+	if !c.opts.Children {
+		return
+	}
+	for j, fr := range c.stack {
+		var b *rowAcc
+		if c.byFrame != nil {
+			b = c.byFrame[e.Event][fr]
+		}
+		if b == nil {
+			b = rowAt(m, c.key(e, fr))
+			if c.byFrame != nil {
+				c.byFrame[e.Event][fr] = b
+			}
+		}
+		if b.walked == c.walks {
+			continue // a recursive stack counts once
+		}
+		b.walked = c.walks
+		fn(b, c.stack[j:])
+	}
+}
+
+// children adds each chain's period to every row in it (perf report
+// --children).
+func (c *computer) children() {
+	for _, ck := range c.order {
+		period := c.chains[ck]
+		c.walk(ck, func(a *rowAcc, _ []int32) { a.children += period })
+	}
+}
+
+// trees adds each chain to the call-graph trees of the rows in it. A
+// row under the threshold shows no branch: its tree is not made.
+func (c *computer) trees() {
+	p, opts := c.p, c.opts
+	minHit := make([]uint64, len(p.Events))
+	for i, ev := range p.Events {
+		minHit[i] = uint64(float64(ev.Total) * opts.Chains.Threshold / 100)
+	}
+	var nodes callNodes
+	var fns []int32
+	for _, ck := range c.order {
+		period, min := c.chains[ck], minHit[ck.event]
+		fns = fns[:0]
+		c.walk(ck, func(a *rowAcc, chain []int32) {
+			if len(fns) == 0 {
+				for _, fr := range chain { // the whole chain, met first
+					fns = append(fns, p.Frames[fr].Func)
+				}
+			}
+			v := a.self
+			if opts.Children {
+				v = a.children
+			}
+			if v < min {
+				return
+			}
+			if a.tree == nil {
+				a.tree = nodes.new(-1)
+			}
+			a.tree.add(&nodes, fns[len(fns)-len(chain):], period)
+		})
+	}
+}
+
+// sorted returns event ev's rows above the percent limit, by the sorting
+// column, the first opts.Rows of them when that is set.
+func (c *computer) sorted(ev int) []Row {
+	p, opts, m := c.p, c.opts, c.rows[ev]
+	total := p.Events[ev].Total
+	r := make([]Row, 0, len(m))
+	for k, a := range m {
+		sortBy := a.self
+		if opts.Children {
+			sortBy = a.children
+		}
+		if total > 0 && float64(sortBy)*100/float64(total) < opts.PercentLimit {
+			continue
+		}
+		row := Row{Samples: a.samples, Self: a.self, Children: a.children, tree: a.tree}
+		for i, name := range c.keys {
+			row.Keys = append(row.Keys, keyString(p, name, k[i]))
+		}
+		r = append(r, row)
+	}
+	// Ties, common among rows of a sample or two, go by the keys in
+	// order: as comparing them joined by NUL would, without building a
+	// string per comparison.
+	slices.SortFunc(r, func(a, b Row) int {
+		if opts.Children && a.Children != b.Children {
+			return cmp.Compare(b.Children, a.Children)
+		}
+		if a.Self != b.Self {
+			return cmp.Compare(b.Self, a.Self)
+		}
+		return slices.Compare(a.Keys, b.Keys)
+	})
+	if opts.Rows > 0 && len(r) > opts.Rows {
+		r = r[:opts.Rows]
+	}
+	return r
 }
 
 func keyString(p *profile.Profile, name string, v int64) string {

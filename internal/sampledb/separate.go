@@ -43,7 +43,7 @@ func ParseSeparate(s string) (Separate, error) {
 		case "all":
 			sep |= SeparateAll
 		default:
-			return 0, fmt.Errorf("--separate: %q is none of none, lib, kernel, thread, cpu, all", w)
+			return 0, fmt.Errorf("%q is none of none, lib, kernel, thread, cpu, all", w)
 		}
 	}
 	return sep, nil

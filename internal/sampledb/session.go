@@ -381,3 +381,19 @@ func sampleFiles(root *os.Root) (n int, size int64) {
 	})
 	return n, size
 }
+
+// DefaultDir is the session directory when none is given:
+// $JITPROF_SESSION_DIR, else /var/lib/jitprof for root, else
+// ~/.local/share/jitprof.
+func DefaultDir() string {
+	if d := os.Getenv("JITPROF_SESSION_DIR"); d != "" {
+		return d
+	}
+	if os.Geteuid() == 0 {
+		return "/var/lib/jitprof"
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(home, ".local", "share", "jitprof")
+	}
+	return filepath.Join(os.TempDir(), fmt.Sprintf("jitprof-%d", os.Geteuid()), "sessions")
+}

@@ -401,5 +401,5 @@ func (s *sessions) Process(pid uint32) anon.Process {
 	if p, ok := s.procs[pid]; ok {
 		return p
 	}
-	return anon.Process{PID: int(pid), NSPID: int(pid), UID: trust.UnknownOwner, GID: trust.UnknownOwner}
+	return anon.NewProcess(pid, "", nil, nil)
 }

@@ -9,12 +9,12 @@ import (
 
 	"github.com/jitprof/jitprof/internal/anon"
 	"github.com/jitprof/jitprof/internal/anonbind"
+	"github.com/jitprof/jitprof/internal/linux"
 	"github.com/jitprof/jitprof/internal/process"
 	"github.com/jitprof/jitprof/internal/profile"
 	"github.com/jitprof/jitprof/internal/record"
 	"github.com/jitprof/jitprof/internal/resolve"
 	"github.com/jitprof/jitprof/internal/symbolize"
-	"github.com/jitprof/jitprof/internal/trust"
 	"github.com/jitprof/jitprof/perfdata"
 )
 
@@ -357,23 +357,15 @@ type Stats struct {
 type liveProcs struct{ r *record.Recorder }
 
 func (lp *liveProcs) Process(pid uint32) anon.Process {
-	p := anon.Process{PID: int(pid), NSPID: int(pid), UID: trust.UnknownOwner}
 	if lp.r == nil {
-		return p
+		return anon.NewProcess(pid, "", nil, nil)
 	}
+	var known *linux.Identity
 	if id, ok := lp.r.Identity(pid); ok {
-		p.UID, p.StartTime = id.UID, id.StartTime
-		if id.NSPID != 0 {
-			p.NSPID = id.NSPID
-		}
+		known = &id
 	}
-	if sp, ok := lp.r.Tracker().Process(pid); ok {
-		p.Comm = sp.Comm
-		for _, m := range sp.Mappings {
-			p.Mappings = append(p.Mappings, anon.Mapping{Start: m.Start, End: m.End, Pgoff: m.Pgoff, Time: m.Time, Path: m.Path, Exec: m.Exec})
-		}
-	}
-	return p
+	sp, _ := lp.r.Tracker().Process(pid)
+	return anon.NewProcess(pid, sp.Comm, sp.Mappings, known)
 }
 
 // liveAnon names JIT code with a Binder it makes anew, with fresh

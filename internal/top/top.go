@@ -52,7 +52,7 @@ func Run(ctx context.Context, o Options) error {
 	ready := make(chan *live, 1)
 	done := make(chan error, 1)
 	go func() {
-		_, _, err := record.Stream(ctx, o.Record, func(attr *perfdata.Attr, _ *perfdata.TracingData) (record.Sink, error) {
+		_, _, err := record.Stream(ctx, o.Record, func(_ *record.Recorder, attr *perfdata.Attr, _ *perfdata.TracingData) (record.Sink, error) {
 			l := newLive(attr, o.JIT, o.View.Callchains())
 			ready <- l
 			return l, nil
@@ -301,14 +301,14 @@ func (st *state) callchains(view *View, r *Row) (string, error) {
 // OwnProcesses lists the processes of the user running jitprof: what an
 // unprivileged view samples by default.
 func OwnProcesses() ([]int, error) {
-	pids, err := linux.AllPIDs()
+	pids, err := linux.Host.PIDs()
 	if err != nil {
 		return nil, err
 	}
 	uid := os.Getuid()
 	var own []int
 	for _, pid := range pids {
-		if id, err := linux.ReadIdentity("/proc", pid); err == nil && id.UID == uid {
+		if id, err := linux.Host.Identity(pid); err == nil && id.UID == uid {
 			own = append(own, pid)
 		}
 	}

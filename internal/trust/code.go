@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/jitprof/jitprof/internal/linux"
 )
 
 // FindCode finds name, code jitprof runs in a process of its own, as a
@@ -55,4 +57,11 @@ func FindCode(name string, dirs ...string) (*File, error) {
 		return nil, fmt.Errorf("%s: every candidate was refused: %s: %w", name, strings.Join(refused, "; "), ErrUntrusted)
 	}
 	return nil, &fs.PathError{Op: "find", Path: name, Err: fs.ErrNotExist}
+}
+
+// Exec replaces this process with the code f is, run through its
+// descriptor, not whatever its path names by then, with argv and env;
+// it returns only an error.
+func (f *File) Exec(argv, env []string) error {
+	return unix.Exec(linux.FDPath(int(f.Fd())), argv, env)
 }

@@ -6,10 +6,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/jitprof/jitprof/internal/linux"
 )
 
 // OpenOwnDir opens path, a directory jitprof keeps files of its own in
@@ -58,7 +59,7 @@ func OpenOwnDir(path string, create bool) (*os.Root, error) {
 		unix.Close(fd)
 		fd = next
 	}
-	root, err := os.OpenRoot("/proc/self/fd/" + strconv.Itoa(fd))
+	root, err := os.OpenRoot(linux.FDPath(fd))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}

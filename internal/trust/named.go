@@ -5,10 +5,11 @@ import (
 	"io/fs"
 	"os"
 	"runtime"
-	"strconv"
 	"sync"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/jitprof/jitprof/internal/linux"
 )
 
 // Cred is a user whose rights a read is made with: the user a recorded
@@ -75,7 +76,7 @@ func openNamed(path string, limit int64) (*File, error) {
 	if limit > 0 && st.Size > limit {
 		return nil, refuse(path, fmt.Sprintf("%d bytes, over the limit of %d", st.Size, limit), false)
 	}
-	fd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(pfd), unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
+	fd, err := unix.Open(linux.FDPath(pfd), unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
 	}
@@ -214,7 +215,7 @@ func OpenRecording(path string, force bool) (*os.File, error) {
 	if me := os.Geteuid(); !force && st.Uid != 0 && int(st.Uid) != me {
 		return nil, refuse(path, fmt.Sprintf("owned by uid %d, neither by the user running jitprof (uid %d) nor by root, as perf requires", st.Uid, me), true)
 	}
-	fd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(pfd), unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOCTTY, 0)
+	fd, err := unix.Open(linux.FDPath(pfd), unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOCTTY, 0)
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
 	}

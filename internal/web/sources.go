@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/jitprof/jitprof/internal/linux"
 	"github.com/jitprof/jitprof/internal/trust"
 )
 
@@ -34,7 +35,7 @@ const (
 	// guess of one, which would make a snapshot path relative (on finding
 	// the search path's base name in it) and search it in the parents of
 	// the snapshot directory, where any user may create files.
-	sourceTrimPath = "/proc/self/cwd"
+	sourceTrimPath = linux.SelfCwd
 )
 
 // sources is the snapshot of the source files of one recording's views:

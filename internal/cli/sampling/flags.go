@@ -1,4 +1,4 @@
-package cli
+package sampling
 
 import (
 	"flag"
@@ -11,17 +11,21 @@ import (
 	"github.com/jitprof/jitprof/internal/record"
 )
 
-// SampleFlags are what to sample and how often, as perf record and perf
-// top spell them: -e, -F (or max), -c, -a, -p, -t, -C, -m and their long
+// Flags are what to sample and how often, as perf record and perf top
+// spell them: -e, -F (or max), -c, -a, -p, -t, -C, -m and their long
 // forms (--event, --freq, --count, --all-cpus, --pid, --tid, --cpu,
-// --mmap-pages).
-type SampleFlags struct {
+// --mmap-pages). jitprof record, top and the daemon take them, parsed
+// one way into a record.Config.
+type Flags struct {
+	// DefaultFreq is the frequency -F's help names as the default; 0 is
+	// record's 4000 Hz.
+	DefaultFreq      uint64
 	cfg              record.Config
 	pids, tids, cpus string
 }
 
 // Register defines the flags on fs.
-func (sf *SampleFlags) Register(fs *flag.FlagSet) {
+func (sf *Flags) Register(fs *flag.FlagSet) {
 	c := &sf.cfg
 	freq := func(s string) error {
 		if s == "max" {
@@ -36,7 +40,11 @@ func (sf *SampleFlags) Register(fs *flag.FlagSet) {
 		return nil
 	}
 	fs.StringVar(&c.Event, "e", perfevent.DefaultEvent, "`event` to sample: cpu-clock, task-clock, a hardware event, rNNNN or subsys:tracepoint, with :u :k :p modifiers")
-	fs.Func("F", "sample at this `frequency` in Hz, or max (default 4000; a tracepoint: every hit unless -F or -c)", freq)
+	fhelp := "sample at this `frequency` in Hz, or max (default 4000; a tracepoint: every hit unless -F or -c)"
+	if sf.DefaultFreq != 0 {
+		fhelp = fmt.Sprintf("sample at this `frequency` in Hz, or max (default %d)", sf.DefaultFreq)
+	}
+	fs.Func("F", fhelp, freq)
 	fs.Uint64Var(&c.Period, "c", 0, "sample every `period` events (instead of -F)")
 	fs.BoolVar(&c.SystemWide, "a", false, "profile every CPU")
 	fs.StringVar(&sf.pids, "p", "", "profile existing `pids` (comma-separated) and their new threads and children")
@@ -59,7 +67,7 @@ func (sf *SampleFlags) Register(fs *flag.FlagSet) {
 // not parse. cmd is the command line's command, which a target runs
 // beside (perf record -a -- sleep 5) or alone is the target; targets
 // says how many of -a, -p and -t were given.
-func (sf *SampleFlags) Config(fs *flag.FlagSet) (cfg record.Config, targets int, err error) {
+func (sf *Flags) Config(fs *flag.FlagSet) (cfg record.Config, targets int, err error) {
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if (set["c"] || set["count"]) && (set["F"] || set["freq"]) {

@@ -1,4 +1,4 @@
-package daemon
+package ingest
 
 import (
 	"errors"
@@ -11,6 +11,7 @@ import (
 	"github.com/jitprof/jitprof/internal/trust"
 
 	"github.com/jitprof/jitprof/internal/process"
+	"github.com/jitprof/jitprof/internal/record"
 	"github.com/jitprof/jitprof/internal/resolve"
 	"github.com/jitprof/jitprof/internal/sampledb"
 	"github.com/jitprof/jitprof/perfdata"
@@ -39,7 +40,7 @@ func newTestIngest(t testing.TB) (*Ingest, *sampledb.DB, string) {
 	tr.SetComm(testPID, testPID, 0, "app", false)
 	tr.Map(process.Mapping{PID: testPID, Start: appStart, End: appStart + 0x100000, Pgoff: appPgoff, Path: "/usr/bin/app", Exec: true})
 	tr.Map(process.Mapping{PID: testPID, Start: jitStart, End: jitStart + jitLen, Path: "//anon", Anon: true, Exec: true})
-	in := NewIngest(db, tr, 0)
+	in := New(db, tr, 0)
 	in.SetExe(testPID, "/usr/bin/app")
 	j := in.pid(testPID).jit
 	j.handler = "jitlog"
@@ -295,7 +296,7 @@ func TestIngestRoundBudget(t *testing.T) {
 	in.now = func() uint64 { return clock }
 	rounds := 0
 	for js[0].off < js[0].size || js[1].off < js[1].size || rounds == 0 {
-		clock += uint64(pollEvery)
+		clock += uint64(record.PollInterval)
 		before := js[0].code.nextID + js[1].code.nextID
 		in.BeginRound()
 		rounds++
@@ -327,7 +328,7 @@ func TestShortLivedAnon(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	in := NewIngest(db, process.New(), 0)
+	in := New(db, process.New(), 0)
 	const n = 5000
 	for i := range uint32(n) {
 		pid := 3_900_000 + i

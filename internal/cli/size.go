@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"fmt"
@@ -6,14 +6,14 @@ import (
 	"strings"
 )
 
-// sizeFlag is a flag of a size in bytes, written as a number with an
+// Size is a flag of a size in bytes, written as a number with an
 // optional binary unit: 512, 64K, 256M, 1G (KiB, MiB and GiB spelt so
 // are taken too).
-type sizeFlag int64
+type Size int64
 
-func (s *sizeFlag) String() string { return formatSize(int64(*s)) }
+func (s *Size) String() string { return FormatSize(int64(*s)) }
 
-func (s *sizeFlag) Set(v string) error {
+func (s *Size) Set(v string) error {
 	num := strings.TrimSuffix(strings.TrimSuffix(v, "B"), "i")
 	shift := 0
 	if n := len(num); n > 0 {
@@ -35,12 +35,12 @@ func (s *sizeFlag) Set(v string) error {
 	if err != nil || n <= 0 || n > 1<<(62-shift) {
 		return fmt.Errorf("%q is not a size (a positive number of bytes, or with K, M, G or T)", v)
 	}
-	*s = sizeFlag(n << shift)
+	*s = Size(n << shift)
 	return nil
 }
 
-// formatSize writes n in the largest binary unit that divides it.
-func formatSize(n int64) string {
+// FormatSize writes n in the largest binary unit that divides it.
+func FormatSize(n int64) string {
 	for _, u := range []struct {
 		shift uint
 		name  string

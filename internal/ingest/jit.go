@@ -1,4 +1,4 @@
-package daemon
+package ingest
 
 import (
 	"bytes"
@@ -155,14 +155,12 @@ func (j *jitProc) find(now time.Time, procs func(pid uint32) []anon.Mapping) (fo
 	}
 	j.next = now.Add(lookAgain)
 	if j.p.PID == 0 {
-		j.p = anon.Process{PID: int(j.pid), NSPID: int(j.pid), UID: trust.UnknownOwner}
-		if id, err := linux.ReadIdentity("/proc", int(j.pid)); err == nil {
-			j.p.UID, j.p.StartTime = id.UID, id.StartTime
-			if id.NSPID != 0 {
-				j.p.NSPID = id.NSPID
-			}
+		var known *linux.Identity
+		if id, err := linux.Host.Identity(int(j.pid)); err == nil {
+			known = &id
 		}
-		j.p.Comm, _ = linux.ReadComm("/proc", int(j.pid))
+		comm, _ := linux.Host.Comm(int(j.pid))
+		j.p = anon.NewProcess(j.pid, comm, nil, known)
 	}
 	j.p.Mappings = procs(j.pid)
 	for _, h := range jitHandlers {

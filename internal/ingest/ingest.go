@@ -1,4 +1,4 @@
-package daemon
+package ingest
 
 import (
 	"encoding/hex"
@@ -30,6 +30,10 @@ type Ingest struct {
 	event sampledb.EventID
 	// CallGraph counts the callchain's arcs into {cg} files too.
 	CallGraph bool
+	// Forget lets go of a process that exited, once no sample of it can
+	// come any more: procs's Forget by default; the daemon's is its
+	// Recorder's, which forgets who the process was too.
+	Forget func(pid uint32)
 
 	files  []sampledb.ImageID // file images by process.Mapping.ID; 0 unknown
 	kernel sampledb.ImageID
@@ -100,8 +104,8 @@ type pidState struct {
 
 // NewIngest returns an Ingest of samples of event ev into db, with the
 // processes of procs.
-func NewIngest(db *sampledb.DB, procs *process.Tracker, ev sampledb.EventID) *Ingest {
-	return &Ingest{db: db, procs: procs, event: ev, pids: map[uint32]*pidState{}, now: monotonic, JITErrors: map[uint32]error{}, saved: map[uint32]bool{}}
+func New(db *sampledb.DB, procs *process.Tracker, ev sampledb.EventID) *Ingest {
+	return &Ingest{db: db, procs: procs, Forget: procs.Forget, event: ev, pids: map[uint32]*pidState{}, now: monotonic, JITErrors: map[uint32]error{}, saved: map[uint32]bool{}}
 }
 
 func monotonic() uint64 { return uint64(nanotime()) }
@@ -272,9 +276,9 @@ func (in *Ingest) mappings(pid uint32) []anon.Mapping {
 	if !ok {
 		return nil
 	}
-	ms := make([]anon.Mapping, 0, len(p.Mappings))
-	for _, m := range p.Mappings {
-		ms = append(ms, anon.Mapping{Start: m.Start, End: m.End, Pgoff: m.Pgoff, Time: m.Time, Path: m.Path, Exec: m.Exec})
+	ms := make([]anon.Mapping, len(p.Mappings))
+	for i, m := range p.Mappings {
+		ms[i] = anon.MappingOf(m)
 	}
 	return ms
 }
@@ -565,7 +569,7 @@ func (in *Ingest) revive(pid uint32) {
 // for weeks must not keep every process it ever saw.
 func (in *Ingest) EndRound() {
 	for _, pid := range in.exitedBefore {
-		in.procs.Forget(pid)
+		in.Forget(pid)
 	}
 	in.exitedBefore = in.exitedBefore[:0]
 	for _, pid := range in.exited {

@@ -1,4 +1,4 @@
-package daemon
+package ingest
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/jitprof/jitprof/internal/anon"
+	"github.com/jitprof/jitprof/internal/record"
 	"github.com/jitprof/jitprof/internal/sampledb"
 	"github.com/jitprof/jitprof/internal/trust"
 )
@@ -36,7 +37,7 @@ func drainJIT(t *testing.T, in *Ingest) {
 	clock := uint64(1e9)
 	in.now = func() uint64 { return clock }
 	for range 10_000 {
-		clock += uint64(pollEvery)
+		clock += uint64(record.PollInterval)
 		in.BeginRound()
 		more := false
 		for _, st := range in.pids {

@@ -1,4 +1,4 @@
-package daemon
+package ingest
 
 import (
 	"bytes"
@@ -13,9 +13,12 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/jitprof/jitprof/internal/anon"
 	"github.com/jitprof/jitprof/internal/jitbundle"
 	"github.com/jitprof/jitprof/internal/jitdump"
+	"github.com/jitprof/jitprof/internal/linux"
 	"github.com/jitprof/jitprof/internal/process"
+	"github.com/jitprof/jitprof/internal/record"
 	"github.com/jitprof/jitprof/internal/sampledb"
 	"github.com/jitprof/jitprof/internal/trust"
 	"github.com/jitprof/jitprof/jitlog"
@@ -72,7 +75,7 @@ func Import(f *perfdata.File, dir, session string, sep sampledb.Separate) (Impor
 		return res, fmt.Errorf("jitprof's JIT data: %w", err)
 	}
 	procs := process.New()
-	in := NewIngest(db, procs, 0)
+	in := New(db, procs, 0)
 	in.embedded = embeddedJIT(in, bundle, procs)
 	r := f.Records()
 	var pending []perfdata.Sample
@@ -83,7 +86,7 @@ func Import(f *perfdata.File, dir, session string, sep sampledb.Separate) (Impor
 		for i := range pending {
 			last = max(last, pending[i].Time)
 		}
-		in.feedTo(last + uint64(pollEvery))
+		in.feedTo(last + uint64(record.PollInterval))
 		for i := range pending {
 			in.Add(&pending[i])
 		}
@@ -143,12 +146,11 @@ func embeddedJIT(in *Ingest, b *jitbundle.Bundle, procs *process.Tracker) func(j
 	return func(j *jitProc) {
 		j.noFiles = true
 		pid := int(j.pid)
-		j.p.PID, j.p.NSPID, j.p.UID = pid, pid, trust.UnknownOwner
-		j.p.Comm = procs.Comm(j.pid, j.pid, ^uint64(0))
+		var known *linux.Identity
 		if p, ok := who[pid]; ok {
-			j.p.UID, j.p.StartTime = p.UID, p.StartTime
-			j.p.NSPID = cmp.Or(p.NSPID, pid)
+			known = &linux.Identity{UID: p.UID, GID: p.GID, NSPID: p.NSPID, StartTime: p.StartTime}
 		}
+		j.p = anon.NewProcess(j.pid, procs.Comm(j.pid, j.pid, ^uint64(0)), nil, known)
 		for _, h := range jitHandlers {
 			i := slices.IndexFunc(files[pid], func(e jitbundle.Entry) bool { return e.Kind == h })
 			if i < 0 {

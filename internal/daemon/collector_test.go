@@ -1,0 +1,103 @@
+package daemon
+
+import (
+	"encoding/binary"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/jitprof/jitprof/internal/ingest"
+	"github.com/jitprof/jitprof/internal/process"
+	"github.com/jitprof/jitprof/internal/sampledb"
+	"github.com/jitprof/jitprof/perfdata"
+)
+
+// TestCollectorRounds runs the daemon's Sink without root or events: the
+// records of a round as the rings hold them, the Tracker fed after the
+// Sink as the Recorder feeds it. Samples are counted at the end of the
+// round, the one in no mapping as unresolved, lost samples as lost;
+// clients are answered between rounds, a dump flushes, a stop ends the
+// recording; an exited process is let go of a round after its exit.
+func TestCollectorRounds(t *testing.T) {
+	if binary.NativeEndian.Uint16([]byte{1, 0}) != 1 {
+		t.Skip("the records are encoded little-endian, as the rings of this machine hold them")
+	}
+	const pid = 5000000 // above any pid_max: no process of the machine's
+	attr := &perfdata.Attr{Type: perfdata.TypeSoftware, SampleType: perfdata.SampleIP | perfdata.SampleTID | perfdata.SampleTime | perfdata.SamplePeriod,
+		Flags: perfdata.FlagSampleIDAll, SamplePeriod: 1000000, Name: "cpu-clock"}
+	stopped := false
+	d := &daemon{cfg: Config{Dir: t.TempDir(), FlushEvery: time.Hour, MaxJITData: ingest.DefaultMaxJITData, MaxJITDataPerProcess: ingest.DefaultMaxJITDataPerProcess,
+		MaxSampleFiles: ingest.DefaultMaxSampleFiles, MaxSampleData: ingest.DefaultMaxSampleData},
+		start: time.Now(), reqs: make(chan request, 1), stop: func() { stopped = true }}
+	procs := process.New()
+	var forgot []uint32
+	if err := d.open(procs, func(p uint32) { forgot = append(forgot, p); procs.Forget(p) }, attr); err != nil {
+		t.Fatal(err)
+	}
+	defer d.close()
+	common := func(tm uint64) perfdata.Common {
+		return perfdata.Common{Misc: perfdata.MiscUser, Attr: attr, PID: pid, TID: pid, Time: tm}
+	}
+	feed := func(recs ...perfdata.Record) {
+		t.Helper()
+		for _, rec := range recs {
+			raw, err := perfdata.AppendRecord(nil, rec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := d.Raw(raw); err != nil {
+				t.Fatal(err)
+			}
+			procs.Take(rec)
+		}
+	}
+	sample := func(tm, ip uint64) *perfdata.Sample {
+		return &perfdata.Sample{Common: common(tm), IP: ip, Period: 1000000}
+	}
+	ask := func(op string) response {
+		t.Helper()
+		reply := make(chan response, 1)
+		d.reqs <- request{Op: op, reply: reply}
+		if err := d.EndRound(nil); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case r := <-reply:
+			return r
+		default:
+			t.Fatalf("%s: not answered at the end of the round", op)
+			return response{}
+		}
+	}
+	// A sample before its mapping, in the same round: another CPU's ring.
+	feed(sample(20, 0x401000),
+		&perfdata.Mmap{Common: common(10), Version2: true, PID: pid, TID: pid, Addr: 0x400000, Len: 0x10000, Prot: 5, Ino: 42, Filename: "/usr/bin/work"},
+		sample(30, 0x402000), sample(40, 0x900000),
+		&perfdata.Lost{Common: common(45), Lost: 3})
+	if err := d.EndRound(nil); err != nil {
+		t.Fatal(err)
+	}
+	r := ask("dump")
+	if r.Error != "" || r.Status == nil {
+		t.Fatalf("dump: %+v", r)
+	}
+	if st := r.Status; st.Samples != 3 || st.Unresolved != 1 || st.Lost != 3 || st.Flushed != 2 || st.LastFlush.IsZero() {
+		t.Errorf("after a round: %d samples, %d unresolved, %d lost, %d flushed; want 3, 1, 3 and 2", st.Samples, st.Unresolved, st.Lost, st.Flushed)
+	}
+	feed(&perfdata.Exit{Common: common(50), PID: pid, PPID: 1, TID: pid, PTID: 1, ExitTime: 50})
+	if err := d.EndRound(nil); err != nil {
+		t.Fatal(err)
+	}
+	if len(forgot) != 0 {
+		t.Errorf("forgot %v in the round of the exit: a sample of another CPU can still come", forgot)
+	}
+	if r := ask("stop"); r.Error != "" || !stopped || !d.stopped {
+		t.Errorf("stop: %+v; recording stopped %v", r, stopped)
+	}
+	if !slices.Equal(forgot, []uint32{pid}) {
+		t.Errorf("forgot %v a round after the exit, want [%d]", forgot, pid)
+	}
+	if names, err := sampledb.Sessions(d.cfg.Dir); err != nil || !slices.Contains(names, sampledb.Current) {
+		t.Errorf("sessions %v, %v; want the current one", names, err)
+	}
+}
