@@ -12,9 +12,10 @@ import "github.com/jitprof/jitprof/perfdata"
 // (internal/ingest) both take their chains from it.
 
 // HasStack reports whether s carries user registers and a user stack to
-// unwind.
+// unwind. The copy may be empty (its dyn_size 0: the kernel could not
+// read the stack); the registers still give the sampled user pc.
 func HasStack(s *perfdata.Sample) bool {
-	return len(s.StackUser) > 0 && len(s.RegsUser) > 0 && s.RegsUserABI != 0
+	return s.RegsUserABI != 0 && len(s.RegsUser) > 0 && s.Attr != nil && s.Attr.SampleType&perfdata.SampleStackUser != 0
 }
 
 // Callchain appends to out s's callchain with its user part unwound from
