@@ -20,7 +20,7 @@ type CallGraph struct {
 
 // Register defines -g and --call-graph on fs; usage is -g's help.
 func (g *CallGraph) Register(fs *flag.FlagSet, usage string) {
-	fs.Var(graphMode{g}, "g", usage)
+	fs.Var(graphFlag{graphMode{g}}, "g", usage)
 	fs.Var(graphMode{g}, "call-graph", "callchains: `fp` (frame pointers, as -g) or dwarf[,SIZE] (SIZE bytes of user stack per sample, 8192 by default, unwound by the report or the daemon)")
 }
 
@@ -29,12 +29,10 @@ func (g *CallGraph) Apply(cfg *record.Config) {
 	cfg.Callchain, cfg.UserStack = g.callchain, g.userStack
 }
 
-// graphMode is -g and --call-graph: a bool flag (-g alone: frame
-// pointers) that takes a mode too.
+// graphMode is --call-graph's value: a mode.
 type graphMode struct{ g *CallGraph }
 
-func (graphMode) IsBoolFlag() bool { return true }
-func (graphMode) String() string   { return "" }
+func (graphMode) String() string { return "" }
 
 func (m graphMode) Set(v string) error {
 	switch v {
@@ -52,6 +50,12 @@ func (m graphMode) Set(v string) error {
 	m.g.callchain, m.g.userStack = true, n
 	return nil
 }
+
+// graphFlag is -g: a bool flag (-g alone: frame pointers) that takes a
+// mode too (-g=dwarf).
+type graphFlag struct{ graphMode }
+
+func (graphFlag) IsBoolFlag() bool { return true }
 
 // JoinMode joins -g or --call-graph and a mode given as the next
 // argument (-g dwarf, --call-graph dwarf,16384) into one (-g=dwarf), as
