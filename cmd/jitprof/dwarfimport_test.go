@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"math"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -134,6 +135,9 @@ func TestImportDWARF(t *testing.T) {
 				t.Fatalf("jitprof import: %v\n%s", err, out)
 			}
 			session := sessionArcs(t, jitprof, dir, nil)
+			if head := jpReport(t, jitprof, nil, "--session", "--session-dir", dir); !strings.Contains(head, "# DWARF call chains: ") || !strings.Contains(string(out), "call chains unwound") {
+				t.Errorf("import and report --session say nothing of the chains unwound:\n%s\n%s", out, head)
+			}
 			recording := foldedArcs(t, jpReport(t, jitprof, nil, "-i", data, "--format", "folded"))
 			var total, differ uint64
 			for a, n := range recording {
@@ -173,4 +177,90 @@ func TestImportDWARF(t *testing.T) {
 			t.Logf("perf: %d arcs, %d differ from the session's", ptotal, pdiffer)
 		})
 	}
+}
+
+// TestDaemonDWARF: the daemon started with -g dwarf unwinds the user
+// stacks of what it samples as it counts them: in a session of the
+// workload without frame pointers, qsort (libc, no frame pointers
+// either) is called by sort_a and sort_b 3:1 as the workload calls them
+// (75% and 25% within 10 points), as the stacks of jitprof record
+// --call-graph dwarf of the same run have it (within 5 points), and
+// cmp, which only qsort's merge sort calls, has that as its caller in
+// nearly all its arcs. At 1 kHz for 2.5 s of CPU about 2,000 samples
+// are in qsort: one standard deviation of a share is 1 point.
+func TestDaemonDWARF(t *testing.T) {
+	perftest.Perf(t)
+	needRoot(t, "the daemon samples every CPU")
+	jitprof := buildJitprof(t, t.TempDir())
+	work := perftest.DWARF(t)
+	dir := filepath.Join(t.TempDir(), "sessions")
+	// 2 MiB rings: 8 KiB stacks fill perf's default 512 KiB ring in
+	// 64 samples.
+	startDaemon(t, jitprof, dir, nil, "-a", "-F", "1000", "-m", "512", "-g", "dwarf")
+	data := filepath.Join(t.TempDir(), "perf.data")
+	if out, err := exec.Command(jitprof, "record", "-q", "--call-graph", "dwarf", "-F", "1000", "-m", "512", "-o", data, "--", work, "2500").CombinedOutput(); err != nil {
+		t.Fatalf("jitprof record: %v\n%s", err, out)
+	}
+	status := daemonCmd(t, jitprof, dir, "status")
+	daemonCmd(t, jitprof, dir, "dump")
+	var graph struct {
+		Events []struct {
+			Functions []struct {
+				Symbol  string
+				Samples uint64
+				Callers []struct {
+					Symbol  string
+					Samples uint64
+				}
+			}
+		}
+	}
+	// The whole session: without --separate, qsort's arcs are in libc's
+	// files, not the workload's.
+	out := jpReport(t, jitprof, nil, "--session", "--session-dir", dir, "-g", "--format", "json")
+	if err := json.Unmarshal([]byte(out), &graph); err != nil || len(graph.Events) != 1 {
+		t.Fatalf("report --session -g --format json: %v, want one event:\n%s", err, out)
+	}
+	callers := map[string]map[string]uint64{}
+	for _, f := range graph.Events[0].Functions {
+		for _, c := range f.Callers {
+			if callers[f.Symbol] == nil {
+				callers[f.Symbol] = map[string]uint64{}
+			}
+			callers[f.Symbol][c.Symbol] += c.Samples
+		}
+	}
+	share := func(m map[string]uint64, of string) (float64, uint64) {
+		var total uint64
+		for _, n := range m {
+			total += n
+		}
+		return 100 * float64(m[of]) / float64(max(total, 1)), total
+	}
+	qsort := callers["__GI___qsort_r"]
+	a, total := share(qsort, "sort_a")
+	b, _ := share(qsort, "sort_b")
+	if total < 1000 {
+		t.Fatalf("qsort has %d arcs from its callers in the session, want thousands (callers %v)\ndaemon status:\n%s", total, qsort, status)
+	}
+	if math.Abs(a-75) > 10 || math.Abs(b-25) > 10 {
+		t.Errorf("qsort's callers in the session: sort_a %.1f%%, sort_b %.1f%%; want 75%% and 25%% (%v)", a, b, qsort)
+	}
+	if s, n := share(callers["cmp"], "msort_with_tmp.part.0"); s < 95 {
+		t.Errorf("cmp's callers: msort_with_tmp %.1f%% of %d arcs, want all but a few (%v)", s, n, callers["cmp"])
+	}
+	rec := foldedArcs(t, jpReport(t, jitprof, nil, "-i", data, "--format", "folded"))
+	var ra, rtotal uint64
+	for k, n := range rec {
+		if k.callee == "__GI___qsort_r" {
+			rtotal += n
+			if k.caller == "sort_a" {
+				ra += n
+			}
+		}
+	}
+	if r := 100 * float64(ra) / float64(max(rtotal, 1)); math.Abs(a-r) > 5 {
+		t.Errorf("sort_a calls qsort in %.1f%% of the session's arcs, in %.1f%% of the recording's stacks", a, r)
+	}
+	t.Logf("qsort: %d arcs from its callers, sort_a %.1f%% (recording %.1f%% of %d), sort_b %.1f%%\n%s", total, a, 100*float64(ra)/float64(max(rtotal, 1)), rtotal, b, status)
 }

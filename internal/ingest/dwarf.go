@@ -30,8 +30,9 @@ type unwinding struct {
 	u     *unwind.Unwinder
 	w     *unwind.Walker
 	chain []uint64
-	// past counts the chains of the unwinders let go of (bounds.go).
-	past unwind.Stats
+	// past counts the chains of the unwinders let go of (bounds.go);
+	// told those the session was told of.
+	past, told unwind.Stats
 }
 
 // unwindChain returns s's callchain with its user part unwound from its
@@ -53,21 +54,25 @@ func (in *Ingest) unwindChain(s *perfdata.Sample) []uint64 {
 	return chain
 }
 
-// boundUnwinder adds the round's counts to the unwinder's, and lets the
-// unwinder go when the tables and mappings it keeps pass their bounds.
+// boundUnwinder adds the round's counts to the unwinder's and the
+// session's, and lets the unwinder go when the tables and mappings it
+// keeps pass their bounds.
 func (in *Ingest) boundUnwinder() {
 	uw := &in.unwinding
 	if uw.u == nil {
 		return
 	}
 	uw.w.Flush()
+	st := in.UnwindStats()
+	in.db.AddUnwound(st.Chains-uw.told.Chains, st.Stops[unwind.StopJIT]-uw.told.Stops[unwind.StopJIT])
+	uw.told = st
 	_, held := uw.u.Held()
 	if held <= maxImageTables && uw.w.Mappings() <= maxImageMappings {
 		return
 	}
-	st := uw.u.Stats()
-	uw.past.Chains += st.Chains
-	for i, n := range st.Stops {
+	cur := uw.u.Stats()
+	uw.past.Chains += cur.Chains
+	for i, n := range cur.Stops {
 		uw.past.Stops[i] += n
 	}
 	uw.u, uw.w = nil, nil
