@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"math"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -32,17 +33,29 @@ func sessionArcs(t *testing.T, jitprof, dir string, env []string) map[arc]uint64
 			}
 		}
 	}
-	out := jpReport(t, jitprof, env, "--session", "--session-dir", dir, "-g", "--format", "json")
+	out := jpReport(t, jitprof, env, "--session", "--session-dir", dir, "--anon-samples", "-g", "--format", "json")
 	if err := json.Unmarshal([]byte(out), &graph); err != nil || len(graph.Events) != 1 {
 		t.Fatalf("report --session -g --format json: %v, want one event:\n%s", err, out)
 	}
 	arcs := map[arc]uint64{}
 	for _, f := range graph.Events[0].Functions {
 		for _, c := range f.Callers {
-			arcs[arc{c.Symbol, f.Symbol}] += c.Samples
+			if a := (arc{foldedName(c.Symbol), foldedName(f.Symbol)}); a.caller != "[unknown]" && a.callee != "[unknown]" {
+				arcs[a] += c.Samples
+			}
 		}
 	}
 	return arcs
+}
+
+// foldedName is a function's name as folded stacks spell it: spaces and
+// semicolons replaced, and code no symbol names (which a session's
+// report shows by its offset in the image) [unknown].
+func foldedName(s string) string {
+	if strings.HasPrefix(s, "0x") {
+		return "[unknown]"
+	}
+	return strings.NewReplacer(";", ":", " ", "_").Replace(s)
 }
 
 // stackArcs counts the arcs of stacks, root first, each counted n times:
@@ -138,21 +151,7 @@ func TestImportDWARF(t *testing.T) {
 			if head := jpReport(t, jitprof, nil, "--session", "--session-dir", dir); !strings.Contains(head, "# DWARF call chains: ") || !strings.Contains(string(out), "call chains unwound") {
 				t.Errorf("import and report --session say nothing of the chains unwound:\n%s\n%s", out, head)
 			}
-			recording := foldedArcs(t, jpReport(t, jitprof, nil, "-i", data, "--format", "folded"))
-			var total, differ uint64
-			for a, n := range recording {
-				total += n
-				if session[a] != n {
-					differ += max(n, session[a]) - min(n, session[a])
-					t.Errorf("%s -> %s: %d in the session's arcs, %d in the recording's stacks", a.caller, a.callee, session[a], n)
-				}
-			}
-			for a, n := range session {
-				if _, ok := recording[a]; !ok {
-					differ += n
-					t.Errorf("%s -> %s: %d in the session's arcs, none in the recording's stacks", a.caller, a.callee, n)
-				}
-			}
+			total, differ := compareArcs(t, session, foldedArcs(t, jpReport(t, jitprof, nil, "-i", data, "--format", "folded")))
 			if total < 20000 || session[arc{"sort_a", "__GI___qsort_r"}] < 1000 {
 				t.Errorf("%d arcs in the recording's stacks, sort_a -> qsort %d in the session's: want tens of thousands, thousands", total, session[arc{"sort_a", "__GI___qsort_r"}])
 			}
@@ -177,6 +176,71 @@ func TestImportDWARF(t *testing.T) {
 			t.Logf("perf: %d arcs, %d differ from the session's", ptotal, pdiffer)
 		})
 	}
+}
+
+// compareArcs says every arc whose count differs between a session and
+// a recording's stacks, and returns the recording's arcs and how many
+// differ.
+func compareArcs(t *testing.T, session, recording map[arc]uint64) (total, differ uint64) {
+	t.Helper()
+	for a, n := range recording {
+		total += n
+		if session[a] != n {
+			differ += max(n, session[a]) - min(n, session[a])
+			t.Errorf("%s -> %s: %d in the session's arcs, %d in the recording's stacks", a.caller, a.callee, session[a], n)
+		}
+	}
+	for a, n := range session {
+		if _, ok := recording[a]; !ok {
+			differ += n
+			t.Errorf("%s -> %s: %d in the session's arcs, none in the recording's stacks", a.caller, a.callee, n)
+		}
+	}
+	return total, differ
+}
+
+// TestImportNodeDWARF: JIT code is unwound on import as a report unwinds
+// it. Node with --perf-prof --perf-prof-unwinding-info writes a jitdump
+// whose unwinding records describe its JIT code; jitprof record
+// --call-graph dwarf embeds it. The session's arcs, JIT functions named
+// by generation, have the counts of the arcs of report -g
+// --anon-samples's stacks of the recording, through JS frames unwound by
+// their records and V8's frames by their frame pointers (perf's
+// agreement with the report on such recordings is TestNodeJitdumpDWARF's).
+func TestImportNodeDWARF(t *testing.T) {
+	perftest.Perf(t)
+	node := perftest.Need(t, "node")
+	jitprof := buildJitprof(t, t.TempDir())
+	dir := t.TempDir()
+	script := filepath.Join(dir, "hot.js")
+	if err := os.WriteFile(script, []byte(nodeScript), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	data := filepath.Join(dir, "perf.data")
+	cmd := exec.Command(jitprof, "record", "-q", "--call-graph", "dwarf", "-F", "2000", "-o", data, "--", node, "--perf-prof", "--perf-prof-unwinding-info", script)
+	cmd.Dir = dir // where node writes its jitdump
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("jitprof record: %v\n%s", err, out)
+	}
+	sessions := t.TempDir()
+	out, err := exec.Command(jitprof, "import", "--session-dir", sessions, data).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "JIT data of 1 processes") {
+		t.Fatalf("jitprof import: %v, want node's JIT data imported\n%s", err, out)
+	}
+	session := sessionArcs(t, jitprof, sessions, nil)
+	total, differ := compareArcs(t, session, foldedArcs(t, jpReport(t, jitprof, nil, "-i", data, "--anon-samples", "--format", "folded")))
+	var fib uint64
+	for a, n := range session {
+		if strings.HasPrefix(a.caller, "JS:*fib") && strings.HasPrefix(a.callee, "JS:*fib") {
+			fib += n
+		}
+	}
+	// Half the script's time is in fib(22), whose samples are up to 22
+	// frames of it deep: a tenth of the arcs at least.
+	if fib < total/10 {
+		t.Errorf("fib calls fib in %d of %d arcs: the JIT code's frames were not unwound", fib, total)
+	}
+	t.Logf("%d arcs, %d differ, %d of fib calling itself; %s", total, differ, fib, strings.TrimSpace(string(out)))
 }
 
 // TestDaemonDWARF: the daemon started with -g dwarf unwinds the user
