@@ -167,7 +167,7 @@ func (in *Ingest) Keep(s *perfdata.Sample) {
 	ks := keptSample{s: *s, chain: len(k.words)}
 	chain := s.Callchain
 	stack := unwind.HasStack(s) && in.Unwind && in.CallGraph
-	if stack && len(k.stacks)+len(s.StackUser) > maxKeptStacks {
+	if stack && len(k.stacks)+int(min(s.StackDyn, uint64(len(s.StackUser)))) > maxKeptStacks {
 		chain, stack = in.unwindChain(s), false
 		in.UnwoundEarly++
 	}
