@@ -25,8 +25,9 @@ type Config struct {
 	Dir string // the session directory
 	// Sample is what to sample, as jitprof record takes it: the event,
 	// Freq (0 with no Period: DefaultFreq), MaxFreq or Period, Callchain
-	// (-g: arcs into {cg} files), the target (SystemWide, PIDs, TIDs,
-	// CPUs) and Pages. Its Command and the fields about a file are not
+	// (-g: arcs into {cg} files) and UserStack (-g dwarf: user stacks
+	// unwound into them), the target (SystemWide, PIDs, TIDs, CPUs) and
+	// Pages. Its Command and the fields about a file are not
 	// used.
 	Sample   record.Config
 	Separate sampledb.Separate
