@@ -128,22 +128,63 @@ type Walker struct {
 	u    *Unwinder
 	pid  uint32
 	time uint64
-	// byMap are the tables of the mappings met, by process.Mapping.ID:
-	// a map, since a collector's IDs grow for as long as it runs.
-	byMap map[int32]mapTable
-	stats Stats
+	// byID and byMap are the tables of the mappings met, by
+	// process.Mapping.ID: the first directMappings IDs (a report's, most
+	// often all of them) by index, the rest in a map, since a
+	// collector's IDs grow for as long as it runs; mappings counts them.
+	byID     []mapTable
+	byMap    map[int32]mapTable
+	mappings int
+	stats    Stats
 }
 
 type mapTable struct {
-	im *symbolize.Image // nil when the image could not be opened
-	t  *Table
+	im  *symbolize.Image // nil when the image could not be opened
+	t   *Table
+	set bool
 }
+
+// directMappings is how many mapping IDs a Walker indexes directly.
+const directMappings = 1 << 16
 
 // Walker returns a Walker of u's.
 func (u *Unwinder) Walker() *Walker { return &Walker{u: u, byMap: map[int32]mapTable{}} }
 
 // Mappings is how many mappings the Walker keeps the tables of.
-func (w *Walker) Mappings() int { return len(w.byMap) }
+func (w *Walker) Mappings() int { return w.mappings }
+
+// mapTable returns the tables of mapping m, opening its image the first
+// time.
+func (w *Walker) mapTable(m *process.Mapping) mapTable {
+	var mt mapTable
+	if m.ID < directMappings {
+		if int(m.ID) >= len(w.byID) {
+			w.byID = append(w.byID, make([]mapTable, int(m.ID)+1-len(w.byID))...)
+		}
+		mt = w.byID[m.ID]
+	} else {
+		mt = w.byMap[m.ID]
+	}
+	if mt.set {
+		return mt
+	}
+	mt.set = true
+	cred := trust.Unknown
+	if w.u.opts.Cred != nil {
+		cred = w.u.opts.Cred(w.pid)
+	}
+	if im, err := w.u.opts.Symbolizer.OpenAs(m.Path, m.BuildID, cred); err == nil {
+		mt.im = im
+		mt.t, _ = w.u.table(im)
+	}
+	if m.ID < directMappings {
+		w.byID[m.ID] = mt
+	} else {
+		w.byMap[m.ID] = mt
+	}
+	w.mappings++
+	return mt
+}
 
 // Unwind unwinds a sample of process pid taken at time, appending its
 // frames' pcs to out (the sampled pc first), and says why it stopped.
@@ -180,18 +221,7 @@ func (w *Walker) Code(pc uint64) (Code, bool) {
 		}
 		return c, true
 	}
-	mt, ok := w.byMap[m.ID]
-	if !ok {
-		cred := trust.Unknown
-		if w.u.opts.Cred != nil {
-			cred = w.u.opts.Cred(w.pid)
-		}
-		if im, err := w.u.opts.Symbolizer.OpenAs(m.Path, m.BuildID, cred); err == nil {
-			mt.im = im
-			mt.t, _ = w.u.table(im)
-		}
-		w.byMap[m.ID] = mt
-	}
+	mt := w.mapTable(m)
 	if mt.im == nil {
 		return Code{}, true
 	}
