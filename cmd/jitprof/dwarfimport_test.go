@@ -117,7 +117,8 @@ func perfScriptArcs(t *testing.T, data string) map[arc]uint64 {
 // (jitprof's and perf's) unwinds its samples' stacks into {cg} arcs, and
 // report --session -g of the session has the callers and callees, with
 // the same counts, that the stacks of report -g of the recording have:
-// both unwind with internal/unwind, so they agree exactly. The workload
+// both unwind with internal/unwind (compareArcs says where they may
+// not; every run so far agreed exactly). The workload
 // has no frame pointers (-O2 -fomit-frame-pointer, through libc's qsort
 // into a callback), 1.5 s of CPU at 4 kHz: 6,000 samples.
 //
@@ -178,23 +179,33 @@ func TestImportDWARF(t *testing.T) {
 	}
 }
 
-// compareArcs says every arc whose count differs between a session and
-// a recording's stacks, and returns the recording's arcs and how many
-// differ.
+// compareArcs compares a session's arcs with those of a recording's
+// stacks, logs each that differs, and fails when more than 0.1% of the
+// recording's differ. Both unwind with internal/unwind on the same file,
+// so they agree but where the ingest, as the daemon, knows less than a
+// report: it counts a round's samples against the mappings of the
+// rounds so far (a report knows every mapping of the file), so a sample
+// whose mapping's MMAP another CPU's ring gave a round later loses the
+// arcs from there on; and in JIT code it names a sample taken before its
+// code was logged by the code logged first after it (a report, only
+// within its skew), which may name or step through a frame differently.
 func compareArcs(t *testing.T, session, recording map[arc]uint64) (total, differ uint64) {
 	t.Helper()
 	for a, n := range recording {
 		total += n
 		if session[a] != n {
 			differ += max(n, session[a]) - min(n, session[a])
-			t.Errorf("%s -> %s: %d in the session's arcs, %d in the recording's stacks", a.caller, a.callee, session[a], n)
+			t.Logf("%s -> %s: %d in the session's arcs, %d in the recording's stacks", a.caller, a.callee, session[a], n)
 		}
 	}
 	for a, n := range session {
 		if _, ok := recording[a]; !ok {
 			differ += n
-			t.Errorf("%s -> %s: %d in the session's arcs, none in the recording's stacks", a.caller, a.callee, n)
+			t.Logf("%s -> %s: %d in the session's arcs, none in the recording's stacks", a.caller, a.callee, n)
 		}
+	}
+	if differ*1000 > total {
+		t.Errorf("%d of the recording's %d arcs differ from the session's, more than 0.1%%", differ, total)
 	}
 	return total, differ
 }
