@@ -22,7 +22,7 @@ func init() {
 	register(&command{name: "daemon", summary: "the always-on profiler: start, status, dump, stop, reset, save NAME (OProfile's opcontrol)", run: runDaemon})
 }
 
-const daemonUsage = `usage: jitprof daemon start [-a | -p PID[,PID] | -t TID] [-C CPUS] [-e EVENT] [-F HZ | -c PERIOD] [-g] [-m PAGES] [--separate=none,lib,kernel,thread,cpu,all] [--session-dir DIR] [--max-jit-data SIZE] [--max-jit-data-per-process SIZE] [--max-sample-files N] [--max-sample-data SIZE]
+const daemonUsage = `usage: jitprof daemon start [-a | -p PID[,PID] | -t TID] [-C CPUS] [-e EVENT] [-F HZ | -c PERIOD] [-g [dwarf[,SIZE]] | --call-graph fp|dwarf[,SIZE]] [-m PAGES] [--separate=none,lib,kernel,thread,cpu,all] [--session-dir DIR] [--max-jit-data SIZE] [--max-jit-data-per-process SIZE] [--max-sample-files N] [--max-sample-data SIZE]
        jitprof daemon status|dump|stop|reset [--session-dir DIR]
        jitprof daemon save NAME [--archive] [--session-dir DIR]`
 
@@ -31,7 +31,8 @@ func runDaemon(args []string) error {
 	var cfg daemon.Config
 	sample := sampling.Flags{DefaultFreq: daemon.DefaultFreq}
 	sample.Register(fs)
-	callchain := fs.Bool("g", false, "count the callchains' arcs too ({cg} sample files)")
+	var graph sampling.CallGraph
+	graph.Register(fs, "count the callchains' arcs too ({cg} sample files): frame pointers, or with -g dwarf the user stacks unwound as they come")
 	var sep cli.Separate
 	sep.Register(fs)
 	var dir cli.SessionDir
@@ -48,7 +49,7 @@ func runDaemon(args []string) error {
 		fmt.Fprintln(fs.Output(), daemonUsage)
 		cli.PrintFlags(fs)
 	}
-	pos, err := cli.ParseArgs(fs, args)
+	pos, err := cli.ParseArgs(fs, sampling.JoinMode(args))
 	if err != nil {
 		return err
 	}
@@ -80,7 +81,7 @@ func runDaemon(args []string) error {
 			return cli.ErrUsage
 		}
 		cfg.Sample.SystemWide = len(cfg.Sample.PIDs)+len(cfg.Sample.TIDs) == 0
-		cfg.Sample.Callchain = *callchain
+		graph.Apply(&cfg.Sample)
 		cfg.Separate = sep.Separate
 		cfg.FlushEvery = *flush
 		if cfg.MaxSampleFiles <= 0 {

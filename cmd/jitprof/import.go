@@ -7,6 +7,7 @@ import (
 	"github.com/jitprof/jitprof/internal/cli"
 	"github.com/jitprof/jitprof/internal/driver"
 	"github.com/jitprof/jitprof/internal/ingest"
+	"github.com/jitprof/jitprof/internal/unwind"
 )
 
 func init() {
@@ -54,7 +55,11 @@ func runImport(args []string) error {
 	if *session != "" {
 		where = "session " + *session
 	}
-	fmt.Fprintf(stderrText, "jitprof import: %d samples (%d lost, %d in no mapping) into %d sample files of %s in %s; JIT data of %d processes\n",
-		res.Samples, res.Lost, res.Unresolved, res.Files, where, d, res.JITProcesses)
+	unwound := ""
+	if u := res.Unwound; u.Chains > 0 {
+		unwound = fmt.Sprintf("; %d call chains unwound from user stacks, %d stopped in JIT code", u.Chains, u.Stops[unwind.StopJIT])
+	}
+	fmt.Fprintf(stderrText, "jitprof import: %d samples (%d lost, %d in no mapping) into %d sample files of %s in %s; JIT data of %d processes%s\n",
+		res.Samples, res.Lost, res.Unresolved, res.Files, where, d, res.JITProcesses, unwound)
 	return nil
 }

@@ -13,7 +13,6 @@ import (
 	"github.com/jitprof/jitprof/internal/cli"
 	"github.com/jitprof/jitprof/internal/cli/sampling"
 	"github.com/jitprof/jitprof/internal/outfile"
-	"github.com/jitprof/jitprof/internal/perfevent"
 	"github.com/jitprof/jitprof/internal/record"
 )
 
@@ -75,15 +74,9 @@ func recordFlags(args []string) (cfg record.Config, out string, quiet bool, err 
 	fs := flag.NewFlagSet("record", flag.ContinueOnError)
 	var sample sampling.Flags
 	sample.Register(fs)
-	var callchain bool
-	var userStack uint32
+	var graph sampling.CallGraph
+	graph.Register(fs, "record frame-pointer callchains (kernel and user); -g=dwarf as --call-graph dwarf")
 	var duration time.Duration
-	fs.BoolVar(&callchain, "g", false, "record frame-pointer callchains (kernel and user)")
-	fs.Func("call-graph", "callchains: `fp` (frame pointers, as -g) or dwarf[,SIZE] (SIZE bytes of user stack per sample, 8192 by default, unwound by the report)", func(s string) (err error) {
-		userStack, err = perfevent.ParseCallGraph(s)
-		callchain = err == nil
-		return err
-	})
 	fs.StringVar(&out, "o", "perf.data", "output `file`; an existing one is renamed FILE.old; - writes perf's pipe mode to standard output")
 	fs.DurationVar(&duration, "duration", 0, "sample for this `duration` (e.g. 5s): from the command's exec, or with -a, -p or -t from when the processes running were read")
 	fs.BoolVar(&quiet, "q", false, "print nothing but errors")
@@ -103,7 +96,8 @@ func recordFlags(args []string) (cfg record.Config, out string, quiet bool, err 
 		fmt.Fprintf(fs.Output(), "jitprof record: %v\n", err)
 		return cfg, "", false, cli.ErrUsage
 	}
-	cfg.Callchain, cfg.UserStack, cfg.Duration = callchain, userStack, duration
+	graph.Apply(&cfg)
+	cfg.Duration = duration
 	// A command with -a, -p or -t runs while they are recorded, and
 	// its end ends the recording, as in perf record -a -- sleep 5.
 	if targets > 1 || targets == 0 && len(cmdArgs) == 0 {

@@ -81,32 +81,6 @@ func (jitdumpHandler) Claim(p *Process) (Resolver, error) {
 	return &mapResolver{m: m, source: d.describe("jitdump"), timeless: timeless}, nil
 }
 
-// jitUnwindTable compiles the unwinding information a JIT wrote for code
-// of size bytes (V8's --perf-prof-unwinding-info), relative to the
-// code's start, or nil when it has none or none that reads. The record's
-// data is the .eh_frame, then the .eh_frame_hdr (its last
-// EHFrameHdrSize bytes), laid out as perf inject --jit lays them out in
-// the ELF file it writes (genelf.c): the .eh_frame at the first 8-byte
-// boundary after the code, which is what its pc-relative addresses
-// count from.
-func jitUnwindTable(u *jitdump.UnwindingInfo, size uint64) *unwind.Table {
-	return ehFrameTable(u.Data[:uint64(len(u.Data))-u.EHFrameHdrSize], size)
-}
-
-// ehFrameTable compiles an .eh_frame that follows code of size bytes at
-// its first 8-byte boundary, relative to the code's start (jitdump's and
-// jitlog's layout), or returns nil.
-func ehFrameTable(eh []byte, size uint64) *unwind.Table {
-	if len(eh) == 0 || size > 1<<40 {
-		return nil
-	}
-	t, _ := unwind.Build(unwind.Section{Data: eh, Addr: (size + 7) &^ 7}, unwind.Section{})
-	if t == nil || t.NumRows() == 0 {
-		return nil
-	}
-	return t
-}
-
 func readJitdump(d *data, p *Process) (*codemap.Map, bool, error) {
 	r, err := jitdump.NewReader(d.reader())
 	if err != nil {
@@ -135,7 +109,7 @@ func readJitdump(d *data, p *Process) (*codemap.Map, bool, error) {
 			code := bytes.Clone(rec.Code)
 			pl := payload(lt, code)
 			if unwinding != nil {
-				pl = withUnwind(pl, jitUnwindTable(unwinding, rec.CodeSize))
+				pl = withUnwind(pl, unwind.JITTable(unwinding.EHFrame(), rec.CodeSize))
 				unwinding = nil
 			}
 			if err := b.Load(rec.Timestamp, rec.CodeAddr, rec.CodeSize, rec.Name, rec.CodeIndex, pl); err != nil {

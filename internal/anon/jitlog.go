@@ -7,6 +7,7 @@ import (
 
 	"github.com/jitprof/jitprof/internal/codemap"
 	"github.com/jitprof/jitprof/internal/trust"
+	"github.com/jitprof/jitprof/internal/unwind"
 	"github.com/jitprof/jitprof/jitlog"
 )
 
@@ -75,7 +76,7 @@ func (jitlogHandler) Claim(p *Process) (Resolver, error) {
 			infos[rec.Seq] = ci
 		case *jitlog.UnwindRecord:
 			if ci, ok := infos[rec.Seq]; ok {
-				ci.unwind = ehFrameTable(rec.EHFrame, live[rec.Seq].size)
+				ci.unwind = unwind.JITTable(rec.EHFrame, live[rec.Seq].size)
 			}
 		case *jitlog.MoveRecord:
 			c, ok := live[rec.Seq]

@@ -25,8 +25,9 @@ type Config struct {
 	Dir string // the session directory
 	// Sample is what to sample, as jitprof record takes it: the event,
 	// Freq (0 with no Period: DefaultFreq), MaxFreq or Period, Callchain
-	// (-g: arcs into {cg} files), the target (SystemWide, PIDs, TIDs,
-	// CPUs) and Pages. Its Command and the fields about a file are not
+	// (-g: arcs into {cg} files) and UserStack (-g dwarf: user stacks
+	// unwound into them), the target (SystemWide, PIDs, TIDs, CPUs) and
+	// Pages. Its Command and the fields about a file are not
 	// used.
 	Sample   record.Config
 	Separate sampledb.Separate
@@ -108,14 +109,7 @@ type daemon struct {
 	ready   func()
 	flushAt time.Time
 
-	pending []pendingSample
-	chains  []uint64 // the round's callchains, one arena
 	lastErr error
-}
-
-type pendingSample struct {
-	s          perfdata.Sample
-	chain, end int // the callchain in daemon.chains
 }
 
 // Run runs the daemon until ctx is done or a client asks it to stop:
@@ -199,6 +193,7 @@ func (d *daemon) open(procs *process.Tracker, forget func(pid uint32), attr *per
 	d.in = ingest.New(db, procs, 0)
 	d.in.Forget = forget
 	d.in.CallGraph = cfg.Sample.Callchain
+	d.in.Unwind = cfg.Sample.UserStack != 0
 	d.in.MaxJITData, d.in.MaxJITDataPerProcess = cfg.MaxJITData, cfg.MaxJITDataPerProcess
 	d.status = Status{PID: os.Getpid(), Dir: cfg.Dir, Start: d.start, Events: []string{name}, Separate: cfg.Separate.String(), CallGraph: cfg.Sample.Callchain,
 		MaxSampleFiles: cfg.MaxSampleFiles, MaxSampleData: cfg.MaxSampleData, MaxJITData: cfg.MaxJITData, MaxJITDataPerProcess: cfg.MaxJITDataPerProcess}
@@ -226,11 +221,7 @@ func (d *daemon) Raw(raw []byte) error {
 	}
 	switch r := rec.(type) {
 	case *perfdata.Sample:
-		p := pendingSample{s: *r, chain: len(d.chains)}
-		d.chains = append(d.chains, r.Callchain...)
-		p.end = len(d.chains)
-		p.s.Callchain = nil
-		d.pending = append(d.pending, p)
+		d.in.Keep(r)
 	case *perfdata.Lost:
 		d.lost += r.Lost
 		d.db.AddLost(0, r.Lost)
@@ -261,21 +252,7 @@ func (d *daemon) Written() int64 { return 0 }
 // EndRound implements record.Sink: the round's samples are counted, and
 // then the daemon flushes when it is time and answers its clients.
 func (d *daemon) EndRound(*record.Recorder) error {
-	last := ^uint32(0)
-	for i := range d.pending {
-		if pid := d.pending[i].s.PID; pid != last {
-			d.in.Sampled(pid)
-			last = pid
-		}
-	}
-	d.in.BeginRound()
-	for i := range d.pending {
-		p := &d.pending[i]
-		p.s.Callchain = d.chains[p.chain:p.end]
-		d.in.Add(&p.s)
-	}
-	d.in.EndRound()
-	d.pending, d.chains = d.pending[:0], d.chains[:0]
+	d.in.Round()
 	if d.ready != nil {
 		d.ready()
 		d.ready = nil

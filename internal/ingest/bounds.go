@@ -36,6 +36,23 @@ const (
 	maxEntries           = 1 << 21
 )
 
+// Bounds of what unwinding user stacks keeps (--call-graph dwarf): the
+// compiled unwinding information JITs logged for their code (a table
+// can take more memory than the bytes it was compiled from, which the
+// bounds above count), per process and in all; the stacks of a round's
+// samples waiting for the round to be in (past it, a sample is unwound
+// as it comes); and the tables of the images met, kept across rounds
+// until they pass maxImageTables or the mappings met pass
+// maxImageMappings, when the unwinder starts afresh and reads the
+// tables again from the cache directory.
+const (
+	maxJITTablesPerProcess = 32 << 20
+	maxJITTables           = 128 << 20
+	maxKeptStacks          = 64 << 20
+	maxImageTables         = 256 << 20
+	maxImageMappings       = 1 << 16
+)
+
 // Bounds of the work done on JIT data: records applied and bytes read,
 // at most recordRate and byteRate a second on average, at most a tenth
 // of that in one round (a round is one drain of the rings, 100 ms or
@@ -91,6 +108,7 @@ func (b *budget) spend(share, left work) {
 type jitRoom struct {
 	bytes   int64 // bytes it may still add to the session
 	entries int   // code it may hold in memory
+	tables  int64 // bytes of unwinding tables of its code it may hold
 	// why says which bound the room ends at.
 	bytesWhy, entriesWhy string
 }

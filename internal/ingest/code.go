@@ -6,6 +6,7 @@ import (
 	"github.com/google/btree"
 
 	"github.com/jitprof/jitprof/internal/jitdump"
+	"github.com/jitprof/jitprof/internal/unwind"
 	"github.com/jitprof/jitprof/jitlog"
 )
 
@@ -34,6 +35,9 @@ type codeEntry struct {
 	seq          uint64
 	load, unload uint64
 	id           uint64 // the order of loads: ties at one start
+	// unwind is the code's call frame information, from the JIT's
+	// unwinding record (kept only when the table's tables are wanted).
+	unwind *unwind.Table
 }
 
 // codeTable is what the daemon knows of a process's JIT code: every
@@ -69,6 +73,16 @@ type codeTable struct {
 	// ended ones are forgotten first; full says a load was refused.
 	limit int
 	full  bool
+
+	// Unwinding information, kept while tableLimit leaves room (samples
+	// with user stacks are unwound; 0 otherwise): a jitdump's comes
+	// before its code's load (nextEH, a copy until then); tableBytes is
+	// what the code's tables take, at most tableLimit, past which code
+	// gets none.
+	nextEH     []byte
+	tableBytes int64
+	tableLimit int64
+	tablesFull bool // a table was left out at tableLimit
 }
 
 func byStart(a, b *codeEntry) bool { return a.start < b.start }
@@ -162,6 +176,9 @@ func (c *codeTable) forgetOldest() {
 	c.endedQ[0] = nil
 	c.endedQ = c.endedQ[1:]
 	c.ended.Delete(e)
+	if e.unwind != nil {
+		c.tableBytes -= e.unwind.Size()
+	}
 	if c.last == e {
 		c.last = nil
 	}
@@ -183,8 +200,11 @@ func (c *codeTable) unload(seq, t uint64) (start, size uint64, ok bool) {
 
 // move moves the live code of generation seq to newStart at t.
 func (c *codeTable) move(seq, newStart, t uint64) {
-	if _, size, ok := c.unload(seq, t); ok {
-		c.load(newStart, size, seq, t)
+	old := c.bySeq[seq]
+	if _, size, ok := c.unload(seq, t); ok && c.load(newStart, size, seq, t) && old.unwind != nil {
+		// Its unwinding information is relative to its start: it
+		// moves with the code.
+		c.bySeq[seq].unwind, old.unwind = old.unwind, nil
 	}
 }
 
@@ -193,11 +213,19 @@ func (c *codeTable) move(seq, newStart, t uint64) {
 // first loaded after it (a sample of code the JIT had not yet logged
 // when it was drained).
 func (c *codeTable) lookup(addr, t uint64) (uint64, bool) {
-	if e := c.last; e != nil && e.start <= addr && addr < e.end && e.load <= t && t < e.unload {
+	if e := c.find(addr, t); e != nil {
 		return e.seq, true
 	}
+	return 0, false
+}
+
+// find returns the generation lookup answers with, nil when none.
+func (c *codeTable) find(addr, t uint64) *codeEntry {
+	if e := c.last; e != nil && e.start <= addr && addr < e.end && e.load <= t && t < e.unload {
+		return e
+	}
 	if c.live == nil {
-		return 0, false
+		return nil
 	}
 	// The live code at addr, if any, is the last generation loaded
 	// there: it answers every sample taken since its load.
@@ -211,7 +239,7 @@ func (c *codeTable) lookup(addr, t uint64) (uint64, bool) {
 	})
 	if l != nil && l.load <= t {
 		c.last = l
-		return l.seq, true
+		return l
 	}
 	// An older sample: the latest generation loaded by t among the
 	// ended ones that hold addr, or else the first loaded after t, the
@@ -272,11 +300,11 @@ func (c *codeTable) lookup(addr, t uint64) (uint64, bool) {
 	switch {
 	case best != nil:
 		c.last = best
-		return best.seq, true
+		return best
 	case after != nil:
-		return after.seq, true
+		return after
 	}
-	return 0, false
+	return nil
 }
 
 // prune forgets code that ended before t.
@@ -299,6 +327,10 @@ func (c *codeTable) jitlogRecord(r jitlog.Record) bool {
 		c.move(r.Seq, r.NewAddr, r.Time)
 	case *jitlog.UnloadRecord:
 		c.unload(r.Seq, r.Time)
+	case *jitlog.UnwindRecord:
+		if e := c.bySeq[r.Seq]; e != nil && c.tableLimit > 0 {
+			c.setUnwind(e, r.EHFrame)
+		}
 	}
 	return true
 }
@@ -308,9 +340,41 @@ func (c *codeTable) jitlogRecord(r jitlog.Record) bool {
 func (c *codeTable) jitdumpRecord(r jitdump.Record) bool {
 	switch r := r.(type) {
 	case *jitdump.CodeLoad:
-		return c.load(r.CodeAddr, r.CodeSize, r.CodeIndex, r.Timestamp)
+		if !c.load(r.CodeAddr, r.CodeSize, r.CodeIndex, r.Timestamp) {
+			return false
+		}
+		if len(c.nextEH) > 0 {
+			if e := c.bySeq[r.CodeIndex]; e != nil && e.start == r.CodeAddr {
+				c.setUnwind(e, c.nextEH)
+			}
+			c.nextEH = c.nextEH[:0]
+		}
 	case *jitdump.CodeMove:
 		c.move(r.CodeIndex, r.NewCodeAddr, r.Timestamp)
+	case *jitdump.UnwindingInfo:
+		if c.tableLimit > 0 {
+			// The reader reuses its buffers: a copy, for the load
+			// that follows.
+			c.nextEH = append(c.nextEH[:0], r.EHFrame()...)
+		}
 	}
 	return true
+}
+
+// setUnwind compiles the unwinding information a JIT logged for the
+// code of e, if the table's bound leaves room for it.
+func (c *codeTable) setUnwind(e *codeEntry, ehFrame []byte) {
+	t := unwind.JITTable(ehFrame, e.end-e.start)
+	if t == nil {
+		return
+	}
+	size := t.Size()
+	if c.tableBytes+size > c.tableLimit {
+		c.tablesFull = true
+		return
+	}
+	if e.unwind != nil {
+		c.tableBytes -= e.unwind.Size()
+	}
+	e.unwind, c.tableBytes = t, c.tableBytes+size
 }

@@ -16,4 +16,10 @@
 // process when it exits (sampledb.DB.ForgetProcess). A process's JIT
 // data is its user's to write: what is copied of it, kept of it in
 // memory and done with it in one round is bounded (bounds.go).
+//
+// With CallGraph the arcs of each sample's callchain go into {cg} files;
+// a sample that carries user registers and a copy of its user stack
+// (--call-graph dwarf) has its chain unwound first, with a report's
+// unwinder and JIT code's unwinding records (dwarf.go), and only the
+// counts are kept.
 package ingest

@@ -21,6 +21,7 @@ import (
 	"github.com/jitprof/jitprof/internal/record"
 	"github.com/jitprof/jitprof/internal/sampledb"
 	"github.com/jitprof/jitprof/internal/trust"
+	"github.com/jitprof/jitprof/internal/unwind"
 	"github.com/jitprof/jitprof/jitlog"
 	"github.com/jitprof/jitprof/perfdata"
 )
@@ -30,6 +31,9 @@ type ImportResult struct {
 	Samples, Lost, Unresolved uint64
 	Files                     int // sample files
 	JITProcesses              int // processes whose JIT data came along
+	// Unwound counts the chains unwound from user stacks (a recording
+	// made with --call-graph dwarf), by how they ended.
+	Unwound unwind.Stats
 }
 
 // Import puts a recording's samples into the session directory dir, as
@@ -77,20 +81,22 @@ func Import(f *perfdata.File, dir, session string, sep sampledb.Separate) (Impor
 	procs := process.New()
 	in := New(db, procs, 0)
 	in.embedded = embeddedJIT(in, bundle, procs)
+	// A recording with callchains, or with user stacks to unwind into
+	// them (--call-graph dwarf), fills {cg} files, as the daemon with -g.
+	in.CallGraph = attr.SampleType&perfdata.SampleCallchain != 0
+	if attr.SampleType&(perfdata.SampleRegsUser|perfdata.SampleStackUser) == perfdata.SampleRegsUser|perfdata.SampleStackUser {
+		in.CallGraph, in.Unwind = true, true
+	}
 	r := f.Records()
-	var pending []perfdata.Sample
 	flushRound := func() {
 		// The JIT data the daemon would have read by the round's drain:
 		// what was written by its last sample and a poll after.
 		last := uint64(0)
-		for i := range pending {
-			last = max(last, pending[i].Time)
+		for i := range in.kept.samples {
+			last = max(last, in.kept.samples[i].s.Time)
 		}
 		in.feedTo(last + uint64(record.PollInterval))
-		for i := range pending {
-			in.Add(&pending[i])
-		}
-		pending = pending[:0]
+		in.keptSamples(in.Add)
 		in.EndRound()
 	}
 	for r.Next() {
@@ -99,9 +105,7 @@ func Import(f *perfdata.File, dir, session string, sep sampledb.Separate) (Impor
 			if rec.Attr != nil && rec.Attr != attr && len(f.Attrs) > 1 {
 				continue // the first event's samples only
 			}
-			s := *rec
-			s.Callchain = slices.Clone(rec.Callchain)
-			pending = append(pending, s)
+			in.Keep(rec)
 		case *perfdata.FinishedRound:
 			flushRound()
 		case *perfdata.Lost:
@@ -118,7 +122,9 @@ func Import(f *perfdata.File, dir, session string, sep sampledb.Separate) (Impor
 	flushRound()
 	in.SaveAllJIT()
 	st := db.Stats()
-	res.Samples, res.Unresolved, res.Files, res.JITProcesses = st.Samples, in.Unresolved, st.Files, len(in.saved)
+	// The database counts arcs too: the samples are the Ingest's.
+	res.Samples, res.Unresolved, res.Files, res.JITProcesses = in.Samples-in.Unresolved-in.Errors, in.Unresolved, st.Files, len(in.saved)
+	res.Unwound = in.UnwindStats()
 	err = errors.Join(r.Err(), db.Close())
 	if err != nil || session == "" {
 		return res, err
@@ -180,6 +186,7 @@ func embeddedJIT(in *Ingest, b *jitbundle.Bundle, procs *process.Tracker) func(j
 // as the daemon numbers one it reads.
 func (j *jitProc) fill(data []byte, room jitRoom, session func() (*os.Root, error)) error {
 	j.code.limit = max(room.entries, 1)
+	j.code.tableLimit = room.tables
 	switch j.handler {
 	case "jitlog", "jitdump":
 		if int64(len(data)) > room.bytes {

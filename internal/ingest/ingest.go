@@ -14,6 +14,7 @@ import (
 	"github.com/jitprof/jitprof/internal/process"
 	"github.com/jitprof/jitprof/internal/resolve"
 	"github.com/jitprof/jitprof/internal/sampledb"
+	"github.com/jitprof/jitprof/internal/trust"
 	"github.com/jitprof/jitprof/perfdata"
 )
 
@@ -30,6 +31,15 @@ type Ingest struct {
 	event sampledb.EventID
 	// CallGraph counts the callchain's arcs into {cg} files too.
 	CallGraph bool
+	// Unwind unwinds, with CallGraph, the user stacks samples carry
+	// (--call-graph dwarf) into their chains' user part (dwarf.go), and
+	// keeps the unwinding information of JIT code for it.
+	Unwind bool
+	// UnwoundEarly counts the samples unwound as they came, past the
+	// bound on a round's stacks (Keep).
+	UnwoundEarly uint64
+	unwinding    unwinding
+	kept         kept
 	// Forget lets go of a process that exited, once no sample of it can
 	// come any more: procs's Forget by default; the daemon's is its
 	// Recorder's, which forgets who the process was too.
@@ -73,6 +83,7 @@ type Ingest struct {
 	JITData    int64
 	JITBounded int
 	entries    int         // code held in memory, all processes
+	jitTables  int64       // bytes of JIT code's unwinding tables, all processes
 	budget     budget      // the work left for JIT data this round
 	fed        uint64      // Import: the time up to which embedded JIT data is applied
 	order      []*pidState // BeginRound's, kept to not allocate it each round
@@ -100,6 +111,10 @@ type pidState struct {
 	version uint64
 	polled  uint64 // the round its JIT data was last read
 	sampled uint64 // the round it has samples in (Sampled)
+	// cred is whose rights its images are read with to unwind its
+	// stacks, once credSet (Ingest.cred).
+	cred    trust.Cred
+	credSet bool
 }
 
 // NewIngest returns an Ingest of samples of event ev into db, with the
@@ -139,8 +154,15 @@ func (in *Ingest) Add(s *perfdata.Sample) {
 	if in.db.Add(&smp) != nil {
 		in.Errors++
 	}
-	if in.CallGraph && len(s.Callchain) > 0 {
-		in.arcs(st, s, &smp)
+	if !in.CallGraph {
+		return
+	}
+	chain := s.Callchain
+	if in.Unwind {
+		chain = in.unwindChain(s)
+	}
+	if len(chain) > 0 {
+		in.arcs(st, s, chain, &smp)
 	}
 }
 
@@ -215,6 +237,7 @@ func (in *Ingest) placeAnon(st *pidState, pid uint32, m *process.Mapping, addr, 
 				in.embedded(j)
 				in.JITData += j.added
 				in.entries += j.entries()
+				in.jitTables += j.code.tableBytes
 				in.feed(st)
 			}
 			found = j.handler != ""
@@ -295,13 +318,14 @@ func (in *Ingest) app(st *pidState, pid uint32) sampledb.ImageID {
 	return st.app
 }
 
-// arcs counts the callchain's arcs, caller to callee, into {cg} files;
-// an end in JIT code keeps the sequence number of the code live there.
-func (in *Ingest) arcs(st *pidState, s *perfdata.Sample, leaf *sampledb.Sample) {
+// arcs counts the arcs of s's callchain, caller to callee, into {cg}
+// files; an end in JIT code keeps the sequence number of the code live
+// there.
+func (in *Ingest) arcs(st *pidState, s *perfdata.Sample, chain []uint64, leaf *sampledb.Sample) {
 	callee, calleeKey := leaf.Image, arcEnd(st, leaf)
 	kernel := s.CPUMode() == perfdata.MiscKernel
 	first := true
-	for _, ip := range s.Callchain {
+	for _, ip := range chain {
 		if ip >= resolve.ContextMax {
 			switch ip {
 			case resolve.ContextKernel:
@@ -391,7 +415,7 @@ func (in *Ingest) pollJIT(st *pidState) {
 	}
 	share := in.budget.left.share()
 	left := share
-	added, entries := j.added, j.entries()
+	added, entries, tables := j.added, j.entries(), j.code.tableBytes
 	err := j.poll(in.now(), &left, in.room(j), func() (*os.Root, error) { return in.jitDir(j) })
 	in.budget.spend(share, left)
 	// Work left undone means the process is behind if the round's work
@@ -399,6 +423,7 @@ func (in *Ingest) pollJIT(st *pidState) {
 	j.behind = left.done()
 	in.JITData += j.added - added
 	in.entries += j.entries() - entries
+	in.jitTables += j.code.tableBytes - tables
 	in.jitError(j, err)
 	if j.handler == "" {
 		clear(st.anon) // a source given up: its images are anonymous again
@@ -430,8 +455,9 @@ func (in *Ingest) feed(st *pidState) {
 	if j.feed == nil {
 		return
 	}
-	entries := j.entries()
-	j.code.limit = max(in.room(j).entries, 1)
+	entries, tables := j.entries(), j.code.tableBytes
+	room := in.room(j)
+	j.code.limit, j.code.tableLimit = max(room.entries, 1), room.tables
 	if !j.feed(in.fed) {
 		j.feed = nil
 		if j.code.full {
@@ -441,6 +467,7 @@ func (in *Ingest) feed(st *pidState) {
 		}
 	}
 	in.entries += j.entries() - entries
+	in.jitTables += j.code.tableBytes - tables
 }
 
 // room is what the bounds leave process j.
@@ -454,6 +481,9 @@ func (in *Ingest) room(j *jitProc) jitRoom {
 	}
 	if e := maxEntries - (in.entries - j.entries()); e < r.entries {
 		r.entries, r.entriesWhy = e, "the daemon's bound"
+	}
+	if in.Unwind {
+		r.tables = min(maxJITTablesPerProcess, maxJITTables-(in.jitTables-j.code.tableBytes))
 	}
 	return r
 }
@@ -541,6 +571,7 @@ func (in *Ingest) reset(pid uint32) {
 	all := int64(math.MaxInt64)
 	in.saveJIT(st, &all)
 	in.entries -= st.jit.entries()
+	in.jitTables -= st.jit.code.tableBytes
 	st.jit.close()
 	if err := in.JITErrors[pid]; err != nil {
 		if len(in.pastErrors) == maxPastErrors {
@@ -568,6 +599,7 @@ func (in *Ingest) revive(pid uint32) {
 // of another CPU can come a round after the exit, and a daemon that runs
 // for weeks must not keep every process it ever saw.
 func (in *Ingest) EndRound() {
+	in.boundUnwinder()
 	for _, pid := range in.exitedBefore {
 		in.Forget(pid)
 	}

@@ -212,6 +212,7 @@ func (j *jitProc) poll(now uint64, w *work, room jitRoom, session func() (*os.Ro
 		return nil
 	}
 	j.code.limit = room.entries - len(j.ranges)
+	j.code.tableLimit = room.tables
 	var err error
 	switch j.handler {
 	case "jitlog":

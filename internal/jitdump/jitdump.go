@@ -139,6 +139,13 @@ type UnwindingInfo struct {
 	Data           []byte // unwind_data_size bytes; padding after it is dropped
 }
 
+// EHFrame is the .eh_frame of the record's data: what precedes the
+// .eh_frame_hdr, its last EHFrameHdrSize bytes (as perf inject --jit
+// lays them out, genelf.c).
+func (u *UnwindingInfo) EHFrame() []byte {
+	return u.Data[:uint64(len(u.Data))-min(u.EHFrameHdrSize, uint64(len(u.Data)))]
+}
+
 // Unknown is a record with an id this package does not know.
 type Unknown struct {
 	RecordHeader

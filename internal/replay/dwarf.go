@@ -1,18 +1,15 @@
 package replay
 
 import (
-	"github.com/jitprof/jitprof/internal/resolve"
 	"github.com/jitprof/jitprof/internal/unwind"
 	"github.com/jitprof/jitprof/perfdata"
 )
 
 // A recording made with --call-graph dwarf carries, with each sample,
 // the user registers and a copy of the top of the user stack instead of
-// the user part of the callchain; the kernel's part is still in the
-// callchain. The user part is unwound here, before the sample reaches
-// the Resolver, and joined after the kernel's as perf joins them
-// (thread__resolve_callchain in callee order): the kernel frames, then
-// the user frames from the sampled user pc up.
+// the user part of the callchain. The user part is unwound here, before
+// the sample reaches the Resolver, and joined after the kernel's
+// (unwind.Walker.Callchain, which the sample database's ingest uses too).
 
 // hasStacks reports whether f's samples may carry user stacks to unwind.
 func hasStacks(f *perfdata.File) bool {
@@ -48,24 +45,16 @@ func newStackWalker(u *unwind.Unwinder) *stackWalker {
 }
 
 // callchain returns s's callchain with its user part unwound from the
-// sample's stack, or s.Callchain when it has none to unwind. The slice
-// is the walker's until the next call.
+// sample's stack (unwind.Walker.Callchain), or s.Callchain when it has
+// none to unwind. The slice is the walker's until the next call.
 func (sw *stackWalker) callchain(s *perfdata.Sample) []uint64 {
-	if sw == nil || len(s.StackUser) == 0 || len(s.RegsUser) == 0 || s.RegsUserABI == 0 {
+	if sw == nil {
 		return s.Callchain
 	}
-	chain := sw.chain[:0]
-	for _, ip := range s.Callchain {
-		if ip == perfdata.CallchainUser {
-			break
-		}
-		chain = append(chain, ip)
+	chain, _, ok := sw.w.Callchain(s, sw.chain[:0])
+	if !ok {
+		return s.Callchain
 	}
-	regs := unwind.PerfRegs(s.Attr.SampleRegsUser, s.RegsUser)
-	n := min(s.StackDyn, uint64(len(s.StackUser)))
-	stack := unwind.Stack{Data: s.StackUser[:n], Addr: regs.V[unwind.RegSP]}
-	chain = append(chain, resolve.ContextUser)
-	chain, _ = sw.w.Unwind(s.PID, s.Timestamp(), regs, &stack, chain)
 	sw.chain = chain
 	return chain
 }

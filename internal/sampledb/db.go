@@ -408,6 +408,13 @@ func (db *DB) AddLost(ev EventID, n uint64) {
 	}
 }
 
+// AddUnwound counts call chains unwound from user stacks, and those of
+// them that stopped in JIT code (Meta.Unwound, Meta.JITStops).
+func (db *DB) AddUnwound(chains, jitStops uint64) {
+	db.meta.Unwound += chains
+	db.meta.JITStops += jitStops
+}
+
 // Flush writes every count added since the last flush to its sample file
 // (creating files), then closes the least recently used files beyond
 // MaxOpen and writes the session's metadata. A file that cannot be

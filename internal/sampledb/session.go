@@ -84,6 +84,13 @@ type Meta struct {
 	// that could not be created or written, kept until the daemon had to
 	// let go of it.
 	Dropped uint64 `json:"dropped"`
+	// Unwound counts the call chains unwound from user stacks (a daemon
+	// started with -g dwarf, an import of a --call-graph dwarf
+	// recording) and JITStops those that stopped in JIT code with
+	// neither unwinding information nor a plausible frame pointer: their
+	// callers are missing from the call graph.
+	Unwound  uint64 `json:"unwound,omitempty"`
+	JITStops uint64 `json:"jit_stops,omitempty"`
 	// Updated is the last time counts were flushed.
 	Updated time.Time `json:"updated"`
 }

@@ -201,6 +201,8 @@ func Load(opts Options) (*profile.Profile, *anonbind.Binder, Info, error) {
 				for _, ev := range m.Events {
 					meta.Lost += ev.Lost
 				}
+				meta.Unwound.Chains += m.Unwound
+				meta.Unwound.JITStops += m.JITStops
 				meta.Hostname = m.Host
 			}
 			src.add(f.Session)

@@ -15,7 +15,10 @@
 // the sample's registers and stack bytes and of an AddressSpace that
 // says what code is at an address at the sample's time; an Unwinder
 // (process.go) is that address space for the processes of a
-// process.Tracker, with the caches that live across samples.
+// process.Tracker, with the caches that live across samples, and its
+// Walker.Callchain (chain.go) joins a sample's kernel chain and its
+// unwound user chain, for a report (internal/replay) and the sample
+// database's ingest (internal/ingest) alike.
 //
 // The bytes are other users' (images, JIT dumps): reading them is
 // bounded (entry lengths checked, 16 million rows at most, expressions

@@ -5,6 +5,7 @@ import (
 
 	"github.com/jitprof/jitprof/internal/process"
 	"github.com/jitprof/jitprof/internal/symbolize"
+	"github.com/jitprof/jitprof/internal/trust"
 )
 
 // Mappings is what an Unwinder asks of processes: the executable
@@ -39,6 +40,12 @@ type Options struct {
 	Cache bool
 	// MaxFrames bounds a chain; 0 means DefaultMaxFrames.
 	MaxFrames int
+	// Cred, when set, says whose rights the images process pid mapped
+	// are opened with (symbolize.Symbolizer.OpenAs): a collector running
+	// as root reads a user's images as that user. Without it they are
+	// read with the rights of the user running jitprof, as a report
+	// reads a recording's.
+	Cred func(pid uint32) trust.Cred
 }
 
 // DefaultMaxFrames is perf's limit (kernel.perf_event_max_stack).
@@ -51,6 +58,8 @@ type Unwinder struct {
 	opts   Options
 	mu     sync.Mutex
 	tables map[*symbolize.Image]*tableSlot
+	// held is the memory of the tables built or read so far.
+	held int64
 	// stops counts why chains ended, for the report's header.
 	statsMu sync.Mutex
 	stats   Stats
@@ -93,18 +102,40 @@ func (u *Unwinder) table(im *symbolize.Image) (*Table, error) {
 		u.tables[im] = s
 	}
 	u.mu.Unlock()
-	s.once.Do(func() { s.t, s.err = imageTable(im, u.opts.Cache) })
+	s.once.Do(func() {
+		s.t, s.err = imageTable(im, u.opts.Cache)
+		if s.t != nil {
+			u.mu.Lock()
+			u.held += s.t.Size()
+			u.mu.Unlock()
+		}
+	})
 	return s.t, s.err
+}
+
+// Held says how many images' tables the Unwinder holds and their memory
+// in bytes: a collector that runs for weeks starts a new Unwinder past
+// its bound.
+func (u *Unwinder) Held() (images int, bytes int64) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return len(u.tables), u.held
 }
 
 // Walker unwinds for one goroutine: it is the address space of the
 // sample being unwound, and keeps the tables of the mappings it met.
 type Walker struct {
-	u     *Unwinder
-	pid   uint32
-	time  uint64
-	byMap []mapTable // by process.Mapping.ID
-	stats Stats
+	u    *Unwinder
+	pid  uint32
+	time uint64
+	// byID and byMap are the tables of the mappings met, by
+	// process.Mapping.ID: the first directMappings IDs (a report's, most
+	// often all of them) by index, the rest in a map, since a
+	// collector's IDs grow for as long as it runs; mappings counts them.
+	byID     []mapTable
+	byMap    map[int32]mapTable
+	mappings int
+	stats    Stats
 }
 
 type mapTable struct {
@@ -113,8 +144,47 @@ type mapTable struct {
 	set bool
 }
 
+// directMappings is how many mapping IDs a Walker indexes directly.
+const directMappings = 1 << 16
+
 // Walker returns a Walker of u's.
-func (u *Unwinder) Walker() *Walker { return &Walker{u: u} }
+func (u *Unwinder) Walker() *Walker { return &Walker{u: u, byMap: map[int32]mapTable{}} }
+
+// Mappings is how many mappings the Walker keeps the tables of.
+func (w *Walker) Mappings() int { return w.mappings }
+
+// mapTable returns the tables of mapping m, opening its image the first
+// time.
+func (w *Walker) mapTable(m *process.Mapping) mapTable {
+	var mt mapTable
+	if m.ID < directMappings {
+		if int(m.ID) >= len(w.byID) {
+			w.byID = append(w.byID, make([]mapTable, int(m.ID)+1-len(w.byID))...)
+		}
+		mt = w.byID[m.ID]
+	} else {
+		mt = w.byMap[m.ID]
+	}
+	if mt.set {
+		return mt
+	}
+	mt.set = true
+	cred := trust.Unknown
+	if w.u.opts.Cred != nil {
+		cred = w.u.opts.Cred(w.pid)
+	}
+	if im, err := w.u.opts.Symbolizer.OpenAs(m.Path, m.BuildID, cred); err == nil {
+		mt.im = im
+		mt.t, _ = w.u.table(im)
+	}
+	if m.ID < directMappings {
+		w.byID[m.ID] = mt
+	} else {
+		w.byMap[m.ID] = mt
+	}
+	w.mappings++
+	return mt
+}
 
 // Unwind unwinds a sample of process pid taken at time, appending its
 // frames' pcs to out (the sampled pc first), and says why it stopped.
@@ -151,17 +221,7 @@ func (w *Walker) Code(pc uint64) (Code, bool) {
 		}
 		return c, true
 	}
-	if int(m.ID) >= len(w.byMap) {
-		w.byMap = append(w.byMap, make([]mapTable, int(m.ID)+1-len(w.byMap))...)
-	}
-	mt := &w.byMap[m.ID]
-	if !mt.set {
-		mt.set = true
-		if im, err := w.u.opts.Symbolizer.Open(m.Path, m.BuildID); err == nil {
-			mt.im = im
-			mt.t, _ = w.u.table(im)
-		}
-	}
+	mt := w.mapTable(m)
 	if mt.im == nil {
 		return Code{}, true
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"unsafe"
 )
 
 // Table is an image's call frame information compiled once into rows
@@ -36,6 +37,11 @@ var errTooBig = errors.New("call frame information too large")
 
 // NumRows is the number of rows, for tests and statistics.
 func (t *Table) NumRows() int { return len(t.addrs) }
+
+// Size is the table's memory in bytes.
+func (t *Table) Size() int64 {
+	return int64(cap(t.addrs))*8 + int64(cap(t.sets))*4 + int64(cap(t.rules))*int64(unsafe.Sizeof(ruleset{})) + int64(cap(t.exprs))
+}
 
 // Build compiles the call frame information of an image: its .eh_frame
 // and, for code that .eh_frame does not cover, its .debug_frame (which
