@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/jitprof/jitprof/internal/delivery"
 	"github.com/jitprof/jitprof/internal/ingest"
 	"github.com/jitprof/jitprof/internal/linux"
 	"github.com/jitprof/jitprof/internal/process"
@@ -39,6 +40,9 @@ type Config struct {
 	MaxJITData, MaxJITDataPerProcess int64
 	MaxSampleFiles                   int
 	MaxSampleData                    int64
+	// Push, when set, pushes what is sampled to an OpenTelemetry
+	// Collector (push.go).
+	Push *Push
 }
 
 // DefaultFreq is the daemon's sampling frequency: OProfile's default
@@ -88,6 +92,8 @@ type Status struct {
 	JITErrors            []string         `json:"jit_errors,omitempty"`
 	CallGraph            bool             `json:"call_graph"`
 	SessionEvents        []sampledb.Event `json:"session_events"`
+	// OTLP is what the push to a Collector has done, nil without one.
+	OTLP *PushStatus `json:"otlp,omitempty"`
 }
 
 // daemon is the running collector: a record.Sink that counts each
@@ -108,6 +114,7 @@ type daemon struct {
 	ready   func()
 	flushAt time.Time
 
+	push    *pusher // nil without Config.Push
 	pending []pendingSample
 	chains  []uint64 // the round's callchains, one arena
 	lastErr error
@@ -158,6 +165,15 @@ func Run(ctx context.Context, cfg Config, ready func()) (err error) {
 	_, _, err = record.Stream(ctx, *sc, func(r *record.Recorder, attr *perfdata.Attr, _ *perfdata.TracingData) (record.Sink, error) {
 		if err := d.open(r.Tracker(), r.Forget, attr); err != nil {
 			return nil, err
+		}
+		if cfg.Push != nil {
+			exp, err := delivery.NewChild(cfg.Push.Exporter, cfg.Push.Delivery)
+			if err != nil {
+				return nil, fmt.Errorf("otlp push: %w", err)
+			}
+			if err := d.startPush(exp, attr, r.Tracker(), r.Identity); err != nil {
+				return nil, err
+			}
 		}
 		ln, err := listen(d.db.Root(), cfg.Dir)
 		if err != nil {
@@ -273,8 +289,14 @@ func (d *daemon) EndRound(*record.Recorder) error {
 		p := &d.pending[i]
 		p.s.Callchain = d.chains[p.chain:p.end]
 		d.in.Add(&p.s)
+		if d.push != nil {
+			d.push.add(&p.s)
+		}
 	}
 	d.in.EndRound()
+	if d.push != nil {
+		d.push.endRound()
+	}
 	d.pending, d.chains = d.pending[:0], d.chains[:0]
 	if d.ready != nil {
 		d.ready()
@@ -324,6 +346,10 @@ func (d *daemon) snapshot() Status {
 	}
 	st.JITErrors = d.in.JITErrorList()
 	st.SessionEvents = d.db.Meta().Events
+	if d.push != nil {
+		ps := d.push.status()
+		st.OTLP = &ps
+	}
 	return st
 }
 
@@ -369,11 +395,28 @@ func (d *daemon) close() error {
 	if d.db == nil {
 		return nil
 	}
+	var perr error
+	if d.push != nil {
+		perr = d.push.close()
+	}
 	if d.in != nil {
 		d.in.SaveAllJIT()
 		d.in.Close()
 	}
-	return d.db.Close()
+	return errors.Join(perr, d.db.Close())
+}
+
+// startPush starts pushing through exp, the samples of the processes t
+// follows, who identity says they are: processes ingest lets go of are
+// forgotten once the push no longer needs their mappings.
+func (d *daemon) startPush(exp delivery.Exporter, attr *perfdata.Attr, t *process.Tracker, identity func(uint32) (linux.Identity, bool)) error {
+	p, err := newPusher(d.db.Root(), *d.cfg.Push, exp, attr, d.cfg.Sample.Callchain, t, identity, d.in.Forget)
+	if err != nil {
+		return fmt.Errorf("otlp push: %w", err)
+	}
+	d.push = p
+	d.in.Forget = p.forgetLater
+	return nil
 }
 
 // PIDFile is the daemon's pid file in the session directory.
