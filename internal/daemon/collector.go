@@ -398,6 +398,9 @@ func (d *daemon) close() error {
 	var perr error
 	if d.push != nil {
 		perr = d.push.close()
+		st := d.push.status()
+		log.Printf("otlp push: %d of the %d samples taken put in batches, %d dropped; %d batches sent, %d wait in %s",
+			st.Samples, d.in.Samples, st.DroppedSamples, st.Sent, st.Queued, SpoolDir)
 	}
 	if d.in != nil {
 		d.in.SaveAllJIT()

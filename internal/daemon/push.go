@@ -63,6 +63,11 @@ const maxPushSamples = 1 << 20
 // spooled; what is left waits for its next start.
 const stopFlushFor = 5 * time.Second
 
+// renewSymbolsEvery is how often the Symbolizer lets go of the images
+// whose symbols it read into memory, as jitprof top's does: a machine
+// runs new executables all the time, and a daemon runs for weeks.
+const renewSymbolsEvery = time.Minute
+
 // renewJITEvery is how often JIT data is read again while samples fall
 // in JIT code: those samples wait for it (at most that long), so that
 // each is named by data read after it was taken: by the generation live
@@ -116,9 +121,13 @@ type pusher struct {
 	jitPending []resolve.Sample
 	// forget are processes ingest let go of, whose mappings the samples
 	// of jitPending still need: forgotten once those are resolved.
-	forget  []uint32
+	forget []uint32
+	// gone are the processes forgotten since the last push: what the
+	// push says of them.
+	gone    map[uint32]profile.Process
 	forgetf func(pid uint32)
 	cutAt   time.Time
+	symAt   time.Time // when sym last let go of the images it read
 
 	out  chan *profile.Profile
 	done chan struct{}
@@ -151,11 +160,11 @@ func newPusher(root *os.Root, cfg Push, exp delivery.Exporter, attr *perfdata.At
 		ev.Period = attr.SamplePeriod
 	}
 	p := &pusher{cfg: cfg, chains: chains, event: ev, t: t, period: attr.SamplePeriod, forgetf: forget,
-		procs:  liveProcs{t: t, identity: identity},
+		procs: liveProcs{t: t, identity: identity}, gone: map[uint32]profile.Process{},
 		sym:    symbolize.New(symbolize.Options{SymbolCache: true}),
 		sender: delivery.NewSender(sp, exp, cfg.Delivery.Endpoint, delivery.DefaultBackoff),
 		out:    make(chan *profile.Profile, 1), done: make(chan struct{}),
-		cutAt: time.Now().Add(cfg.Every)}
+		cutAt: time.Now().Add(cfg.Every), symAt: time.Now()}
 	p.st.Protocol, p.st.Every, p.st.SpoolMax = cfg.Delivery.Protocol, cfg.Every, cfg.SpoolMax
 	p.fresh()
 	go p.spool()
@@ -242,6 +251,7 @@ func (p *pusher) endRound() {
 	p.nameJIT(false)
 	if len(p.jitPending) == 0 {
 		for _, pid := range p.forget {
+			p.gone[pid] = p.process(pid)
 			p.forgetf(pid)
 		}
 		p.forget = p.forget[:0]
@@ -284,11 +294,17 @@ func (p *pusher) cut(wait bool) bool {
 			continue
 		}
 		pids[th.PID] = true
-		pr := profile.Process{PID: th.PID}
-		if m := p.t.Executable(th.PID); m != nil {
-			pr.Exe, pr.BuildID = m.Path, m.BuildID
+		pr, ok := p.gone[th.PID]
+		if !ok {
+			pr = p.process(th.PID)
 		}
 		prof.Processes = append(prof.Processes, pr)
+	}
+	prof.StartNS, prof.EndNS = ^uint64(0), 0
+	for _, ts := range prof.Times {
+		for _, tm := range ts {
+			prof.StartNS, prof.EndNS = min(prof.StartNS, tm), max(prof.EndNS, tm)
+		}
 	}
 	// Sample times are CLOCK_MONOTONIC (record.Config's clock), tied to
 	// the wall clock here.
@@ -306,8 +322,31 @@ func (p *pusher) cut(wait bool) bool {
 		}
 	}
 	p.held -= n
+	clear(p.gone)
 	p.fresh()
+	if time.Since(p.symAt) >= renewSymbolsEvery {
+		p.sym.ForgetImages()
+		p.symAt = time.Now()
+	}
 	return true
+}
+
+// process is what the push says of process pid: its executable and the
+// executable's build-id.
+func (p *pusher) process(pid uint32) profile.Process {
+	pr := profile.Process{PID: pid}
+	if m := p.t.Executable(pid); m != nil {
+		pr.Exe, pr.BuildID = m.Path, m.BuildID
+		if pr.BuildID == "" {
+			// The daemon reads no build-ids as it records
+			// (record.Config.NoBuildIDs); the Symbolizer has mostly
+			// read the executable already.
+			if im, err := p.sym.Open(m.Path, ""); err == nil {
+				pr.BuildID = im.BuildID()
+			}
+		}
+	}
+	return pr
 }
 
 // spool encodes the pushes, compresses them and puts them in the spool,
