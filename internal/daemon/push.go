@@ -68,10 +68,14 @@ const stopFlushFor = 5 * time.Second
 // runs new executables all the time, and a daemon runs for weeks.
 const renewSymbolsEvery = time.Minute
 
-// renewJITEvery is how often JIT data is read again while samples fall
-// in JIT code: those samples wait for it (at most that long), so that
-// each is named by data read after it was taken: by the generation live
-// at its time, never by one a JIT had replaced before.
+// renewJITEvery is how often, at most, JIT data is read again for the
+// samples in JIT code of a process that exited (ingest lets go of it a
+// round after its exit, and its JIT data may go with it). Otherwise it
+// is read once a push, just before it: each sample in JIT code is named
+// by data read after it was taken, by the generation live at its time,
+// never by one a JIT had replaced before; and a JIT process's data, which
+// can be hundreds of megabytes, is read once an interval, not twice a
+// second as jitprof top reads it.
 const renewJITEvery = 500 * time.Millisecond
 
 // PushStatus is what `jitprof daemon status` says of the push.
@@ -248,7 +252,11 @@ func (p *pusher) forgetLater(pid uint32) { p.forget = append(p.forget, pid) }
 // them, lets go of the processes that were waiting for that, and hands
 // the Builder on every Push.Every.
 func (p *pusher) endRound() {
-	p.nameJIT(false)
+	now := time.Now()
+	due := !now.Before(p.cutAt)
+	// At most every renewJITEvery: also while the spooling goroutine is
+	// behind and the push waits.
+	p.nameJIT((due || len(p.forget) > 0) && now.Sub(p.anon.last) >= renewJITEvery)
 	if len(p.jitPending) == 0 {
 		for _, pid := range p.forget {
 			p.gone[pid] = p.process(pid)
@@ -256,7 +264,7 @@ func (p *pusher) endRound() {
 		}
 		p.forget = p.forget[:0]
 	}
-	if now := time.Now(); !now.Before(p.cutAt) && p.cut(false) {
+	if due && p.cut(false) {
 		p.cutAt = now.Add(p.cfg.Every)
 	}
 	p.mu.Lock()
@@ -265,9 +273,9 @@ func (p *pusher) endRound() {
 }
 
 // nameJIT resolves the samples waiting in JIT code with handlers made
-// anew, when the last were made renewJITEvery ago (or now, when force).
-func (p *pusher) nameJIT(force bool) {
-	if len(p.jitPending) == 0 || !p.anon.renew(&p.procs, force) {
+// anew, when now.
+func (p *pusher) nameJIT(now bool) {
+	if len(p.jitPending) == 0 || !now || !p.anon.renew(&p.procs) {
 		return
 	}
 	res := p.resolver()
@@ -431,7 +439,7 @@ func (lp *liveProcs) Process(pid uint32) anon.Process {
 }
 
 // liveAnon names JIT code with a Binder it makes anew, with fresh
-// handlers, every renewJITEvery while samples fall in JIT code: a
+// handlers, for the samples in JIT code waiting (renewJITEvery): a
 // handler reads a process's JIT data when it claims it, and the data
 // grows while the daemon runs.
 type liveAnon struct {
@@ -446,12 +454,8 @@ func (a *liveAnon) Resolve(pid uint32, addr, time uint64) (resolve.AnonFrame, bo
 	return a.b.Resolve(pid, addr, time)
 }
 
-// renew makes a new Binder when the last is renewJITEvery old (or
-// force), and says whether it did.
-func (a *liveAnon) renew(procs *liveProcs, force bool) bool {
-	if !force && a.b != nil && time.Since(a.last) < renewJITEvery {
-		return false
-	}
+// renew makes a new Binder, and says whether it did.
+func (a *liveAnon) renew(procs *liveProcs) bool {
 	hs, err := anon.Select(nil) // the built-in handlers: no error
 	if err != nil {
 		return false
