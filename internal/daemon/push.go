@@ -135,7 +135,7 @@ type pusher struct {
 	// held counts the samples waiting (places, singles, jitPending) and
 	// in b (inBuilder).
 	held, inBuilder uint64
-	period          uint64 // a sample's, when it does not say
+	period          uint64 // a sample's, when it does not say (0 in frequency mode)
 	// seen are the counts of b's entries at the last push; pushes the
 	// pushes b made.
 	seen       []profile.Value
@@ -191,7 +191,7 @@ func newPusher(root *os.Root, cfg Push, exp delivery.Exporter, attr *perfdata.At
 	} else {
 		ev.Period = attr.SamplePeriod
 	}
-	p := &pusher{cfg: cfg, chains: chains, event: ev, t: t, period: attr.SamplePeriod, forgetf: forget,
+	p := &pusher{cfg: cfg, chains: chains, event: ev, t: t, period: ev.Period, forgetf: forget,
 		procs: liveProcs{t: t, identity: identity}, gone: map[uint32]profile.Process{}, places: map[placeKey]*place{}, sampled: map[uint32]struct{}{}, lastPID: noPID, buildIDs: map[string]cachedBuildID{},
 		sym:    symbolize.New(symbolize.Options{SymbolCache: true}),
 		sender: delivery.NewSender(sp, exp, cfg.Delivery.Endpoint, delivery.DefaultBackoff),
@@ -351,7 +351,18 @@ func (p *pusher) endRound() {
 	// At most every resolveEvery: also while the spooling goroutine is
 	// behind and the push waits.
 	if (due || len(p.forget) > 0) && now.Sub(p.resolvedAt) >= resolveEvery {
-		p.resolve()
+		if due {
+			p.resolve(nil)
+		} else {
+			// Only the samples of the processes let go of: on a busy
+			// machine processes exit all the time, and the Resolver
+			// forgets what it resolved whenever the Tracker changes.
+			only := map[uint32]bool{}
+			for _, pid := range p.forget {
+				only[pid] = true
+			}
+			p.resolve(only)
+		}
 		p.resolvedAt = now
 		for _, pid := range p.forget {
 			p.gone[pid] = p.process(pid)
@@ -367,13 +378,16 @@ func (p *pusher) endRound() {
 	p.mu.Unlock()
 }
 
-// resolve resolves the samples waiting into the Builder: each place
-// once for the samples of each span of time in which it resolves one
-// way (resolve.Resolver.Span), the samples in JIT code one by one with
-// anon handlers made anew.
-func (p *pusher) resolve() {
+// resolve resolves the samples waiting into the Builder, of every
+// process or those of only: each place once for the samples of each
+// span of time in which it resolves one way (resolve.Resolver.Span),
+// the samples in JIT code one by one with anon handlers made anew.
+func (p *pusher) resolve(only map[uint32]bool) {
 	res := p.resolver()
-	for _, pl := range p.places {
+	for k, pl := range p.places {
+		if only != nil && !only[pl.s.PID] {
+			continue
+		}
 		s, ts := pl.s, pl.times
 		for len(ts) > 0 {
 			s.Time = ts[0]
@@ -387,23 +401,35 @@ func (p *pusher) resolve() {
 			ts = ts[n:]
 		}
 		p.inBuilder += uint64(len(pl.times))
+		delete(p.places, k)
 	}
-	clear(p.places)
-	for i := range p.singles {
-		res.Add(&p.singles[i])
+	p.singles = p.resolveAll(res, p.singles, only, false)
+	p.jitPending = p.resolveAll(res, p.jitPending, only, true)
+}
+
+// resolveAll resolves the samples of ss of every process or those of
+// only, with anon handlers made anew when jit, and returns the others.
+func (p *pusher) resolveAll(res *resolve.Resolver, ss []resolve.Sample, only map[uint32]bool, jit bool) []resolve.Sample {
+	n := 0
+	for i := range ss {
+		if only == nil || only[ss[i].PID] {
+			n++
+		}
 	}
-	p.inBuilder += uint64(len(p.singles))
-	clear(p.singles)
-	p.singles = p.singles[:0]
-	if len(p.jitPending) == 0 || !p.anon.renew(&p.procs) {
-		return
+	if n == 0 || jit && !p.anon.renew(&p.procs) {
+		return ss
 	}
-	for i := range p.jitPending {
-		res.Add(&p.jitPending[i])
+	left := ss[:0]
+	for i := range ss {
+		if only == nil || only[ss[i].PID] {
+			res.Add(&ss[i])
+			continue
+		}
+		left = append(left, ss[i])
 	}
-	p.inBuilder += uint64(len(p.jitPending))
-	clear(p.jitPending) // their callchains
-	p.jitPending = p.jitPending[:0]
+	p.inBuilder += uint64(n)
+	clear(ss[len(left):]) // their callchains
+	return left
 }
 
 // cut hands the samples resolved since the last push to the spooling
@@ -604,7 +630,7 @@ func (p *pusher) status() PushStatus {
 // spool sent for stopFlushFor at most; what is not sent waits in the
 // spool for the next start.
 func (p *pusher) close() error {
-	p.resolve()
+	p.resolve(nil)
 	p.cut(true)
 	close(p.out)
 	<-p.done
