@@ -257,7 +257,9 @@ func (r *Resolver) Add(s *Sample) {
 // AddTimes adds the samples of one place and thread taken at times,
 // resolving the place once, at s.Time (s.Count is ignored, s.Period is
 // the sum of their periods): a source that keeps the samples of a place
-// together asks Span first whether their times straddle a change.
+// together asks Span first whether their times straddle a change. JIT
+// code an AnonResolver names by time is no one place: its samples are
+// added one by one.
 func (r *Resolver) AddTimes(s *Sample, times []uint64) {
 	if r.procs.Version() != r.version {
 		r.reset()
