@@ -49,7 +49,7 @@ func runDaemon(args []string) error {
 	var ot cli.OTLPFlags
 	ot.RegisterResource(fs)
 	ot.RegisterExport(fs)
-	pushEvery := fs.Duration("otlp-interval", daemon.DefaultPushEvery, "push what was sampled since the last push this `often` (with --otlp-endpoint)")
+	pushEvery := fs.Duration("otlp-interval", daemon.DefaultPushEvery, "push what was sampled since the last push every `interval` (with --otlp-endpoint)")
 	spoolMax := cli.Size(daemon.DefaultSpoolMax)
 	fs.Var(&spoolMax, "otlp-spool-max", "keep at most this `size` of batches not yet sent in the session directory (the oldest are dropped, and counted)")
 	fs.Usage = func() {

@@ -145,7 +145,9 @@ type pusher struct {
 	places     map[placeKey]*place
 	singles    []resolve.Sample
 	jitPending []resolve.Sample
-	resolvedAt time.Time
+	resolvedAt time.Time // when an exit last had samples resolved
+	// resolvedDue says the samples of the push due are resolved.
+	resolvedDue bool
 	// forget are processes ingest let go of, whose mappings the samples
 	// waiting still need: forgotten once those are resolved.
 	forget []uint32
@@ -348,22 +350,25 @@ func (p *pusher) endRound() {
 		}
 	}
 	p.forget = keep
-	// At most every resolveEvery: also while the spooling goroutine is
-	// behind and the push waits.
-	if (due || len(p.forget) > 0) && now.Sub(p.resolvedAt) >= resolveEvery {
-		if due {
-			p.resolve(nil)
-		} else {
-			// Only the samples of the processes let go of: on a busy
-			// machine processes exit all the time, and the Resolver
-			// forgets what it resolved whenever the Tracker changes.
-			only := map[uint32]bool{}
-			for _, pid := range p.forget {
-				only[pid] = true
-			}
-			p.resolve(only)
+	// Everything once a push (not again while the spooling goroutine is
+	// behind and the push waits); when processes are let go of before,
+	// only their samples, at most every resolveEvery: on a busy machine
+	// processes exit all the time, and the Resolver forgets what it
+	// resolved whenever the Tracker changes.
+	resolved := false
+	switch {
+	case due && !p.resolvedDue:
+		p.resolve(nil)
+		p.resolvedDue, resolved = true, true
+	case len(p.forget) > 0 && now.Sub(p.resolvedAt) >= resolveEvery:
+		only := map[uint32]bool{}
+		for _, pid := range p.forget {
+			only[pid] = true
 		}
-		p.resolvedAt = now
+		p.resolve(only)
+		p.resolvedAt, resolved = now, true
+	}
+	if resolved {
 		for _, pid := range p.forget {
 			p.gone[pid] = p.process(pid)
 			p.forgetf(pid)
@@ -372,6 +377,7 @@ func (p *pusher) endRound() {
 	}
 	if due && p.cut(false) {
 		p.cutAt = now.Add(p.cfg.Every)
+		p.resolvedDue = false
 	}
 	p.mu.Lock()
 	p.st.Waiting = p.held
