@@ -14,6 +14,7 @@ import (
 	"github.com/jitprof/jitprof/internal/cli"
 	"github.com/jitprof/jitprof/internal/cli/sampling"
 	"github.com/jitprof/jitprof/internal/daemon"
+	"github.com/jitprof/jitprof/internal/delivery"
 	"github.com/jitprof/jitprof/internal/ingest"
 	"github.com/jitprof/jitprof/internal/termtext"
 )
@@ -23,6 +24,7 @@ func init() {
 }
 
 const daemonUsage = `usage: jitprof daemon start [-a | -p PID[,PID] | -t TID] [-C CPUS] [-e EVENT] [-F HZ | -c PERIOD] [-g [dwarf[,SIZE]] | --call-graph fp|dwarf[,SIZE]] [-m PAGES] [--separate=none,lib,kernel,thread,cpu,all] [--session-dir DIR] [--max-jit-data SIZE] [--max-jit-data-per-process SIZE] [--max-sample-files N] [--max-sample-data SIZE]
+         [--otlp-endpoint URL [--otlp-protocol http/protobuf|grpc] [--otlp-interval D] [--otlp-spool-max SIZE] [--otlp-ca FILE] [--otlp-cert FILE --otlp-key FILE] [--otlp-headers-file FILE] [--service-name NAME]]
        jitprof daemon status|dump|stop|reset [--session-dir DIR]
        jitprof daemon save NAME [--archive] [--session-dir DIR]`
 
@@ -45,6 +47,12 @@ func runDaemon(args []string) error {
 	fs.IntVar(&cfg.MaxSampleFiles, "max-sample-files", ingest.DefaultMaxSampleFiles, "keep at most this `number` of sample files in the session")
 	maxSample := cli.Size(ingest.DefaultMaxSampleData)
 	fs.Var(&maxSample, "max-sample-data", "keep at most this `size` of sample files in the session")
+	var ot cli.OTLPFlags
+	ot.RegisterResource(fs)
+	ot.RegisterExport(fs)
+	pushEvery := fs.Duration("otlp-interval", daemon.DefaultPushEvery, "push what was sampled since the last push every `interval` (with --otlp-endpoint)")
+	spoolMax := cli.Size(daemon.DefaultSpoolMax)
+	fs.Var(&spoolMax, "otlp-spool-max", "keep at most this `size` of batches not yet sent in the session directory (the oldest are dropped, and counted)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), daemonUsage)
 		cli.PrintFlags(fs)
@@ -88,6 +96,11 @@ func runDaemon(args []string) error {
 			return fmt.Errorf("--max-sample-files %d: want a positive number", cfg.MaxSampleFiles)
 		}
 		cfg.MaxJITData, cfg.MaxJITDataPerProcess, cfg.MaxSampleData = int64(maxJIT), int64(maxJITProc), int64(maxSample)
+		if ot.Push(os.Getenv) {
+			if cfg.Push, err = pushConfig(&ot, *pushEvery, int64(spoolMax)); err != nil {
+				return err
+			}
+		}
 		if op == "run" {
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
@@ -99,6 +112,9 @@ func runDaemon(args []string) error {
 			return err
 		}
 		fmt.Fprintf(stderrText, "jitprof daemon: sampling (pid %d), session in %s\n", pid, cfg.Dir)
+		if cfg.Push != nil {
+			fmt.Fprintf(stderrText, "jitprof daemon: pushing to %s (%s) every %v\n", cfg.Push.Delivery.Endpoint, cfg.Push.Delivery.Protocol, cfg.Push.Every)
+		}
 		return nil
 	case "status":
 		st, err := daemon.Ask(cfg.Dir, "status", "")
@@ -127,6 +143,29 @@ func runDaemon(args []string) error {
 	}
 	fs.Usage()
 	return cli.ErrUsage
+}
+
+// pushConfig is the daemon's push as the flags and the environment say.
+func pushConfig(ot *cli.OTLPFlags, every time.Duration, spoolMax int64) (*daemon.Push, error) {
+	if every < time.Second {
+		return nil, fmt.Errorf("--otlp-interval %v: at least 1s", every)
+	}
+	if spoolMax < 1<<20 {
+		return nil, fmt.Errorf("--otlp-spool-max %s: at least 1M", cli.FormatSize(spoolMax))
+	}
+	res, err := ot.Resource(os.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	dc, err := ot.Config(os.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	exe, err := delivery.FindExporter()
+	if err != nil {
+		return nil, err
+	}
+	return &daemon.Push{Exporter: exe, Delivery: dc, Resource: res, Every: every, SpoolMax: spoolMax}, nil
 }
 
 func printStatus(w io.Writer, st *daemon.Status) {
@@ -172,5 +211,35 @@ func printStatus(w io.Writer, st *daemon.Status) {
 	}
 	for _, e := range st.JITErrors {
 		fmt.Fprintf(w, "JIT data:        %s\n", e)
+	}
+	if st.OTLP != nil {
+		printPush(w, st.OTLP)
+	}
+}
+
+// printPush prints the push's status: what daemon.PushStatus holds,
+// which has no header's value in it.
+func printPush(w io.Writer, o *daemon.PushStatus) {
+	fmt.Fprintf(w, "otlp endpoint:   %s (%s), every %v\n", o.Endpoint, o.Protocol, o.Every)
+	last := "never"
+	if !o.LastSuccess.IsZero() {
+		last = fmt.Sprintf("%s (%s ago)", o.LastSuccess.Format(time.RFC3339), time.Since(o.LastSuccess).Round(time.Second))
+	}
+	fmt.Fprintf(w, "otlp success:    %s\n", last)
+	fmt.Fprintf(w, "otlp sent:       %d batches, %d bytes (compressed)\n", o.Sent, o.SentBytes)
+	fmt.Fprintf(w, "otlp queued:     %d batches, %d bytes in the spool, of at most %s\n", o.Queued, o.QueuedBytes, cli.FormatSize(o.SpoolMax))
+	fmt.Fprintf(w, "otlp dropped:    %d batches, %d bytes (the oldest, at the spool's bound); %d rejected by the Collector\n", o.Dropped, o.DroppedBytes, o.Rejected)
+	fmt.Fprintf(w, "otlp samples:    %d in batches, %d waiting for the next push, %d dropped\n", o.Samples, o.Waiting, o.DroppedSamples)
+	if o.RejectedProfiles > 0 {
+		fmt.Fprintf(w, "otlp rejected:   %d profiles (partial successes)\n", o.RejectedProfiles)
+	}
+	if o.LastError != "" {
+		fmt.Fprintf(w, "otlp error:      %s (%s)\n", o.LastError, o.LastErrorTime.Format(time.RFC3339))
+		if !o.Retry.IsZero() {
+			fmt.Fprintf(w, "otlp retry:      %s\n", o.Retry.Format(time.RFC3339))
+		}
+	}
+	if o.SpoolError != "" {
+		fmt.Fprintf(w, "otlp spool:      %s\n", o.SpoolError)
 	}
 }

@@ -60,6 +60,13 @@ func (o *OTLPFlags) Resource(getenv func(string) string) (otlp.Options, error) {
 	return opts, nil
 }
 
+// Push reports whether the daemon pushes: --otlp-endpoint was given, or
+// an endpoint in the environment (OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT,
+// OTEL_EXPORTER_OTLP_ENDPOINT), as an OpenTelemetry SDK exports to it.
+func (o *OTLPFlags) Push(getenv func(string) string) bool {
+	return o.cfg.Endpoint != "" || getenv("OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT") != "" || getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != ""
+}
+
 // Config returns where and how to send: the flags, else the
 // OpenTelemetry environment variables (delivery.Resolve).
 func (o *OTLPFlags) Config(getenv func(string) string) (delivery.Config, error) {

@@ -30,6 +30,10 @@ func TestOTLPFlags(t *testing.T) {
 		t.Errorf("config %+v, %v", cfg, err)
 	}
 	var none OTLPFlags
+	if !o.Push(e) || none.Push(e) || !none.Push(env(map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://col:4318"})) {
+		t.Errorf("push with --otlp-endpoint %v, with neither it nor an endpoint in the environment %v, with OTEL_EXPORTER_OTLP_ENDPOINT %v",
+			o.Push(e), none.Push(e), none.Push(env(map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://col:4318"})))
+	}
 	if res, _ := none.Resource(e); res.ServiceName != "env" {
 		t.Errorf("service name %q, want OTEL_SERVICE_NAME's", res.ServiceName)
 	}

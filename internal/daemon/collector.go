@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/jitprof/jitprof/internal/delivery"
 	"github.com/jitprof/jitprof/internal/ingest"
 	"github.com/jitprof/jitprof/internal/linux"
 	"github.com/jitprof/jitprof/internal/process"
@@ -40,6 +41,9 @@ type Config struct {
 	MaxJITData, MaxJITDataPerProcess int64
 	MaxSampleFiles                   int
 	MaxSampleData                    int64
+	// Push, when set, pushes what is sampled to an OpenTelemetry
+	// Collector (push.go).
+	Push *Push
 }
 
 // DefaultFreq is the daemon's sampling frequency: OProfile's default
@@ -89,6 +93,8 @@ type Status struct {
 	JITErrors            []string         `json:"jit_errors,omitempty"`
 	CallGraph            bool             `json:"call_graph"`
 	SessionEvents        []sampledb.Event `json:"session_events"`
+	// OTLP is what the push to a Collector has done, nil without one.
+	OTLP *PushStatus `json:"otlp,omitempty"`
 }
 
 // daemon is the running collector: a record.Sink that counts each
@@ -109,6 +115,7 @@ type daemon struct {
 	ready   func()
 	flushAt time.Time
 
+	push    *pusher // nil without Config.Push
 	lastErr error
 }
 
@@ -152,6 +159,15 @@ func Run(ctx context.Context, cfg Config, ready func()) (err error) {
 	_, _, err = record.Stream(ctx, *sc, func(r *record.Recorder, attr *perfdata.Attr, _ *perfdata.TracingData) (record.Sink, error) {
 		if err := d.open(r.Tracker(), r.Forget, attr); err != nil {
 			return nil, err
+		}
+		if cfg.Push != nil {
+			exp, err := delivery.NewChild(cfg.Push.Exporter, cfg.Push.Delivery)
+			if err != nil {
+				return nil, fmt.Errorf("otlp push: %w", err)
+			}
+			if err := d.startPush(exp, attr, r.Tracker(), r.Identity); err != nil {
+				return nil, err
+			}
 		}
 		ln, err := listen(d.db.Root(), cfg.Dir)
 		if err != nil {
@@ -252,7 +268,12 @@ func (d *daemon) Written() int64 { return 0 }
 // EndRound implements record.Sink: the round's samples are counted, and
 // then the daemon flushes when it is time and answers its clients.
 func (d *daemon) EndRound(*record.Recorder) error {
-	d.in.Round()
+	if d.push == nil {
+		d.in.Round(nil)
+	} else {
+		d.in.Round(d.push.add)
+		d.push.endRound()
+	}
 	if d.ready != nil {
 		d.ready()
 		d.ready = nil
@@ -301,6 +322,10 @@ func (d *daemon) snapshot() Status {
 	}
 	st.JITErrors = d.in.JITErrorList()
 	st.SessionEvents = d.db.Meta().Events
+	if d.push != nil {
+		ps := d.push.status()
+		st.OTLP = &ps
+	}
 	return st
 }
 
@@ -346,11 +371,31 @@ func (d *daemon) close() error {
 	if d.db == nil {
 		return nil
 	}
+	var perr error
+	if d.push != nil {
+		perr = d.push.close()
+		st := d.push.status()
+		log.Printf("otlp push: %d of the %d samples taken put in batches, %d dropped; %d batches sent, %d wait in %s",
+			st.Samples, d.in.Samples, st.DroppedSamples, st.Sent, st.Queued, SpoolDir)
+	}
 	if d.in != nil {
 		d.in.SaveAllJIT()
 		d.in.Close()
 	}
-	return d.db.Close()
+	return errors.Join(perr, d.db.Close())
+}
+
+// startPush starts pushing through exp, the samples of the processes t
+// follows, who identity says they are: processes ingest lets go of are
+// forgotten once the push no longer needs their mappings.
+func (d *daemon) startPush(exp delivery.Exporter, attr *perfdata.Attr, t *process.Tracker, identity func(uint32) (linux.Identity, bool)) error {
+	p, err := newPusher(d.db.Root(), *d.cfg.Push, exp, attr, d.cfg.Sample.Callchain, t, identity, d.in.Forget)
+	if err != nil {
+		return fmt.Errorf("otlp push: %w", err)
+	}
+	d.push = p
+	d.in.Forget = p.forgetLater
+	return nil
 }
 
 // PIDFile is the daemon's pid file in the session directory.

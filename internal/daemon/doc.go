@@ -11,6 +11,12 @@
 // through internal/ingest, flushes the counts, and answers its clients
 // between rounds.
 //
+// With Config.Push the daemon also pushes, every interval, the samples
+// it took since the last push to an OpenTelemetry Collector (push.go):
+// the same samples resolved into a profile with their stacks and times,
+// encoded by internal/otlp and sent by internal/delivery from a spool in
+// the session directory; sampling never waits for it.
+//
 // Control is OProfile's opcontrol over a Unix socket in the session
 // directory (mode 0600): status, dump, stop, reset and save; a pid file
 // beside it; the session directory's lock keeps a second daemon out;

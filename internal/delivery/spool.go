@@ -67,6 +67,27 @@ func OpenSpoolDir(path string, maxBytes int64) (*Spool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("spool: %w", err)
 	}
+	return openOwnSpool(dir, path, maxBytes)
+}
+
+// OpenSpoolIn opens the spool in the directory name of root (one entry,
+// made mode 0700 when it is not there), as OpenSpoolDir does: the
+// daemon's spool, in its session directory, which trust.OpenOwnDir
+// opened.
+func OpenSpoolIn(root *os.Root, name string, maxBytes int64) (*Spool, error) {
+	if err := root.Mkdir(name, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return nil, fmt.Errorf("spool: %w", err)
+	}
+	dir, err := trust.OpenEntry(root, name, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		return nil, fmt.Errorf("spool: %w", err)
+	}
+	return openOwnSpool(dir, name, maxBytes)
+}
+
+// openOwnSpool opens the spool in dir once it is found to be jitprof's
+// user's and writable by no one else.
+func openOwnSpool(dir *os.File, path string, maxBytes int64) (*Spool, error) {
 	var st unix.Stat_t
 	if err := unix.Fstat(int(dir.Fd()), &st); err != nil {
 		dir.Close()

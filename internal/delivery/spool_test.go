@@ -175,6 +175,44 @@ func TestSpoolDirRefused(t *testing.T) {
 	}
 }
 
+// TestSpoolIn: the daemon's spool, one entry of its session directory:
+// made 0700, its batches there for the next run; a symlink at its name,
+// or a directory others can write, refused.
+func TestSpoolIn(t *testing.T) {
+	dir := t.TempDir()
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	s, err := OpenSpoolIn(root, "spool", 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Put(batch(1, 10))
+	s.Close()
+	if fi, err := os.Stat(filepath.Join(dir, "spool")); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("spool directory: %v, %v", fi.Mode(), err)
+	}
+	s, err = OpenSpoolIn(root, "spool", 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := drain(t, s); !slices.Equal(got, []int{1}) {
+		t.Errorf("opened again, the spool holds %v, want [1]", got)
+	}
+	s.Close()
+	os.Symlink(t.TempDir(), filepath.Join(dir, "link"))
+	os.Mkdir(filepath.Join(dir, "open"), 0o700)
+	os.Chmod(filepath.Join(dir, "open"), 0o777)
+	for _, name := range []string{"link", "open"} {
+		if s, err := OpenSpoolIn(root, name, 1<<20); err == nil {
+			s.Close()
+			t.Errorf("%s: opened", name)
+		}
+	}
+}
+
 // FuzzParseBatch: a spooled file, whatever it holds, gives its batch
 // only when its header says that batch: its length and checksum.
 func FuzzParseBatch(f *testing.F) {

@@ -210,8 +210,11 @@ func (in *Ingest) keptSamples(add func(*perfdata.Sample)) {
 // Round counts the samples kept in the round that ended, as the daemon
 // counts a round: the JIT data of their processes read first
 // (BeginRound), then the samples, then the processes that exited let go
-// of (EndRound).
-func (in *Ingest) Round() {
+// of (EndRound). then, unless nil, sees each sample after it was
+// counted, its Callchain the one whose arcs were (unwound from the user
+// stack with Unwind), valid only during the call: the daemon's OTLP push
+// takes its samples there, so its stacks are the session's.
+func (in *Ingest) Round(then func(*perfdata.Sample)) {
 	last := ^uint32(0)
 	for i := range in.kept.samples {
 		if pid := in.kept.samples[i].s.PID; pid != last {
@@ -220,6 +223,12 @@ func (in *Ingest) Round() {
 		}
 	}
 	in.BeginRound()
-	in.keptSamples(in.Add)
+	in.keptSamples(func(s *perfdata.Sample) {
+		chain := in.add(s)
+		if then != nil {
+			s.Callchain = chain
+			then(s)
+		}
+	})
 	in.EndRound()
 }

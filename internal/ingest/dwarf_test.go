@@ -108,7 +108,7 @@ func TestUnwindJIT(t *testing.T) {
 	in.Keep(stackSample(jitStart+0x10, sp, 1500, ret, 0))            // gen 9: its table
 	in.Keep(stackSample(jitStart+0x110, sp, 1500, ret, 0))           // gen 8: none
 	in.Keep(stackSample(jitStart+0x10, sp, 1500, jitStart+0x150, 0)) // into gen 8, which stops
-	in.Round()
+	in.Round(nil)
 	if err := db.Flush(); err != nil {
 		t.Fatal(err)
 	}

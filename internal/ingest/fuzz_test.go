@@ -66,7 +66,7 @@ func FuzzUnwindStacks(f *testing.F) {
 			}
 			ing.Keep(s)
 		}
-		ing.Round()
+		ing.Round(nil)
 		if ing.Samples-samples != n || ing.Errors != 0 {
 			t.Fatalf("%d samples counted, %d errors; want %d, 0", ing.Samples-samples, ing.Errors, n)
 		}

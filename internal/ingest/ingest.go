@@ -140,7 +140,12 @@ func (in *Ingest) pid(pid uint32) *pidState {
 }
 
 // Add counts one sample.
-func (in *Ingest) Add(s *perfdata.Sample) {
+func (in *Ingest) Add(s *perfdata.Sample) { in.add(s) }
+
+// add is Add, returning the callchain whose arcs were counted: the
+// sample's own, or with Unwind the one unwound from its user stack
+// (valid until the next add).
+func (in *Ingest) add(s *perfdata.Sample) []uint64 {
 	in.Samples++
 	st := in.pid(s.PID)
 	var smp sampledb.Sample
@@ -148,14 +153,14 @@ func (in *Ingest) Add(s *perfdata.Sample) {
 	kernel := s.CPUMode() == perfdata.MiscKernel
 	if !in.place(st, s.PID, s.IP, s.Time, kernel, &smp.Image, &smp.Key1, &smp.Key2) {
 		in.Unresolved++
-		return
+		return s.Callchain
 	}
 	smp.App = in.app(st, s.PID)
 	if in.db.Add(&smp) != nil {
 		in.Errors++
 	}
 	if !in.CallGraph {
-		return
+		return s.Callchain
 	}
 	chain := s.Callchain
 	if in.Unwind {
@@ -164,6 +169,7 @@ func (in *Ingest) Add(s *perfdata.Sample) {
 	if len(chain) > 0 {
 		in.arcs(st, s, chain, &smp)
 	}
+	return chain
 }
 
 // place finds the image and the keys of addr in process pid at time t.

@@ -254,6 +254,26 @@ func (r *Resolver) Add(s *Sample) {
 	r.b.AddAt(profile.Key{Stack: node, Thread: th.id, CPU: s.CPU, Event: s.Event}, s.Count, s.Period, s.Time)
 }
 
+// AddTimes adds the samples of one place and thread taken at times,
+// resolving the place once, at s.Time (s.Count is ignored, s.Period is
+// the sum of their periods): a source that keeps the samples of a place
+// together asks Span first whether their times straddle a change. JIT
+// code an AnonResolver names by time is no one place: its samples are
+// added one by one.
+func (r *Resolver) AddTimes(s *Sample, times []uint64) {
+	if r.procs.Version() != r.version {
+		r.reset()
+	}
+	th := r.thread(s.PID, s.TID, s.Time)
+	node := r.stack(s, th.epoch)
+	k := profile.Key{Stack: node, Thread: th.id, CPU: s.CPU, Event: s.Event}
+	period := s.Period
+	for _, t := range times {
+		r.b.AddAt(k, 1, period, t)
+		period = 0
+	}
+}
+
 // Span returns what holds of thread tid of pid at time, as Add sees it,
 // without adding the thread to the profile: a source that sums samples
 // by place asks whether a place's samples straddle a change (Span.To).

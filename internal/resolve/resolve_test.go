@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/jitprof/jitprof/internal/perftest"
@@ -256,4 +257,141 @@ func dump(p *profile.Profile) string {
 		s += fmt.Sprintf("%s = %d %d\n", line, e.Count, e.Period)
 	}
 	return s + fmt.Sprintf("images %d funcs %d frames %d nodes %d threads %d times %d-%d", len(p.Images), len(p.Funcs), len(p.Frames), len(p.Nodes), len(p.Threads), p.StartNS, p.EndNS)
+}
+
+// TestAddTimes: the samples of a place added once with their times,
+// split where Span says the place resolves another way (an exec, a new
+// name), give the profile of the same samples added one by one: the same
+// stacks, threads, counts, periods and times.
+func TestAddTimes(t *testing.T) {
+	s := newStory(t)
+	for _, leafOnly := range []bool{false, true} {
+		opts := resolve.Options{Symbolizer: symbolizer(t), Anon: fakeJIT{}, LeafOnly: leafOnly}
+		tr := process.New()
+		var samples []resolve.Sample
+		for _, e := range s.events {
+			switch e.kind {
+			case "comm", "exec":
+				tr.SetComm(e.pid, e.tid, e.time, e.comm, e.kind == "exec")
+			case "fork":
+				tr.Fork(e.pid, e.ppid, e.tid, e.ppid, e.time)
+			case "map":
+				tr.Map(process.Mapping{PID: e.pid, Start: e.addr, End: e.addr + e.len, Path: e.path, Time: e.time, Exec: true, Anon: e.path == "//anon"})
+			case "kmap":
+				tr.Map(process.Mapping{Kernel: true, Start: e.addr, End: e.addr + e.len, Pgoff: e.addr, Path: e.path, Time: e.time, Exec: true})
+			case "sample":
+				sm := resolve.Sample{PID: e.pid, TID: e.tid, Time: e.time, CPU: -1, Mode: e.mode, IP: e.ip, Callchain: e.chain, Count: 1, Period: e.period}
+				if leafOnly {
+					sm.Callchain = nil
+				}
+				samples = append(samples, sm)
+			}
+		}
+		builder := func() *profile.Builder {
+			b := profile.NewBuilder()
+			b.KeepTimes()
+			b.Event(profile.Event{Name: "cpu-clock", Period: 1000})
+			return b
+		}
+		b1 := builder()
+		r1 := resolve.New(b1, tr, opts)
+		for i := range samples {
+			r1.Add(&samples[i])
+		}
+		one := b1.Profile()
+
+		type place struct {
+			s     resolve.Sample
+			times []uint64
+		}
+		var places []*place
+		byKey := map[string]*place{}
+		b2 := builder()
+		r2 := resolve.New(b2, tr, opts)
+		for _, sm := range samples {
+			if inAnon(tr, &sm) {
+				r2.Add(&sm) // JIT code is named by time: one by one
+				continue
+			}
+			k := fmt.Sprint(sm.PID, sm.TID, sm.Mode, sm.IP, sm.Callchain)
+			pl := byKey[k]
+			if pl == nil {
+				pl = &place{s: sm}
+				pl.s.Period = 0
+				byKey[k] = pl
+				places = append(places, pl)
+			}
+			pl.s.Period += sm.Period
+			pl.times = append(pl.times, sm.Time)
+		}
+		splits := 0
+		for _, pl := range places {
+			sm, ts := pl.s, pl.times
+			for len(ts) > 0 {
+				sm.Time = ts[0]
+				sp := r2.Span(sm.PID, sm.TID, sm.Time)
+				n := 1
+				for n < len(ts) && ts[n] >= sp.From && ts[n] < sp.To {
+					n++
+				}
+				if n < len(ts) {
+					splits++
+				}
+				r2.AddTimes(&sm, ts[:n])
+				sm.Period = 0
+				ts = ts[n:]
+			}
+		}
+		grouped := b2.Profile()
+		if a, g := canonical(one), canonical(grouped); !reflect.DeepEqual(a, g) {
+			t.Errorf("LeafOnly %v: one by one:\n%v\nby place:\n%v", leafOnly, a, g)
+		}
+		if !slices.ContainsFunc(places, func(pl *place) bool { return len(pl.times) > 1 }) || splits == 0 {
+			t.Errorf("LeafOnly %v: the story has no place sampled twice (%d places), or none that resolves two ways (%d)", leafOnly, len(places), splits)
+		}
+		t.Logf("LeafOnly %v: %d samples, %d places, %d split where the place resolves another way", leafOnly, len(samples), len(places), splits)
+	}
+}
+
+// canonical is a profile's entries as text: thread, stack of names,
+// count, and the sorted times; and the total period.
+func canonical(p *profile.Profile) []string {
+	var out []string
+	var period uint64
+	for _, e := range p.Entries {
+		th := p.Threads[e.Thread]
+		var names []string
+		for _, fr := range p.Stack(nil, e.Stack) {
+			names = append(names, p.FuncOf(fr).Name)
+		}
+		ts := slices.Clone(p.Times[e.Key])
+		slices.Sort(ts)
+		out = append(out, fmt.Sprintf("%d/%d %s %v: %d at %v", th.PID, th.TID, p.Strings[th.Comm], names, e.Count, ts))
+		period += e.Period
+	}
+	slices.Sort(out)
+	return append(out, fmt.Sprint("period ", period))
+}
+
+// inAnon says whether s, or with a callchain a user frame of it, is in
+// anonymous memory.
+func inAnon(tr *process.Tracker, s *resolve.Sample) bool {
+	ips := []uint64{s.IP}
+	user := s.Mode == resolve.ModeUser
+	if !user {
+		ips = nil
+	}
+	for _, ip := range s.Callchain {
+		if ip >= resolve.ContextMax {
+			user = ip == resolve.ContextUser
+		} else if user {
+			ips = append(ips, ip)
+		}
+	}
+	for _, ip := range ips {
+		if m := tr.Lookup(s.PID, ip, s.Time, false); m != nil && m.Anon {
+			return true
+		}
+	}
+	return false
 }

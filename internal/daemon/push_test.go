@@ -1,0 +1,177 @@
+package daemon
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/binary"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jitprof/jitprof/internal/delivery"
+	"github.com/jitprof/jitprof/internal/ingest"
+	"github.com/jitprof/jitprof/internal/linux"
+	"github.com/jitprof/jitprof/internal/otlp"
+	"github.com/jitprof/jitprof/internal/otlp/otlptest"
+	"github.com/jitprof/jitprof/internal/process"
+	"github.com/jitprof/jitprof/perfdata"
+)
+
+// batches is an Exporter that takes every batch.
+type batches struct {
+	mu  sync.Mutex
+	got [][]byte
+}
+
+func (b *batches) Export(_ context.Context, batch []byte) delivery.Result {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.got = append(b.got, slices.Clone(batch))
+	return delivery.Result{Outcome: delivery.Sent}
+}
+
+func (b *batches) Close() error { return nil }
+
+// TestPushRounds runs the daemon's Sink with a push, without root or
+// events, into an Exporter that keeps the batches: the samples of the
+// rounds before a push are in it, each once, at their times, the one in
+// no mapping too (the session counts it as unresolved); a process that
+// exited and was let go of before the next push is still named in it;
+// the last samples are pushed as the daemon stops, and the spool is
+// left empty.
+func TestPushRounds(t *testing.T) {
+	if binary.NativeEndian.Uint16([]byte{1, 0}) != 1 {
+		t.Skip("the records are encoded little-endian, as the rings of this machine hold them")
+	}
+	const pid = 5000000 // above any pid_max: no process of the machine's
+	attr := &perfdata.Attr{Type: perfdata.TypeSoftware, SampleType: perfdata.SampleIP | perfdata.SampleTID | perfdata.SampleTime | perfdata.SamplePeriod,
+		Flags: perfdata.FlagSampleIDAll, SamplePeriod: 1000000, Name: "cpu-clock"}
+	d := &daemon{cfg: Config{Dir: t.TempDir(), FlushEvery: time.Hour, MaxJITData: ingest.DefaultMaxJITData, MaxJITDataPerProcess: ingest.DefaultMaxJITDataPerProcess,
+		MaxSampleFiles: ingest.DefaultMaxSampleFiles, MaxSampleData: ingest.DefaultMaxSampleData,
+		Push: &Push{Every: time.Hour, Delivery: delivery.Config{Endpoint: "test", Protocol: delivery.ProtocolHTTP}, Resource: otlp.Options{ServiceName: "work"}}},
+		start: time.Now(), reqs: make(chan request, 1), stop: func() {}}
+	procs := process.New()
+	var forgot []uint32
+	if err := d.open(procs, func(p uint32) { forgot = append(forgot, p); procs.Forget(p) }, attr); err != nil {
+		t.Fatal(err)
+	}
+	exp := &batches{}
+	if err := d.startPush(exp, attr, procs, func(uint32) (linux.Identity, bool) { return linux.Identity{}, false }); err != nil {
+		t.Fatal(err)
+	}
+	closed := false
+	defer func() {
+		if !closed {
+			d.close()
+		}
+	}()
+	common := func(tm uint64) perfdata.Common {
+		return perfdata.Common{Misc: perfdata.MiscUser, Attr: attr, PID: pid, TID: pid, Time: tm}
+	}
+	sample := func(tm, ip uint64) *perfdata.Sample {
+		return &perfdata.Sample{Common: common(tm), IP: ip, Period: 1000000}
+	}
+	round := func(recs ...perfdata.Record) {
+		t.Helper()
+		for _, rec := range recs {
+			raw, err := perfdata.AppendRecord(nil, rec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := d.Raw(raw); err != nil {
+				t.Fatal(err)
+			}
+			procs.Take(rec)
+		}
+		if err := d.EndRound(nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	round(&perfdata.Mmap{Common: common(10), Version2: true, PID: pid, TID: pid, Addr: 0x400000, Len: 0x10000, Prot: 5, Ino: 42, Filename: "/usr/bin/work"},
+		sample(20, 0x401000), sample(30, 0x402000), sample(40, 0x900000))
+	d.push.cutAt = time.Time{}
+	round(sample(50, 0x401000))
+	round(sample(52, 0x403000), &perfdata.Exit{Common: common(55), PID: pid, PPID: 1, TID: pid, PTID: 1, ExitTime: 55})
+	round()
+	// Ingest lets go of the process a round after its exit; the push
+	// resolves its samples first, once resolveEvery has passed since it
+	// last did (at the push): as if it had.
+	d.push.resolvedAt = time.Time{}
+	round()
+	if !slices.Equal(forgot, []uint32{pid}) {
+		t.Errorf("forgot %v after the exit, want [%d]", forgot, pid)
+	}
+	var st PushStatus
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if st = d.push.status(); st.Sent == 1 {
+			break
+		}
+	}
+	if st.Sent != 1 || st.Samples != 4 || st.Waiting != 1 || st.Queued != 0 || st.DroppedSamples != 0 || st.Endpoint != "test" || st.LastSuccess.IsZero() {
+		t.Errorf("status after a push: %+v; want 1 batch of 4 samples sent, 1 sample waiting", st)
+	}
+	if err := d.close(); err != nil {
+		t.Fatal(err)
+	}
+	closed = true
+
+	if len(exp.got) != 2 {
+		t.Fatalf("%d batches, want a push and the last one", len(exp.got))
+	}
+	var times [2][]uint64
+	for i, want := range []int64{4, 1} {
+		zr, err := gzip.NewReader(bytes.NewReader(exp.got[i]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, err := io.ReadAll(zr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ss, err := otlptest.DecodeRequest(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n int64
+		for _, s := range ss {
+			n += s.Count()
+			times[i] = append(times[i], s.Times...)
+			r := s.Resource
+			if r["service.name"] != "work" || r["process.pid"] != int64(pid) || r["process.executable.path"] != "/usr/bin/work" {
+				t.Errorf("batch %d: resource %v", i, r)
+			}
+		}
+		if n != want {
+			t.Errorf("batch %d: %d samples, want %d", i, n, want)
+		}
+		slices.Sort(times[i])
+	}
+	// The times, in wall-clock nanoseconds, keep the samples' spacing
+	// (20, 30, 40, 50 and 52 ns of CLOCK_MONOTONIC), each once. Each push
+	// ties the clocks anew: the second is within a millisecond.
+	if len(times[0]) == 4 && len(times[1]) == 1 {
+		base := times[0][0] - 20
+		for i, want := range []uint64{20, 30, 40, 50} {
+			if times[0][i]-base != want {
+				t.Errorf("the first push's sample times %v after %d, want 20, 30, 40 and 50", times[0], base)
+			}
+		}
+		if d := int64(times[1][0] - base - 52); d < -1e6 || d > 1e6 {
+			t.Errorf("the last push's sample at %d ns, want 52 (to a millisecond)", times[1][0]-base)
+		}
+	} else {
+		t.Errorf("sample times %v, want 4 and 1", times)
+	}
+	fi, err := os.Stat(filepath.Join(d.cfg.Dir, SpoolDir))
+	if err != nil || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("the spool directory: %v, %v", fi.Mode(), err)
+	}
+	if left, _ := os.ReadDir(filepath.Join(d.cfg.Dir, SpoolDir)); len(left) != 0 {
+		t.Errorf("the spool holds %d files once everything was sent", len(left))
+	}
+}
