@@ -115,23 +115,31 @@ func loadStream(f *perfdata.File, opts Options) (*profile.Profile, error) {
 	if opts.Symbolizer == nil {
 		opts.Symbolizer = symbolize.New(symbolize.Options{SymbolCache: true})
 	}
-	// A stream's user stacks are unwound as they come, against the
+	// A stream's user stacks are unwound in the pass, against the
 	// mappings told of so far: the bytes are not kept for a second pass.
 	// The unwinder is made at the first sample with a stack, since a
 	// stream's attrs come in it. JIT code is unwound by frame pointers
 	// only, since its handlers are bound after the pass.
 	var u *unwind.Unwinder
 	var sw *stackWalker
+	var held heldSamples
+	unwindAdd := func(s *perfdata.Sample) { sr.add(s, sw.callchain(s), opts.LeafOnly) }
 	r := f.Records()
 	r.SkipCallchains = opts.LeafOnly
 	for r.Next() {
 		switch rec := r.Record().(type) {
 		case *perfdata.Sample:
-			if u == nil && !opts.LeafOnly && len(rec.StackUser) > 0 {
+			if len(rec.StackUser) == 0 || opts.LeafOnly {
+				sr.add(rec, rec.Callchain, opts.LeafOnly)
+				break
+			}
+			if u == nil {
 				u = unwind.New(unwind.Options{Symbolizer: opts.Symbolizer, Procs: tl.Tracker, Cache: true})
 				sw = newStackWalker(u)
 			}
-			sr.add(rec, sw.callchain(rec), opts.LeafOnly)
+			held.hold(rec, unwindAdd)
+		case *perfdata.FinishedRound:
+			held.round(unwindAdd)
 		default:
 			if takes(rec) {
 				tl.take(rec)
@@ -141,6 +149,7 @@ func loadStream(f *perfdata.File, opts Options) (*profile.Profile, error) {
 	if err := r.Err(); err != nil {
 		return nil, fmt.Errorf("replay: %w", err)
 	}
+	held.all(unwindAdd)
 	// The build-ids come at the end of a stream.
 	tl.Tracker.SetBuildIDs(buildIDs(f))
 	tl.Tracker.Settle()
@@ -182,4 +191,70 @@ func loadStream(f *perfdata.File, opts Options) (*profile.Profile, error) {
 		}
 	}
 	return finishProfile(f, b, tl, u, opts, 0), nil
+}
+
+// heldSamples keeps a stream's samples with user stacks until the
+// mappings they ran in have come, as perf report orders a stream: at a
+// FINISHED_ROUND record, the samples up to the latest time seen before
+// the previous one are unwound, since every record of that time has
+// been read by then. Another CPU's ring is read a round later: under
+// load a process's first samples came before the mapping of ld.so its
+// exec made, and unwound through nothing. The stacks are copies (the
+// reader reuses its buffers), at most maxHeldStacks bytes of them: past
+// that (a stream without rounds) the oldest are unwound at once.
+type heldSamples struct {
+	samples []perfdata.Sample
+	bytes   int
+	seen    uint64 // the latest sample time read
+	flushTo uint64 // the latest read before the previous round's end
+}
+
+const maxHeldStacks = 64 << 20
+
+// hold keeps a copy of s, unwinding the oldest held through add when
+// the copies pass their bound.
+func (h *heldSamples) hold(s *perfdata.Sample, add func(*perfdata.Sample)) {
+	c := *s
+	c.Callchain = slices.Clone(s.Callchain)
+	c.RegsUser = slices.Clone(s.RegsUser)
+	c.StackUser = slices.Clone(s.StackUser[:min(s.StackDyn, uint64(len(s.StackUser)))])
+	c.StackDyn = uint64(len(c.StackUser))
+	c.Raw, c.Branches, c.RegsIntr, c.Aux, c.Read.Values = nil, nil, nil, nil, nil
+	h.samples = append(h.samples, c)
+	h.bytes += len(c.StackUser)
+	h.seen = max(h.seen, s.Timestamp())
+	if h.bytes > maxHeldStacks {
+		n := 0
+		for h.bytes > maxHeldStacks/2 {
+			h.bytes -= len(h.samples[n].StackUser)
+			add(&h.samples[n])
+			n++
+		}
+		h.samples = slices.Delete(h.samples, 0, n)
+	}
+}
+
+// round unwinds through add the samples no later than the time read
+// before the previous round ended, and keeps the rest.
+func (h *heldSamples) round(add func(*perfdata.Sample)) {
+	kept := h.samples[:0]
+	for i := range h.samples {
+		if s := &h.samples[i]; s.Timestamp() <= h.flushTo {
+			h.bytes -= len(s.StackUser)
+			add(s)
+		} else {
+			kept = append(kept, *s)
+		}
+	}
+	clear(h.samples[len(kept):])
+	h.samples = kept
+	h.flushTo = h.seen
+}
+
+// all unwinds every sample held, at the stream's end.
+func (h *heldSamples) all(add func(*perfdata.Sample)) {
+	for i := range h.samples {
+		add(&h.samples[i])
+	}
+	h.samples, h.bytes = nil, 0
 }

@@ -200,3 +200,115 @@ func TestFlatBind(t *testing.T) {
 		t.Errorf("the flat way's profile differs: %s", firstDifference(got, want))
 	}
 }
+
+// TestStreamLateMappings: a DWARF recording whose mappings come late in
+// its stream (as another CPU's ring is read a round later under load)
+// unwinds as the file does: a sample's stack waits for the mappings of
+// its time. Each mapping is moved 200 records on, within the next round
+// (rounds every 1,000 records, as perf's FINISHED_ROUND allows); before
+// the samples waited, the first samples after each exec, in ld.so,
+// unwound through nothing.
+func TestStreamLateMappings(t *testing.T) {
+	data := perftest.Record(t, "dwarf.data", "--call-graph", "dwarf", "-F", "20000", "--", perftest.DWARF(t), "300")
+	f, err := perfdata.Open(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var buf bytes.Buffer
+	w, err := perfdata.NewPipeWriter(&buf, f.Attrs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type late struct {
+		rec perfdata.Record
+		at  int
+	}
+	var pending []late
+	n, moved := 0, 0
+	var write func(rec perfdata.Record)
+	write = func(rec perfdata.Record) {
+		if err := w.WriteRecord(rec); err != nil {
+			t.Fatal(err)
+		}
+		if n++; n%1000 == 0 {
+			if err := w.WriteRecord(&perfdata.FinishedRound{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for len(pending) > 0 && pending[0].at <= n {
+			p := pending[0].rec
+			pending = pending[1:]
+			write(p)
+		}
+	}
+	for r := f.Records(); r.Next(); {
+		switch rec := r.Record().(type) {
+		case *perfdata.FinishedRound:
+		case *perfdata.Mmap:
+			c := *rec // the reader reuses its records
+			pending = append(pending, late{&c, n + 200})
+			moved++
+		default:
+			write(rec)
+		}
+	}
+	for _, p := range pending {
+		write(p.rec)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if moved == 0 {
+		t.Fatal("no mappings in the recording")
+	}
+	sameAsStream(t, buf.Bytes())
+}
+
+// TestHeldSamples: a stream's samples with stacks are unwound a round
+// late, as perf report orders a stream, from copies of their stacks,
+// and never more than maxHeldStacks of them wait.
+func TestHeldSamples(t *testing.T) {
+	attr := &perfdata.Attr{SampleType: perfdata.SampleTime | perfdata.SampleStackUser}
+	sample := func(tm uint64, stack []byte) *perfdata.Sample {
+		return &perfdata.Sample{Common: perfdata.Common{Attr: attr, Time: tm}, StackUser: stack, StackDyn: uint64(len(stack))}
+	}
+	var got []uint64
+	add := func(s *perfdata.Sample) { got = append(got, s.Time) }
+	var h heldSamples
+	buf := []byte{1, 2, 3}
+	h.hold(sample(10, buf), add)
+	buf[0] = 9 // the reader reuses its buffers
+	h.hold(sample(20, []byte{4}), add)
+	h.round(add)
+	if len(got) != 0 {
+		t.Fatalf("unwound %v at the first round; want none: a later round may bring their mappings", got)
+	}
+	h.hold(sample(15, []byte{5}), add) // another CPU's, read a round late
+	h.hold(sample(30, []byte{6}), add)
+	if h.samples[0].StackUser[0] != 1 {
+		t.Errorf("a held stack changed with the reader's buffer: %v", h.samples[0].StackUser)
+	}
+	h.round(add)
+	if !slices.Equal(got, []uint64{10, 20, 15}) {
+		t.Errorf("the second round unwound %v; want those up to the first round's latest time, 10 20 15", got)
+	}
+	h.all(add)
+	if !slices.Equal(got, []uint64{10, 20, 15, 30}) {
+		t.Errorf("at the end %v; want every sample once", got)
+	}
+
+	// A stream without rounds: the oldest are unwound past the bound.
+	got = nil
+	h = heldSamples{}
+	big := make([]byte, 1<<20)
+	for i := range 100 {
+		h.hold(sample(uint64(i), big), add)
+		if h.bytes > maxHeldStacks {
+			t.Fatalf("%d bytes of stacks held, more than %d", h.bytes, maxHeldStacks)
+		}
+	}
+	if len(got) == 0 || got[0] != 0 || len(got)+len(h.samples) != 100 {
+		t.Errorf("%d unwound (the first at %v) and %d held of 100", len(got), got[:min(1, len(got))], len(h.samples))
+	}
+}
