@@ -141,7 +141,7 @@ type pusher struct {
 	seen       []profile.Value
 	pushes     int
 	procs      liveProcs
-	anon       liveAnon
+	anon       anonbind.Live
 	places     map[placeKey]*place
 	singles    []resolve.Sample
 	jitPending []resolve.Sample
@@ -422,8 +422,11 @@ func (p *pusher) resolveAll(res *resolve.Resolver, ss []resolve.Sample, only map
 			n++
 		}
 	}
-	if n == 0 || jit && !p.anon.renew(&p.procs) {
+	if n == 0 {
 		return ss
+	}
+	if jit {
+		p.renewAnon()
 	}
 	left := ss[:0]
 	for i := range ss {
@@ -640,9 +643,7 @@ func (p *pusher) close() error {
 	p.cut(true)
 	close(p.out)
 	<-p.done
-	if p.anon.b != nil {
-		p.anon.b.Close()
-	}
+	p.anon.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), stopFlushFor)
 	defer cancel()
 	if err := p.sender.Flush(ctx); err != nil {
@@ -670,32 +671,11 @@ func (lp *liveProcs) Process(pid uint32) anon.Process {
 	return anon.NewProcess(pid, sp.Comm, sp.Mappings, known)
 }
 
-// liveAnon names JIT code with a Binder it makes anew, with fresh
+// renewAnon makes the JIT handlers' Binder anew, with the built-in
 // handlers, for the samples in JIT code waiting (resolveEvery): a
 // handler reads a process's JIT data when it claims it, and the data
 // grows while the daemon runs.
-type liveAnon struct {
-	b    *anonbind.Binder
-	last time.Time
-}
-
-func (a *liveAnon) Resolve(pid uint32, addr, time uint64) (resolve.AnonFrame, bool) {
-	if a.b == nil {
-		return resolve.AnonFrame{}, false
-	}
-	return a.b.Resolve(pid, addr, time)
-}
-
-// renew makes a new Binder, and says whether it did.
-func (a *liveAnon) renew(procs *liveProcs) bool {
-	hs, err := anon.Select(nil) // the built-in handlers: no error
-	if err != nil {
-		return false
-	}
-	if a.b != nil {
-		a.b.Close()
-	}
-	a.b = anonbind.New(procs, anonbind.Options{Handlers: hs})
-	a.last = time.Now()
-	return true
+func (p *pusher) renewAnon() {
+	hs, _ := anon.Select(nil) // the built-in handlers: no error
+	p.anon.Renew(&p.procs, anonbind.Options{Handlers: hs})
 }

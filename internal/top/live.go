@@ -49,7 +49,7 @@ type live struct {
 	b       *profile.Builder
 	res     *resolve.Resolver
 	procs   liveProcs
-	anon    *liveAnon
+	anon    *anonbind.Live // nil without JIT handlers
 	pending []resolve.Sample
 	// jitPending are samples in anonymous memory waiting for JIT data
 	// read after them (renewEvery).
@@ -105,7 +105,7 @@ func newLive(attr *perfdata.Attr, jit JIT, chains bool) *live {
 	b.Event(ev)
 	l := &live{dec: dec, attr: attr, jit: jit, b: b, sym: symbolize.New(symbolize.Options{SymbolCache: true}), symAt: time.Now(), maxEntries: maxEntries, chains: chains}
 	if jit.Handlers != nil {
-		l.anon = &liveAnon{}
+		l.anon = &anonbind.Live{}
 	}
 	return l
 }
@@ -184,7 +184,7 @@ func (l *live) EndRound(r *record.Recorder) error {
 	}
 	l.samples += uint64(len(l.pending))
 	l.pending = l.pending[:0]
-	if len(l.jitPending) > 0 && l.anon.renew(&l.procs, l.jit) {
+	if len(l.jitPending) > 0 && l.renewAnon(false) {
 		for i := range l.jitPending {
 			l.res.Add(&l.jitPending[i])
 		}
@@ -225,8 +225,7 @@ func (l *live) flush() {
 	if len(l.jitPending) == 0 || l.res == nil {
 		return
 	}
-	l.anon.last = time.Time{}
-	l.anon.renew(&l.procs, l.jit)
+	l.renewAnon(true)
 	for i := range l.jitPending {
 		l.res.Add(&l.jitPending[i])
 	}
@@ -237,8 +236,8 @@ func (l *live) flush() {
 func (l *live) close() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.anon != nil && l.anon.b != nil {
-		l.anon.b.Close()
+	if l.anon != nil {
+		l.anon.Close()
 	}
 }
 
@@ -314,8 +313,8 @@ func (l *live) counts(zero, advance bool) (*profile.Profile, []anonbind.Claim, S
 		l.compact(left)
 	}
 	var claims []anonbind.Claim
-	if l.anon != nil && l.anon.b != nil {
-		claims = l.anon.b.Claims()
+	if l.anon != nil {
+		claims = l.anon.Claims()
 	}
 	return p, claims, Stats{Samples: l.samples, Recent: recent, Lost: l.lost}
 }
@@ -368,41 +367,22 @@ func (lp *liveProcs) Process(pid uint32) anon.Process {
 	return anon.NewProcess(pid, sp.Comm, sp.Mappings, known)
 }
 
-// liveAnon names JIT code with a Binder it makes anew, with fresh
-// handlers, every renewEvery while samples fall in JIT code: JIT data
-// grows while a view runs (a perf map appended to, a jitdump and a
-// jitlog written on, a PyPy log followed), and a handler reads it when
-// it claims a process. jitdump and jitlog name code by time, so the
-// generations a JIT put at one address stay apart.
-type liveAnon struct {
-	b    *anonbind.Binder
-	last time.Time
-}
-
-func (a *liveAnon) Resolve(pid uint32, addr, time uint64) (resolve.AnonFrame, bool) {
-	if a.b == nil {
-		return resolve.AnonFrame{}, false
-	}
-	return a.b.Resolve(pid, addr, time)
-}
-
-// renew makes a new Binder when the last is renewEvery old, and says
-// whether it did: the samples waiting can be named.
-func (a *liveAnon) renew(procs *liveProcs, jit JIT) bool {
-	if a.b != nil && time.Since(a.last) < renewEvery {
+// renewAnon makes the JIT handlers' Binder anew when the last is
+// renewEvery old, or force, and says whether it did: the samples waiting
+// in JIT code can be named. JIT data grows while a view runs (a perf map
+// appended to, a jitdump and a jitlog written on, a PyPy log followed),
+// and a handler reads it when it claims a process.
+func (l *live) renewAnon(force bool) bool {
+	if age, ok := l.anon.Age(); ok && !force && age < renewEvery {
 		return false
 	}
-	hs, err := jit.Handlers() // checked when top started: no new error
+	hs, err := l.jit.Handlers() // checked when top started: no new error
 	if err != nil {
 		return false
 	}
-	if jit.PyPyLog != "" {
-		hs = anon.WithPyPyLog(hs, jit.PyPyLog)
+	if l.jit.PyPyLog != "" {
+		hs = anon.WithPyPyLog(hs, l.jit.PyPyLog)
 	}
-	if a.b != nil {
-		a.b.Close()
-	}
-	a.b = anonbind.New(procs, anonbind.Options{Handlers: hs, Force: jit.Force})
-	a.last = time.Now()
+	l.anon.Renew(&l.procs, anonbind.Options{Handlers: hs, Force: l.jit.Force})
 	return true
 }
