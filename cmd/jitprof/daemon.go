@@ -180,7 +180,14 @@ func printStatus(w io.Writer, st *daemon.Status) {
 		fmt.Fprintf(w, "event:           %s, %s, %d lost in this session\n", ev.Name, count, ev.Lost)
 	}
 	fmt.Fprintf(w, "separate:        %s\n", st.Separate)
-	fmt.Fprintf(w, "call graph:      %v\n", st.CallGraph)
+	switch {
+	case st.CallGraph && st.UserStack != 0:
+		fmt.Fprintf(w, "call graph:      dwarf (%d bytes of user stack a sample, unwound as counted)\n", st.UserStack)
+	case st.CallGraph:
+		fmt.Fprintf(w, "call graph:      frame pointers\n")
+	default:
+		fmt.Fprintf(w, "call graph:      none\n")
+	}
 	fmt.Fprintf(w, "samples:         %d (%d lost, %d in no mapping)\n", st.Samples, st.Lost, st.Unresolved)
 	what := "samples"
 	if st.CallGraph {

@@ -279,6 +279,9 @@ func TestDaemonDWARF(t *testing.T) {
 		t.Fatalf("jitprof record: %v\n%s", err, out)
 	}
 	status := daemonCmd(t, jitprof, dir, "status")
+	if !strings.Contains(status, "call graph:      dwarf (8192 bytes of user stack a sample") {
+		t.Errorf("status does not say the call graphs are DWARF's, 8 KiB a sample:\n%s", status)
+	}
 	daemonCmd(t, jitprof, dir, "dump")
 	var graph struct {
 		Events []struct {

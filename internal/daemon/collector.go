@@ -92,6 +92,7 @@ type Status struct {
 	DiskFull             bool             `json:"disk_full"`
 	JITErrors            []string         `json:"jit_errors,omitempty"`
 	CallGraph            bool             `json:"call_graph"`
+	UserStack            uint32           `json:"user_stack,omitempty"` // with CallGraph: DWARF, bytes of stack a sample
 	SessionEvents        []sampledb.Event `json:"session_events"`
 	// OTLP is what the push to a Collector has done, nil without one.
 	OTLP *PushStatus `json:"otlp,omitempty"`
@@ -211,7 +212,7 @@ func (d *daemon) open(procs *process.Tracker, forget func(pid uint32), attr *per
 	d.in.CallGraph = cfg.Sample.Callchain
 	d.in.Unwind = cfg.Sample.UserStack != 0
 	d.in.MaxJITData, d.in.MaxJITDataPerProcess = cfg.MaxJITData, cfg.MaxJITDataPerProcess
-	d.status = Status{PID: os.Getpid(), Dir: cfg.Dir, Start: d.start, Events: []string{name}, Separate: cfg.Separate.String(), CallGraph: cfg.Sample.Callchain,
+	d.status = Status{PID: os.Getpid(), Dir: cfg.Dir, Start: d.start, Events: []string{name}, Separate: cfg.Separate.String(), CallGraph: cfg.Sample.Callchain, UserStack: cfg.Sample.UserStack,
 		MaxSampleFiles: cfg.MaxSampleFiles, MaxSampleData: cfg.MaxSampleData, MaxJITData: cfg.MaxJITData, MaxJITDataPerProcess: cfg.MaxJITDataPerProcess}
 	switch sc := cfg.Sample; {
 	case len(sc.PIDs) > 0:
