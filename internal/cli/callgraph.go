@@ -110,6 +110,11 @@ func (s callGraphSpec) Set(v string) error {
 			return fmt.Errorf("print type %q is not supported: graph or none (for folded stacks, --format folded)", tok)
 		case "address", "srcline", "branch", "period", "count":
 			return fmt.Errorf("%q is not supported: trees are of functions, in per cent", tok)
+		case "fp", "dwarf", "lbr":
+			// perf top --call-graph dwarf records DWARF call graphs;
+			// here -g says how to show them, and top follows frame
+			// pointers only.
+			return fmt.Errorf("%q is how a recording takes call graphs (jitprof record --call-graph %s); here -g shows them: graph or none, a threshold per cent, caller or callee, and top follows frame pointers", tok, tok)
 		default:
 			f, err := strconv.ParseFloat(tok, 64)
 			if err != nil || f < 0 || f > 100 {
@@ -149,7 +154,8 @@ func JoinCallGraphSpec(args []string) []string {
 func isCallGraphSpec(s string) bool {
 	for _, tok := range strings.Split(s, ",") {
 		switch tok {
-		case "graph", "none", "caller", "callee", "function", "percent", "fractal", "flat", "folded", "address", "srcline", "branch", "period", "count":
+		case "graph", "none", "caller", "callee", "function", "percent", "fractal", "flat", "folded", "address", "srcline", "branch", "period", "count",
+			"fp", "dwarf", "lbr": // perf top's recording modes, refused by Set with a word on why
 			continue
 		}
 		if _, err := strconv.ParseFloat(tok, 64); err != nil {
