@@ -12,8 +12,8 @@ import "github.com/jitprof/jitprof/perfdata"
 // (internal/ingest) both take their chains from it.
 
 // HasStack reports whether s carries user registers and a user stack to
-// unwind. The copy may be empty (its dyn_size 0: the kernel could not
-// read the stack); the registers still give the sampled user pc.
+// unwind. The copy may be empty (its size 0: the kernel could not read
+// the stack, as in a sample of execve after the old image is gone).
 func HasStack(s *perfdata.Sample) bool {
 	return s.RegsUserABI != 0 && len(s.RegsUser) > 0 && s.Attr != nil && s.Attr.SampleType&perfdata.SampleStackUser != 0
 }
@@ -32,8 +32,18 @@ func (w *Walker) Callchain(s *perfdata.Sample, out []uint64) ([]uint64, Stop, bo
 		}
 		out = append(out, ip)
 	}
-	regs := PerfRegs(s.Attr.SampleRegsUser, s.RegsUser)
 	n := min(s.StackDyn, uint64(len(s.StackUser)))
+	if n == 0 {
+		// Nothing of the stack was copied: no user part, as perf
+		// (thread__resolve_callchain_unwind) has none. The registers
+		// are then those of an image that may be gone: execve's
+		// samples have the old program's pc, in no mapping the
+		// recording told of.
+		w.stats.Chains++
+		w.stats.Stops[StopStack]++
+		return out, StopStack, true
+	}
+	regs := PerfRegs(s.Attr.SampleRegsUser, s.RegsUser)
 	stack := Stack{Data: s.StackUser[:n], Addr: regs.V[RegSP]}
 	out = append(out, perfdata.CallchainUser)
 	out, stop := w.Unwind(s.PID, s.Timestamp(), regs, &stack, out)
