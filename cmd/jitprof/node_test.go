@@ -17,12 +17,18 @@ import (
 	"github.com/jitprof/jitprof/perfdata"
 )
 
+// nodeScript runs its hot loop for 1.5 s of the process's CPU time, not
+// of the clock: on a loaded machine a clock-bound loop gets a fraction of
+// its samples while node's start-up keeps all of its own, and the shares
+// the tests compare (start-up's frames, which perf unwinds less far than
+// jitprof) move with the load.
 const nodeScript = `function fib(n) { return n < 2 ? n : fib(n - 1) + fib(n - 2); }
 function mix(n) { let s = 0; for (let i = 0; i < n; i++) s = (s * 31 + i) % 1000003; return s; }
+function cpuMs() { const u = process.cpuUsage(); return (u.user + u.system) / 1000; }
 function main() {
-  const end = Date.now() + 1500;
+  const end = cpuMs() + 1500;
   let x = 0;
-  while (Date.now() < end) { x += fib(22); x += mix(30000); }
+  while (cpuMs() < end) { x += fib(22); x += mix(30000); }
   return x;
 }
 console.log(main());
@@ -216,6 +222,7 @@ func checkPprof(t *testing.T, jitprof, data string, funcs ...string) {
 func TestNodeJitdumpDWARF(t *testing.T) {
 	dir := t.TempDir()
 	data := runNode(t, dir, []string{"-k", "mono", "--call-graph", "dwarf"}, "--perf-prof", "--perf-prof-unwinding-info")
+	perftest.Keep(t, dir)
 	injected := filepath.Join(dir, "injected.data")
 	perftest.Run(t, perftest.Perf(t), "inject", "--jit", "-i", data, "-o", injected)
 	perfOut := perftest.Run(t, perftest.Perf(t), "report", "-i", injected, "--stdio", "--children", "-g", "none", "--sort", "sym", "-q", "--percent-limit", "0", "--no-inline")

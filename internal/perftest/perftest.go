@@ -61,12 +61,55 @@ func Run(t testing.TB, name string, args ...string) string {
 	return stdout.String()
 }
 
-// Record runs perf record -o DIR/name ARGS and returns the file's path.
+// Record runs perf record -o DIR/name ARGS and returns the file's path,
+// kept when the test fails (see Keep).
 func Record(t testing.TB, name string, args ...string) string {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), name)
 	Run(t, Perf(t), append([]string{"record", "-q", "-o", out}, args...)...)
+	Keep(t, out)
 	return out
+}
+
+// Keep saves a copy of path, a recording a test compares (or a directory
+// of one with its JIT data), when the test
+// fails: a sampled run is not repeated at will, and a failure under load
+// may be seen once in many runs. The copy goes to $JITPROF_TEST_KEEP, or
+// to jitprof-kept in the temporary directory, named for the test, and the
+// test's log says where.
+func Keep(t testing.TB, path string) {
+	t.Helper()
+	// Registered after the temporary directory's removal, so run before it.
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		dir := os.Getenv("JITPROF_TEST_KEEP")
+		if dir == "" {
+			dir = filepath.Join(os.TempDir(), "jitprof-kept")
+		}
+		name := strings.NewReplacer("/", "-", " ", "_").Replace(t.Name())
+		dst := filepath.Join(dir, fmt.Sprintf("%s-%d-%s", name, time.Now().Unix(), filepath.Base(path)))
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			t.Logf("keeping %s: %v", path, err)
+			return
+		}
+		var err error
+		if fi, serr := os.Stat(path); serr == nil && fi.IsDir() {
+			err = os.CopyFS(dst, os.DirFS(path))
+		} else {
+			var data []byte
+			data, err = os.ReadFile(path)
+			if err == nil {
+				err = os.WriteFile(dst, data, 0o600)
+			}
+		}
+		if err != nil {
+			t.Logf("keeping %s: %v", path, err)
+			return
+		}
+		t.Logf("the recording is kept in %s", dst)
+	})
 }
 
 var statLine = regexp.MustCompile(`^\s*([A-Z_0-9]+) events:\s+(\d+)`)

@@ -201,6 +201,7 @@ func recordJitprof(t *testing.T, args []string) string {
 	if _, err := record.Run(context.Background(), out, cfg); err != nil {
 		t.Fatal(err)
 	}
+	perftest.Keep(t, path)
 	return path
 }
 
