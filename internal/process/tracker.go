@@ -584,24 +584,35 @@ func (t *Tracker) settleThreads() {
 // samples.
 func (t *Tracker) Thread(pid, tid uint32, time uint64) Span {
 	t.settleThreads()
-	sp := Span{From: 0, To: ^uint64(0)}
-	narrow := func(changes []uint64) {
-		i := sort.Search(len(changes), func(j int) bool { return changes[j] > time })
-		if i > 0 {
-			sp.From = max(sp.From, changes[i-1])
-		}
-		if i < len(changes) {
-			sp.To = min(sp.To, changes[i])
-		}
-	}
-	if p := t.built(pid); p != nil && len(p.gens) > 0 {
-		narrow(p.genStarts)
-		narrow(p.gens[genAt(p.gens, time)].computeChanges(t))
-	}
-	narrow(t.tchanges[tid])
-	sp.Epoch = t.epoch(pid, time)
+	sp := t.Epoch(pid, time)
+	sp.narrow(t.tchanges[tid], time)
 	sp.Comm = t.Comm(pid, tid, time)
 	return sp
+}
+
+// Epoch returns the epoch of pid's address space at time and the span
+// of time around time in which it holds (Span without Comm): what an
+// unwinder keeps what it found at the process's addresses by, across
+// samples of any of its threads.
+func (t *Tracker) Epoch(pid uint32, time uint64) Span {
+	sp := Span{From: 0, To: ^uint64(0)}
+	if p := t.built(pid); p != nil && len(p.gens) > 0 {
+		sp.narrow(p.genStarts, time)
+		sp.narrow(p.gens[genAt(p.gens, time)].computeChanges(t), time)
+	}
+	sp.Epoch = t.epoch(pid, time)
+	return sp
+}
+
+// narrow narrows sp to the span between the changes (sorted) around time.
+func (sp *Span) narrow(changes []uint64, time uint64) {
+	i := sort.Search(len(changes), func(j int) bool { return changes[j] > time })
+	if i > 0 {
+		sp.From = max(sp.From, changes[i-1])
+	}
+	if i < len(changes) {
+		sp.To = min(sp.To, changes[i])
+	}
 }
 
 // Steady reports whether a sample of thread tid of pid at a user address

@@ -52,6 +52,20 @@ type ruleset struct {
 	cfa    rule
 	regs   [numRegs]rule
 	signal bool // a signal trampoline: its caller's pc is not a return address
+	// live has bit i set where regs[i] is not ruleUndefined: a step
+	// visits only those columns, most rows leaving half of them lost.
+	// Derived from regs (setLive), it is neither compared nor cached.
+	live uint32
+}
+
+// setLive computes rs.live from its columns.
+func (rs *ruleset) setLive() {
+	rs.live = 0
+	for i, r := range rs.regs {
+		if r.kind != ruleUndefined {
+			rs.live |= 1 << i
+		}
+	}
 }
 
 // abiDefault is the rule of a column the CIE says nothing of (the

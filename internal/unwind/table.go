@@ -146,6 +146,7 @@ func (b *builder) add(f fdeOf) error {
 		if !ok {
 			id = uint32(len(t.rules))
 			t.rules = append(t.rules, *rs)
+			t.rules[id].setLive()
 			b.index[k] = id
 		}
 		if k := len(t.addrs); k > mark && t.sets[k-1] == id {
@@ -296,6 +297,7 @@ func (t *Table) UnmarshalBinary(data []byte) error {
 				return bad("bad register rule")
 			}
 		}
+		rs.setLive()
 	}
 	return nil
 }

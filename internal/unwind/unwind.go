@@ -1,5 +1,7 @@
 package unwind
 
+import "math/bits"
+
 // Regs are the registers of a frame by DWARF number (RegRA is the
 // frame's pc), and which of them are known.
 type Regs struct {
@@ -167,13 +169,26 @@ func (p *places) at(as AddressSpace, addr uint64) (Code, *ruleset, bool) {
 	if p.valid&(1<<i) != 0 && p.addr[i] == addr {
 		return p.code[i], p.rs[i], p.ok[i]
 	}
+	var code Code
+	var rs *ruleset
+	var ok bool
+	if w, isWalker := as.(*Walker); isWalker && w.keep {
+		code, rs, ok = w.rows(addr)
+	} else {
+		code, rs, ok = rowsAt(as, addr)
+	}
+	p.valid |= 1 << i
+	p.addr[i], p.code[i], p.rs[i], p.ok[i] = addr, code, rs, ok
+	return code, rs, ok
+}
+
+// rowsAt returns as.Code(addr) and the rows of that code at addr.
+func rowsAt(as AddressSpace, addr uint64) (Code, *ruleset, bool) {
 	code, ok := as.Code(addr)
 	var rs *ruleset
 	if ok && code.Table != nil {
 		rs = code.Table.lookup(addr - code.Bias)
 	}
-	p.valid |= 1 << i
-	p.addr[i], p.code[i], p.rs[i], p.ok[i] = addr, code, rs, ok
 	return code, rs, ok
 }
 
@@ -200,12 +215,11 @@ func (f *frame) step(rs *ruleset, t *Table) (bool, Stop) {
 		return true, StopEnd
 	}
 	var next Regs
-	for i := range rs.regs {
+	for live := rs.live; live != 0; live &= live - 1 {
+		i := bits.TrailingZeros32(live)
 		ru := &rs.regs[i]
 		var v uint64
 		switch ru.kind {
-		case ruleUndefined:
-			continue
 		case ruleSame:
 			var ok bool
 			if v, ok = f.reg(uint64(i)); !ok {
