@@ -22,7 +22,11 @@ import (
 // busy machine parts meet frames in another order.)
 func TestParallelLoadIsSequential(t *testing.T) {
 	for _, c := range replayCases {
-		t.Run(c.name, func(t *testing.T) { sameInParts(t, synth(t, c.recs)) })
+		t.Run(c.name, func(t *testing.T) {
+			f := synth(t, c.recs)
+			sameInParts(t, f)
+			sameTimelineInParts(t, f)
+		})
 	}
 	// A system-wide recording has a sample per CPU per period of wall
 	// time, whatever runs: its size follows the workload's wall time,
@@ -42,6 +46,7 @@ func TestParallelLoadIsSequential(t *testing.T) {
 			}
 			defer f.Close()
 			sameInParts(t, f)
+			sameTimelineInParts(t, f)
 		})
 	}
 }
@@ -90,6 +95,76 @@ func sameInParts(t *testing.T, f *perfdata.File) {
 				}
 			}
 		}
+	}
+}
+
+// TestTimelineInPartsLost: the parts sum the lost samples of the LOST
+// and LOST_SAMPLES records spread through a recording (a loaded
+// machine's), which the one pass takes one by one.
+func TestTimelineInPartsLost(t *testing.T) {
+	f := synth(t, func(a *perfdata.Attr) []perfdata.Record {
+		recs := []perfdata.Record{comm(a, 10, 1, "prog", false), mmap(a, 10, 2, base, 0x1000, "/bin/prog")}
+		for i := range uint64(200) {
+			recs = append(recs, sample(a, 10, 10, 3+2*i, base+0x10))
+			if i%9 == 0 {
+				recs = append(recs, &perfdata.Lost{Common: common(a, 10, 10, 4+2*i), LostID: 1, Lost: i + 1})
+			}
+			if i%13 == 0 {
+				recs = append(recs, &perfdata.LostSamples{Common: common(a, 10, 10, 4+2*i), Lost: 1000 + i})
+			}
+		}
+		return recs
+	})
+	one, err := timelineInOnePass(f, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if one.lost == 0 {
+		t.Fatal("no samples lost in one pass")
+	}
+	sameTimelineInParts(t, f)
+}
+
+// sameTimelineInParts checks that f's timeline read in parallel parts
+// is the one read in one pass: its processes and mappings, the samples
+// lost, where the data can be split, and the profile loaded with it.
+// Parts too small to hold a record boundary make the parallel read give
+// up (buildTimeline then reads in one pass); some number of parts must
+// not.
+func sameTimelineInParts(t *testing.T, f *perfdata.File) {
+	one, err := timelineInOnePass(f, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sym := symbolize.New(symbolize.Options{})
+	want, err := load(f, Options{Symbolizer: sym, Timeline: one}, 1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantContent := content(want)
+	read := 0
+	for _, n := range []int{2, 3, 7, 1000} {
+		tl, ok := timelineInParts(f, n, 3, nil)
+		if !ok {
+			continue
+		}
+		read++
+		if !slices.Equal(tl.bounds, one.bounds) || tl.lost != one.lost {
+			t.Errorf("%d parts: %d bounds, %d lost; in one pass %d, %d", n, len(tl.bounds), tl.lost, len(one.bounds), one.lost)
+		}
+		if !reflect.DeepEqual(tl.Tracker.Processes(), one.Tracker.Processes()) {
+			t.Errorf("%d parts: the processes differ from those read in one pass", n)
+		}
+		got, err := load(f, Options{Symbolizer: sym, Timeline: tl}, 1, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(content(got), wantContent) {
+			t.Errorf("%d parts: the profile differs: %s", n, firstDifference(got, want))
+		}
+	}
+	if read == 0 {
+		t.Error("the timeline was read in parts for no number of parts")
 	}
 }
 

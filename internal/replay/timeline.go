@@ -3,7 +3,10 @@ package replay
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
+	"sync/atomic"
+	"time"
 
 	"github.com/jitprof/jitprof/internal/process"
 	"github.com/jitprof/jitprof/perfdata"
@@ -76,6 +79,15 @@ func buildTimeline(f *perfdata.File, progress func(done, total int64)) (*Timelin
 	if f.Pipe {
 		return nil, errors.New("replay: a stream's timeline comes with its samples, in the one pass Load makes (see Options.Bind)")
 	}
+	workers := runtime.GOMAXPROCS(0)
+	if tl, ok := timelineInParts(f, min(workers, int(f.DataSize/minChunk)+1), workers, progress); ok {
+		return tl, nil
+	}
+	return timelineInOnePass(f, progress)
+}
+
+// timelineInOnePass is buildTimeline reading the file in one pass.
+func timelineInOnePass(f *perfdata.File, progress func(done, total int64)) (*Timeline, error) {
 	tl := newTimeline(f)
 	total := f.DataSize * 2
 	r := f.Records()
@@ -98,6 +110,113 @@ func buildTimeline(f *perfdata.File, progress func(done, total int64)) (*Timelin
 	tl.Tracker.Settle()
 	rel.finish(f.DataOffset + f.DataSize)
 	return tl, nil
+}
+
+// timelineInParts is buildTimeline reading the file in n parallel parts
+// on at most workers goroutines, parts found with perfdata's Resync as
+// loadFlat's first pass finds them: each part notes where its
+// non-sample records are, and one Reader then takes those the timeline
+// keeps, in file order, as the one pass would. Its time is the copying
+// of every byte of the file, the samples' stack copies in a DWARF
+// recording (a million samples of 8 KiB stacks are 12 GB), which the
+// parts share among the cores. The records of lost samples, which a
+// loaded machine writes all through a recording, are summed by the
+// parts: reading them again would touch a page of the mapped file for
+// each. It returns false, for buildTimeline to read the file in one
+// pass, for one part, a killed file (a part could stop at a torn record
+// and warn of it, and the warning would stay), parts that do not join
+// up, or a part that meets an error, which the one pass then reports.
+func timelineInParts(f *perfdata.File, n, workers int, progress func(done, total int64)) (*Timeline, bool) {
+	if n < 2 || f.Truncated {
+		return nil, false
+	}
+	start, end := f.DataOffset, f.DataOffset+f.DataSize
+	var done atomic.Int64
+	scans := inParallel(n, workers, func(i int) *timelinePart {
+		from := start + f.DataSize*int64(i)/int64(n)
+		to := start + f.DataSize*int64(i+1)/int64(n)
+		return scanTimeline(f, i, from, to, &done)
+	})
+	t := time.NewTicker(tickEvery)
+	defer t.Stop()
+	parts := make([]*timelinePart, n)
+	for i, ch := range scans {
+		parts[i] = receive(ch, t, func() {
+			if progress != nil {
+				progress(done.Load(), f.DataSize*2)
+			}
+		})
+	}
+	at := start
+	for _, p := range parts {
+		if p.err != nil || p.start != at {
+			return nil, false
+		}
+		at = p.end
+	}
+	if at != end {
+		return nil, false
+	}
+	tl := newTimeline(f)
+	r := f.RecordsIn(perfdata.Chunk{Start: start, End: end})
+	for _, p := range parts {
+		tl.bounds = append(tl.bounds, p.bounds...)
+		tl.lost += p.lost
+		for _, off := range p.takes {
+			r.JumpTo(off)
+			if !r.Next() {
+				return nil, false // read once already: it cannot fail now
+			}
+			tl.take(r.Record())
+		}
+	}
+	tl.Tracker.Settle()
+	return tl, true
+}
+
+// timelinePart is what scanTimeline found in one part of a file.
+type timelinePart struct {
+	start, end int64   // the records read: [start, end)
+	bounds     []int64 // the offsets of its non-sample records
+	// takes are the offsets of the records of processes and mappings,
+	// which the Tracker takes in file order; lost sums the others'.
+	takes []int64
+	lost  uint64
+	err   error
+}
+
+// scanTimeline reads part i, nominally [from, to), as scanFlat reads it.
+func scanTimeline(f *perfdata.File, i int, from, to int64, done *atomic.Int64) *timelinePart {
+	p := &timelinePart{start: from}
+	if i > 0 {
+		var ok bool
+		if p.start, ok = f.Resync(from, to); !ok {
+			p.start, p.end = to, to // the part before reads it all
+			return p
+		}
+	}
+	r := f.RecordsUntil(p.start, to)
+	r.Sequential = true
+	rel := releaser{f, p.start, done}
+	for r.NextNonSample() {
+		off := r.Offset()
+		p.bounds = append(p.bounds, off)
+		switch rec := r.Record().(type) {
+		case *perfdata.Lost:
+			p.lost += rec.Lost
+		case *perfdata.LostSamples:
+			p.lost += rec.Lost
+		default:
+			if takes(rec) {
+				p.takes = append(p.takes, off)
+			}
+		}
+		rel.readTo(off)
+	}
+	p.end = r.NextOffset()
+	p.err = r.Err()
+	rel.finish(p.end)
+	return p
 }
 
 // chunks splits the data section of f, whose timeline t is, into at most
