@@ -3,6 +3,7 @@ package perfdata
 import (
 	"encoding/binary"
 	"math/bits"
+	"slices"
 )
 
 // dec reads little- or big-endian fields from a byte slice. Reading past
@@ -86,9 +87,19 @@ func (d *dec) u64s(dst []uint64, n uint64) []uint64 {
 		d.off = len(d.b)
 		return dst[:0]
 	}
-	dst = dst[:0]
-	for i := uint64(0); i < n; i++ {
-		dst = append(dst, d.u64())
+	// One bounds check for all the words, and no append per word: a
+	// DWARF sample's registers and callchain are a few dozen words, and
+	// decoding them word by word was a tenth of reading the sample.
+	b := d.b[d.off : d.off+int(n)*8]
+	d.off += int(n) * 8
+	dst = slices.Grow(dst[:0], int(n))[:n]
+	for i := range dst {
+		dst[i] = binary.LittleEndian.Uint64(b[8*i:])
+	}
+	if d.swap {
+		for i, v := range dst {
+			dst[i] = bits.ReverseBytes64(v)
+		}
 	}
 	return dst
 }
