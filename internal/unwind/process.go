@@ -138,10 +138,11 @@ type Walker struct {
 	stats    Stats
 	// epochs, when Procs can say them, are the epochs of the processes'
 	// address spaces; known is what was found at the addresses of the
-	// chains unwound in them (keep says it may be used for this one).
+	// chains unwound in them.
 	epochs epochs
 	known  *knownRows
-	keep   bool
+	// seen is the chain's own cache, or says to ask known.
+	seen places
 }
 
 // epochs is what a Mappings may say besides (a *process.Tracker does):
@@ -164,7 +165,7 @@ type epochs interface {
 type knownRows struct {
 	version uint64 // of Procs, as the last sample saw it
 	gen     uint64 // counts the versions seen: entries of another are stale
-	pid     uint32 // the sample's process and its epoch, when keep
+	pid     uint32 // the sample's process and its epoch
 	epoch   uint64
 	spans   [numSpans]epochSpan
 	rows    [numKnown]knownRow
@@ -178,13 +179,11 @@ type epochSpan struct {
 }
 
 type knownRow struct {
-	addr  uint64
-	epoch uint64
-	pid   uint32
-	gen   uint64
-	ok    bool
-	code  Code
-	rs    *ruleset
+	addr, epoch, gen uint64
+	code             Code
+	rs               *ruleset
+	pid              uint32
+	ok               bool
 }
 
 // numSpans and numKnown are the slots of knownRows, direct-mapped (by
@@ -215,19 +214,20 @@ func (w *Walker) setEpoch(pid uint32, time uint64) bool {
 	return true
 }
 
-// rows returns the code at addr and its rows there, as rowsAt does, from
-// knownRows when it has them.
-func (w *Walker) rows(addr uint64) (Code, *ruleset, bool) {
-	k := w.known
-	r := &k.rows[(addr^addr>>12^uint64(k.pid)*0x9e37)%numKnown]
-	if r.gen == k.gen && r.addr == addr && r.pid == k.pid && r.epoch == k.epoch {
-		return r.code, r.rs, r.ok
-	}
-	code, rs, ok := rowsAt(w, addr)
-	if !code.JIT {
-		*r = knownRow{addr: addr, epoch: k.epoch, pid: k.pid, gen: k.gen, ok: ok, code: code, rs: rs}
-	}
-	return code, rs, ok
+// at returns the slot of addr in the sample's process.
+func (k *knownRows) at(addr uint64) *knownRow {
+	return &k.rows[(addr^addr>>12^uint64(k.pid)*0x9e37)%numKnown]
+}
+
+// holds reports whether r, addr's slot, holds what was found at addr in
+// the sample's process and epoch.
+func (r *knownRow) holds(k *knownRows, addr uint64) bool {
+	return r.gen == k.gen && r.addr == addr && r.pid == k.pid && r.epoch == k.epoch
+}
+
+// keep keeps in r, addr's slot, what was found at addr.
+func (k *knownRows) keep(r *knownRow, addr uint64, code Code, rs *ruleset, ok bool) {
+	*r = knownRow{addr: addr, epoch: k.epoch, pid: k.pid, gen: k.gen, ok: ok, code: code, rs: rs}
 }
 
 type mapTable struct {
@@ -288,8 +288,11 @@ func (w *Walker) mapTable(m *process.Mapping) mapTable {
 // frames' pcs to out (the sampled pc first), and says why it stopped.
 func (w *Walker) Unwind(pid uint32, time uint64, regs Regs, stack *Stack, out []uint64) ([]uint64, Stop) {
 	w.pid, w.time = pid, time
-	w.keep = w.known != nil && w.setEpoch(pid, time)
-	out, stop := Unwind(regs, stack, w, out, w.u.opts.MaxFrames)
+	w.seen.w, w.seen.valid = nil, 0
+	if w.known != nil && w.setEpoch(pid, time) {
+		w.seen.w = w
+	}
+	out, stop := unwind(regs, stack, w, &w.seen, out, w.u.opts.MaxFrames)
 	w.stats.Chains++
 	w.stats.Stops[stop]++
 	return out, stop

@@ -96,6 +96,13 @@ func (f *frame) reg(r uint64) (uint64, bool) {
 // work per frame: it is a pure function of the sample and the process's
 // code at its time.
 func Unwind(regs Regs, stack *Stack, as AddressSpace, out []uint64, max int) ([]uint64, Stop) {
+	var seen places
+	return unwind(regs, stack, as, &seen, out, max)
+}
+
+// unwind is Unwind with what the chain finds kept in seen, which must
+// be empty.
+func unwind(regs Regs, stack *Stack, as AddressSpace, seen *places, out []uint64, max int) ([]uint64, Stop) {
 	f := frame{regs: regs, stack: stack}
 	pc, ok := f.reg(regRA)
 	if !ok || max <= 0 {
@@ -105,7 +112,6 @@ func Unwind(regs Regs, stack *Stack, as AddressSpace, out []uint64, max int) ([]
 	out = append(out, pc)
 	lookup := pc    // the address whose rows apply: pc-1 in a caller
 	signal := false // the frame's code is a signal trampoline
-	var seen places
 	for len(out) < max {
 		code, rs, ok := seen.at(as, lookup)
 		if !ok {
@@ -151,8 +157,10 @@ func Unwind(regs Regs, stack *Stack, as AddressSpace, out []uint64, max int) ([]
 // (a sort's merge, an interpreter's eval loop), each of them a mapping
 // lookup and a binary search of the rows. The answers hold for the
 // whole chain: one process at one time. A few slots, direct-mapped by
-// address, catch most repeats.
+// address, catch most repeats. When w is set, its knownRows, which hold
+// across the chains of an epoch, are asked first.
 type places struct {
+	w     *Walker
 	valid uint32 // bit i: slot i holds addr[i]'s answer
 	addr  [numPlaces]uint64
 	code  [numPlaces]Code
@@ -165,17 +173,19 @@ const numPlaces = 32
 // at returns as.Code(addr) and the rows of that code at addr (nil when
 // it has no table or no row there).
 func (p *places) at(as AddressSpace, addr uint64) (Code, *ruleset, bool) {
+	var kept *knownRow
+	if p.w != nil {
+		if kept = p.w.known.at(addr); kept.holds(p.w.known, addr) {
+			return kept.code, kept.rs, kept.ok
+		}
+	}
 	i := (addr ^ addr>>5) % numPlaces
 	if p.valid&(1<<i) != 0 && p.addr[i] == addr {
 		return p.code[i], p.rs[i], p.ok[i]
 	}
-	var code Code
-	var rs *ruleset
-	var ok bool
-	if w, isWalker := as.(*Walker); isWalker && w.keep {
-		code, rs, ok = w.rows(addr)
-	} else {
-		code, rs, ok = rowsAt(as, addr)
+	code, rs, ok := rowsAt(as, addr)
+	if kept != nil && !code.JIT {
+		p.w.known.keep(kept, addr, code, rs, ok)
 	}
 	p.valid |= 1 << i
 	p.addr[i], p.code[i], p.rs[i], p.ok[i] = addr, code, rs, ok
