@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -313,4 +315,129 @@ console.log(s);
 		t.Errorf("no leaf of node's in JIT code named by the session:\n%s", csv)
 	}
 	t.Logf("node: %d samples, %d leaves, %d of them JIT code; %d left anonymous by the session", wantTotal, len(want), jit, anon)
+}
+
+// TestDaemonPushSpoolBound: with the Collector down, the daemon's
+// batches wait in the session directory up to --otlp-spool-max, and
+// beyond it the oldest are dropped first and counted in status: the
+// spool keeps the newest, an unbroken run of sequence numbers that
+// begins where the dropped ones end. Started again with the Collector
+// up, the daemon sends what the spool kept, and nothing older: every
+// batch dropped held at least an interval of samples from the start, so
+// the oldest sample of the first run that arrives is that much later
+// than its start, and the newest of them came in the last intervals.
+//
+// The batches fill the spool's least bound (1 MiB) in tens of seconds:
+// busy runs a thread on every CPU at 4 kHz with call graphs, some
+// 4,000 samples a second a CPU, each with its time and stack.
+func TestDaemonPushSpoolBound(t *testing.T) {
+	perftest.Perf(t)
+	needRoot(t, "the daemon samples every CPU")
+	jitprof := buildJitprof(t, t.TempDir())
+	buildExporter(t, jitprof)
+	col := otelcoltest.Start(t, otelcoltest.Options{})
+	col.Stop()
+	dir := filepath.Join(t.TempDir(), "sessions")
+	busy := exec.Command(perftest.Busy(t), "100000", strconv.Itoa(max(runtime.NumCPU()-1, 0)))
+	if err := busy.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { busy.Process.Kill(); busy.Wait() })
+	const every = time.Second
+	args := []string{"-a", "-F", "4000", "-g", "--otlp-endpoint", col.HTTP, "--otlp-interval", every.String(), "--otlp-spool-max", "1M"}
+	start := time.Now()
+	startDaemon(t, jitprof, dir, nil, args...)
+	droppedRE := regexp.MustCompile(`otlp dropped: +(\d+) batches, (\d+) bytes`)
+	queuedRE := regexp.MustCompile(`otlp queued: +(\d+) batches, (\d+) bytes`)
+	num := func(re *regexp.Regexp, st string, i int) int64 {
+		m := re.FindStringSubmatch(st)
+		if m == nil {
+			t.Fatalf("status says nothing that matches %q:\n%s", re, st)
+		}
+		n, _ := strconv.ParseInt(m[i], 10, 64)
+		return n
+	}
+	// Three batches dropped: enough that keeping the newest shows in
+	// the times that arrive.
+	waitStatus(t, jitprof, dir, regexp.MustCompile(`otlp dropped: +([3-9]|\d\d+) batches`), 4*time.Minute)
+	before := daemonCmd(t, jitprof, dir, "status")
+	names, err := os.ReadDir(filepath.Join(dir, "otlp-spool"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := daemonCmd(t, jitprof, dir, "status")
+	var seqs []uint64
+	for _, e := range names {
+		if seq, err := strconv.ParseUint(strings.TrimSuffix(e.Name(), ".otlp"), 16, 64); err == nil && strings.HasSuffix(e.Name(), ".otlp") {
+			seqs = append(seqs, seq)
+		}
+	}
+	if len(seqs) == 0 {
+		t.Fatalf("no batch in the spool; status:\n%s", after)
+	}
+	slices.Sort(seqs)
+	for i := 1; i < len(seqs); i++ {
+		if seqs[i] != seqs[i-1]+1 {
+			t.Errorf("the spool holds batches %v: not an unbroken run of the newest", seqs)
+			break
+		}
+	}
+	// Nothing was sent: the batches before the spool's first (batches
+	// are numbered from 1) are the dropped ones, which status counts
+	// (listed between two statuses, as batches come and go meanwhile).
+	d0, d1 := num(droppedRE, before, 1), num(droppedRE, after, 1)
+	if f := int64(seqs[0]); f-1 < d0 || f-1 > d1 {
+		t.Errorf("the spool's oldest batch is number %d; status said %d then %d batches dropped", f, d0, d1)
+	}
+	if b := num(droppedRE, after, 2); b <= 0 {
+		t.Errorf("%d bytes dropped:\n%s", b, after)
+	}
+	if q := num(queuedRE, after, 2); q > 1<<20 {
+		t.Errorf("%d bytes queued, over the spool's bound of 1M:\n%s", q, after)
+	}
+	if !strings.Contains(after, "otlp success:    never") || !strings.Contains(after, "otlp error:") {
+		t.Errorf("with the Collector down, status says:\n%s", after)
+	}
+	daemonCmd(t, jitprof, dir, "stop")
+	stopped := time.Now()
+	first := readPushTotals(t, dir)
+	dropped := num(droppedRE, after, 1)
+
+	col.Restart()
+	startDaemon(t, jitprof, dir, nil, append(slices.Clone(args[:len(args)-2]), "--otlp-spool-max", "256M")...)
+	waitStatus(t, jitprof, dir, successRE, time.Minute)
+	waitStatus(t, jitprof, dir, emptyRE, time.Minute)
+	daemonCmd(t, jitprof, dir, "stop")
+	second := readPushTotals(t, dir)
+	if second.queued != 0 {
+		t.Errorf("the second run left %d batches unsent", second.queued)
+	}
+	busy.Process.Kill()
+	ss := col.Received(t)
+	oldest, newest := uint64(math.MaxUint64), uint64(0)
+	for i := range ss {
+		for _, ts := range ss[i].Times {
+			if ts < uint64(stopped.UnixNano()) {
+				oldest, newest = min(oldest, ts), max(newest, ts)
+			}
+		}
+	}
+	if newest == 0 {
+		t.Fatalf("no sample of the first run arrived (%+v)", first)
+	}
+	// The dropped batches held the samples of at least dropped
+	// intervals from the start (less half of one: a sample taken just
+	// before a cut may come in the next round, and sample times are
+	// tied to the wall clock once a push); the last batches kept,
+	// those of the last intervals before the stop (generous: a loaded
+	// machine cuts late).
+	if got, want := time.Unix(0, int64(oldest)), start.Add(time.Duration(dropped)*every-every/2); got.Before(want) {
+		t.Errorf("the oldest sample of the first run that arrived was taken at %v, %v after its start; %d batches of %v were dropped before it",
+			got, got.Sub(start), dropped, every)
+	}
+	if got := time.Unix(0, int64(newest)); stopped.Sub(got) > 10*every {
+		t.Errorf("the newest sample of the first run that arrived was taken %v before it stopped", stopped.Sub(got))
+	}
+	t.Logf("first run: %d batches dropped, %d left in the spool (%v); samples from %v after its start to %v before its stop arrived",
+		dropped, first.queued, seqs, time.Unix(0, int64(oldest)).Sub(start), stopped.Sub(time.Unix(0, int64(newest))))
 }

@@ -220,10 +220,12 @@ const noPID = ^uint32(0)
 
 // placeKey is a place samples fall in: the samples of one place are
 // resolved once (resolve.Resolver.AddTimes). chain is a hash of the
-// callchain, which place.s holds.
+// callchain, which place.s holds. The CPU is not in it: an OTLP sample
+// is a stack and thread's, whatever their CPU (internal/otlp), and a
+// place of each CPU was as many to resolve, keep and encode, on a
+// machine of 64 CPUs up to 64 times as many.
 type placeKey struct {
 	pid, tid uint32
-	cpu      int32
 	mode     resolve.Mode
 	ip       uint64
 	chain    uint64
@@ -253,10 +255,7 @@ func (p *pusher) add(s *perfdata.Sample) {
 		p.sampled[s.PID] = struct{}{}
 		p.lastPID = s.PID
 	}
-	cpu := int32(-1)
-	if s.Has(perfdata.SampleCPU) {
-		cpu = int32(s.CPU)
-	}
+	const cpu = -1 // placeKey's
 	period := s.Period
 	if !s.Has(perfdata.SamplePeriod) {
 		period = p.period
@@ -271,7 +270,7 @@ func (p *pusher) add(s *perfdata.Sample) {
 			Mode: mode, IP: s.IP, Count: 1, Period: period, Callchain: slices.Clone(chain)})
 		return
 	}
-	k := placeKey{pid: s.PID, tid: s.TID, cpu: cpu, mode: mode, ip: s.IP, chain: hashChain(chain)}
+	k := placeKey{pid: s.PID, tid: s.TID, mode: mode, ip: s.IP, chain: hashChain(chain)}
 	pl := p.places[k]
 	switch {
 	case pl == nil:
@@ -369,8 +368,12 @@ func (p *pusher) endRound() {
 		p.resolvedAt, resolved = now, true
 	}
 	if resolved {
+		// All asked of the Tracker before any is forgotten: each
+		// Forget is a change the next question would settle.
 		for _, pid := range p.forget {
 			p.gone[pid] = p.process(pid)
+		}
+		for _, pid := range p.forget {
 			p.forgetf(pid)
 		}
 		p.forget = p.forget[:0]
@@ -518,7 +521,8 @@ func (p *pusher) cut(wait bool) bool {
 			p.sampled[ss[i].PID] = struct{}{}
 		}
 	}
-	m.Times = map[profile.Key][]uint64{} // the push owns those
+	// The push owns those; the next push's are as many, about.
+	m.Times = make(map[profile.Key][]uint64, len(m.Times))
 	p.pushes++
 	if p.pushes >= renewBuilderEvery || len(m.Entries) >= maxBuilderEntries {
 		p.fresh()

@@ -1,7 +1,9 @@
 package linux
 
 import (
+	"bytes"
 	"errors"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -303,5 +305,32 @@ func TestProcFake(t *testing.T) {
 	}
 	if _, err := p.Identity(1); !errors.Is(err, ErrNoProcess) {
 		t.Errorf("Identity of a process not there: %v, want ErrNoProcess", err)
+	}
+}
+
+// TestReadProc: readProc reads what os.ReadFile reads, of files of /proc
+// and of one larger than its first buffer, and says a missing file does
+// not exist.
+func TestReadProc(t *testing.T) {
+	big := filepath.Join(t.TempDir(), "big")
+	if err := os.WriteFile(big, bytes.Repeat([]byte("0123456789abcdef\n"), 1000), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"/proc/self/status", "/proc/self/stat", big} {
+		got, err := readProc(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// /proc/self is the test's: the counts of its status move.
+		if path == big && !bytes.Equal(got, want) || len(got) == 0 || !bytes.HasPrefix(got, want[:min(len(want), 10)]) {
+			t.Errorf("%s: readProc read %d bytes, os.ReadFile %d", path, len(got), len(want))
+		}
+	}
+	if _, err := readProc(filepath.Join(t.TempDir(), "none")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a missing file: %v", err)
 	}
 }

@@ -77,9 +77,12 @@ type Tracker struct {
 	// generations, the changes of a generation, the threads') say at
 	// which version they were computed.
 	version uint64
-	// thread changes and sorted comms, computed at threadsAt.
-	threadsAt uint64
+	// tchanges are the threads' changes, by tid, and comms and threads
+	// are sorted, but for the tids in unsettled: those told of since
+	// (settleThreads). A daemon's Tracker knows every thread of the
+	// machine, and is asked after nearly every record.
 	tchanges  map[uint32][]uint64
+	unsettled map[uint32]struct{}
 }
 
 // proc is what the Tracker was told of one pid, and its address spaces
@@ -92,9 +95,11 @@ type proc struct {
 	all    []*Mapping // every mapping, in arrival order
 	ref    key        // the first fork from pid, when hasRef
 	hasRef bool
-	// changed is the version of the last record about pid; gens were
-	// computed from them at builtAt.
+	// changed is the version of the last record about pid's address
+	// space; gens were computed from them at builtAt. named is that of
+	// the last about its threads' names and creations (Stamp).
 	changed, builtAt uint64
+	named            uint64
 	built            bool
 	gens             []*generation
 	genStarts        []uint64 // the start of each of gens
@@ -167,6 +172,9 @@ func New() *Tracker {
 		threads: map[uint32][]threadFork{},
 		owner:   map[uint32]uint32{},
 		kernel:  proc{pid: KernelPID},
+
+		tchanges:  map[uint32][]uint64{},
+		unsettled: map[uint32]struct{}{},
 	}
 }
 
@@ -197,7 +205,9 @@ func (t *Tracker) next() key {
 func (t *Tracker) proc(pid uint32) *proc {
 	p := t.procs[pid]
 	if p == nil {
-		p = &proc{pid: pid}
+		// named: a pid forgotten and told of again is another
+		// process, with another Stamp.
+		p = &proc{pid: pid, named: t.version}
 		t.procs[pid] = p
 	}
 	return p
@@ -242,7 +252,9 @@ func (t *Tracker) SetComm(pid, tid uint32, time uint64, comm string, exec bool) 
 		p.starts = append(p.starts, start{key: k, exec: true})
 		p.changed = t.version
 	}
+	p.named = t.version
 	t.comms[tid] = append(t.comms[tid], commChange{time, k.seq, comm})
+	t.unsettled[tid] = struct{}{}
 }
 
 // Fork tells that thread tid of process pid was created at time by
@@ -251,6 +263,7 @@ func (t *Tracker) SetComm(pid, tid uint32, time uint64, comm string, exec bool) 
 func (t *Tracker) Fork(pid, ppid, tid, ptid uint32, time uint64) {
 	k := t.next()
 	k.time = time
+	t.proc(pid).named = t.version
 	t.addTID(t.proc(pid), tid)
 	if pid != ppid {
 		p := t.proc(pid)
@@ -265,6 +278,7 @@ func (t *Tracker) Fork(pid, ppid, tid, ptid uint32, time uint64) {
 		}
 	}
 	t.threads[tid] = append(t.threads[tid], threadFork{ptid, time})
+	t.unsettled[tid] = struct{}{}
 }
 
 func (t *Tracker) addTID(p *proc, tid uint32) {
@@ -298,6 +312,8 @@ func (t *Tracker) Forget(pid uint32) {
 		delete(t.comms, tid)
 		delete(t.threads, tid)
 		delete(t.owner, tid)
+		delete(t.tchanges, tid)
+		delete(t.unsettled, tid)
 	}
 	for _, s := range p.starts {
 		if s.exec || s.ppid == pid {
@@ -315,6 +331,34 @@ func (t *Tracker) Forget(pid uint32) {
 // at another version (epochs among them) may differ. A resolver that
 // caches by epoch drops its caches when it changes.
 func (t *Tracker) Version() uint64 { return t.version }
+
+// Stamp changes whenever what Lookup, Thread and Comm answer about pid
+// may change: a record about pid, or about a process it was forked
+// from, whose address space and threads' names it starts with (a record
+// that arrives late may change them as they were at the fork). Unlike
+// Version it stays while other processes come and go, so a resolver can
+// keep what it cached of pid across them. A value once given is never
+// given for another state of pid (0: the Tracker knows nothing of pid).
+func (t *Tracker) Stamp(pid uint32) uint64 {
+	return t.stamp(pid, 0)
+}
+
+func (t *Tracker) stamp(pid uint32, depth int) uint64 {
+	p := t.procs[pid]
+	if p == nil {
+		return 0
+	}
+	s := max(p.changed, p.named)
+	if depth >= 64 { // bounds a cycle in corrupt fork records
+		return s
+	}
+	for _, st := range p.starts {
+		if !st.exec && st.ppid != pid {
+			s = max(s, t.stamp(st.ppid, depth+1))
+		}
+	}
+	return s
+}
 
 // Settle computes what the Tracker derives from what it was told, so
 // that goroutines may ask it at once until the next record.
@@ -541,41 +585,35 @@ func (t *Tracker) epoch(pid uint32, time uint64) uint64 {
 	return uint64(i)<<32 | uint64(n)
 }
 
-// settleThreads sorts the names of each thread by time and computes, by
-// tid, the times at which Comm's answer for it can change: its and its
-// creators' renames and forks.
+// settleThreads sorts the names of each thread told of since it last
+// ran by time and computes, for each, the times at which Comm's answer
+// for it can change: its and its creators' renames and forks.
 func (t *Tracker) settleThreads() {
-	if t.tchanges != nil && t.threadsAt == t.version {
+	if len(t.unsettled) == 0 {
 		return
-	}
-	t.threadsAt = t.version
-	for _, cs := range t.comms {
-		slices.SortStableFunc(cs, func(a, b commChange) int {
-			return key{a.time, a.seq}.cmp(key{b.time, b.seq})
-		})
-	}
-	for _, fs := range t.threads {
-		slices.SortStableFunc(fs, func(a, b threadFork) int { return cmp.Compare(a.time, b.time) })
 	}
 	// A thread's changes are its own renames and forks: Comm gives it
 	// its creator's name as it was at the fork, one name until the
 	// thread's next change or fork (even one of itself, which ends its
 	// creator's), so the creator's renames are not the thread's.
-	t.tchanges = map[uint32][]uint64{}
-	for tid, cs := range t.comms {
+	for tid := range t.unsettled {
+		cs := t.comms[tid]
+		slices.SortStableFunc(cs, func(a, b commChange) int {
+			return key{a.time, a.seq}.cmp(key{b.time, b.seq})
+		})
+		fs := t.threads[tid]
+		slices.SortStableFunc(fs, func(a, b threadFork) int { return cmp.Compare(a.time, b.time) })
+		ch := t.tchanges[tid][:0]
 		for _, c := range cs {
-			t.tchanges[tid] = append(t.tchanges[tid], c.time)
+			ch = append(ch, c.time)
 		}
-	}
-	for tid, fs := range t.threads {
 		for _, f := range fs {
-			t.tchanges[tid] = append(t.tchanges[tid], f.time)
+			ch = append(ch, f.time)
 		}
+		slices.Sort(ch)
+		t.tchanges[tid] = slices.Compact(ch)
 	}
-	for tid, cs := range t.tchanges {
-		slices.Sort(cs)
-		t.tchanges[tid] = slices.Compact(cs)
-	}
+	clear(t.unsettled)
 }
 
 // Thread returns what holds of thread tid of process pid at time: its

@@ -137,6 +137,16 @@ func (b *Builder) AddAt(k Key, count, period, tm uint64) {
 	}
 }
 
+// AddTimes adds the samples taken at times to the entry of k, their
+// periods summing to period, keeping their times when KeepTimes was
+// called: AddAt of each, with one lookup of the entry and its times.
+func (b *Builder) AddTimes(k Key, period uint64, times []uint64) {
+	b.Add(k, uint64(len(times)), period)
+	if b.p.Times != nil {
+		b.p.Times[k] = append(b.p.Times[k], times...)
+	}
+}
+
 // Meta returns the profile's recording fields for the caller to fill.
 func (b *Builder) Meta() *Profile { return &b.p }
 

@@ -1,6 +1,7 @@
 package profile
 
 import (
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -101,5 +102,39 @@ func TestBuilderInterns(t *testing.T) {
 	}
 	if p.Nodes[child] != (Node{root, fr}) || p.Images[libc].NoSymbols != "" {
 		t.Errorf("node %+v, image %+v", p.Nodes[child], p.Images[libc])
+	}
+}
+
+// TestAddTimes: samples added with their times at once make the entry,
+// the event's totals and the times that adding them one by one makes,
+// after what was added before.
+func TestAddTimes(t *testing.T) {
+	build := func(bulk bool) *Profile {
+		b := NewBuilder()
+		b.KeepTimes()
+		ev := b.Event(Event{Name: "cpu-clock"})
+		k := Key{Stack: -1, Thread: -1, CPU: 1, Event: ev}
+		other := Key{Stack: -1, Thread: -1, CPU: 2, Event: ev}
+		b.AddAt(k, 1, 10, 5)
+		b.AddAt(other, 1, 3, 6)
+		times := []uint64{7, 9, 8}
+		if bulk {
+			b.AddTimes(k, 30, times)
+		} else {
+			b.AddAt(k, 1, 30, times[0])
+			b.AddAt(k, 1, 0, times[1])
+			b.AddAt(k, 1, 0, times[2])
+		}
+		return b.Profile()
+	}
+	one, bulk := build(false), build(true)
+	if !reflect.DeepEqual(one, bulk) {
+		t.Errorf("AddTimes:\n%+v\nAddAt one by one:\n%+v", bulk, one)
+	}
+	if e := bulk.Events[0]; e.Count != 5 || e.Total != 43 {
+		t.Errorf("event counts %d samples, period %d; want 5, 43", e.Count, e.Total)
+	}
+	if ts := bulk.Times[Key{Stack: -1, Thread: -1, CPU: 1}]; !reflect.DeepEqual(ts, []uint64{5, 7, 9, 8}) {
+		t.Errorf("times %v, want [5 7 9 8]", ts)
 	}
 }

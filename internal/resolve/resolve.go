@@ -70,8 +70,18 @@ type Processes interface {
 	// both hold.
 	Thread(pid, tid uint32, time uint64) process.Span
 	// Version changes when earlier answers may no longer hold; the
-	// Resolver then drops what it cached.
+	// Resolver then drops what it cached (of the processes whose Stamp
+	// changed, with Stamped).
 	Version() uint64
+}
+
+// Stamped is Processes that say of which processes answers changed: a
+// live Tracker's, told of processes coming and going all the time, so
+// that what was cached of the others holds on.
+type Stamped interface {
+	// Stamp changes whenever answers about pid may change, and never
+	// comes back to a value it had.
+	Stamp(pid uint32) uint64
 }
 
 // AllProcesses is the pid of a mapping that stands for the anonymous
@@ -146,7 +156,11 @@ type Options struct {
 // with a Builder of its own.
 type Resolver struct {
 	procs   Processes
+	stamps  Stamped // procs, when it says which processes changed
 	version uint64
+	// churned says procs changed since the Resolver began: it is told
+	// as it goes, and LeafOnly frames are cached by mapping too.
+	churned bool
 	opts    Options
 	b       *profile.Builder
 	cache   map[cacheKey]int32
@@ -160,15 +174,33 @@ type Resolver struct {
 	kernelErr    error
 	kernelLoaded bool
 
-	frames  []int32
-	threads map[uint64]threadState // by pid<<32 | tid
+	frames []int32
+	// pids is what was cached of each process at its Stamp; last is the
+	// one of lastPID.
+	pids    map[uint32]*pidCache
+	lastPID uint32
+	last    *pidCache
 
-	chains map[uint64]chainEntry // by hash of the key words
-	leaves map[leafKey]int32     // the stacks of LeafOnly
-	arena  [][]uint64            // key words of the chains, in blocks
-	key    []uint64              // the current sample's key words
-	timed  bool                  // the current stack depends on more than the epoch
+	arena [][]uint64 // key words of the chains, in blocks
+	key   []uint64   // the current sample's key words
+	timed bool       // the current stack depends on more than the epoch
 }
+
+// pidCache is what a Resolver caches of one process, valid while its
+// Stamp is stamp (checked at version).
+type pidCache struct {
+	stamp, version uint64
+	threads        map[uint32]threadState // by tid
+	chains         map[uint64]chainEntry  // by hash of the key words
+	leaves         map[leafKey]int32      // the stacks of LeafOnly
+}
+
+// maxPIDCaches and maxArenaBlocks bound what a Resolver caches of
+// processes that are gone: past them, it drops all of it.
+const (
+	maxPIDCaches   = 1 << 14
+	maxArenaBlocks = 64 // 32 MiB of chains' words
+)
 
 // New returns a Resolver of samples of procs into b.
 func New(b *profile.Builder, procs Processes, opts Options) *Resolver {
@@ -179,6 +211,7 @@ func New(b *profile.Builder, procs Processes, opts Options) *Resolver {
 		inProc: map[procImageKey]*loadedImage{},
 		ksyms:  map[uint64]int32{},
 	}
+	r.stamps, _ = procs.(Stamped)
 	if opts.SparseMappings {
 		r.sparse = map[int32]*loadedImage{}
 	}
@@ -189,12 +222,50 @@ func New(b *profile.Builder, procs Processes, opts Options) *Resolver {
 // reset drops what depends on the answers of procs at one version.
 func (r *Resolver) reset() {
 	r.version = r.procs.Version()
-	r.threads = map[uint64]threadState{}
-	r.chains = map[uint64]chainEntry{}
-	r.leaves = map[leafKey]int32{}
+	r.pids = map[uint32]*pidCache{}
+	r.lastPID, r.last = 0, nil
 	if len(r.arena) > 0 {
 		r.arena = append(r.arena[:0], r.arena[0][:0])
 	}
+}
+
+// changed follows procs to a new version: with Stamped, each process's
+// cache is checked against its Stamp when next asked for (proc); else,
+// or past the bounds of what is kept, all is dropped.
+func (r *Resolver) changed() {
+	r.churned = true
+	if r.stamps == nil || len(r.pids) > maxPIDCaches || len(r.arena) > maxArenaBlocks {
+		r.reset()
+		return
+	}
+	r.version = r.procs.Version()
+	r.last = nil
+}
+
+// proc returns what is cached of process pid, dropped first when its
+// Stamp changed.
+func (r *Resolver) proc(pid uint32) *pidCache {
+	if r.last != nil && r.lastPID == pid {
+		return r.last
+	}
+	pc := r.pids[pid]
+	if pc == nil {
+		pc = &pidCache{threads: map[uint32]threadState{}, chains: map[uint64]chainEntry{}, leaves: map[leafKey]int32{}, version: r.version}
+		if r.stamps != nil {
+			pc.stamp = r.stamps.Stamp(pid)
+		}
+		r.pids[pid] = pc
+	} else if r.stamps != nil && pc.version != r.version {
+		pc.version = r.version
+		if st := r.stamps.Stamp(pid); st != pc.stamp {
+			pc.stamp = st
+			clear(pc.threads)
+			clear(pc.chains) // their words stay in the arena until a reset
+			clear(pc.leaves)
+		}
+	}
+	r.lastPID, r.last = pid, pc
+	return pc
 }
 
 // cacheKey has no padding, so maps hash it as two words (memhash128)
@@ -247,7 +318,7 @@ type threadState struct {
 // the recording (its span of time among them) are the source's to fill.
 func (r *Resolver) Add(s *Sample) {
 	if r.procs.Version() != r.version {
-		r.reset()
+		r.changed()
 	}
 	th := r.thread(s.PID, s.TID, s.Time)
 	node := r.stack(s, th.epoch)
@@ -262,16 +333,11 @@ func (r *Resolver) Add(s *Sample) {
 // added one by one.
 func (r *Resolver) AddTimes(s *Sample, times []uint64) {
 	if r.procs.Version() != r.version {
-		r.reset()
+		r.changed()
 	}
 	th := r.thread(s.PID, s.TID, s.Time)
 	node := r.stack(s, th.epoch)
-	k := profile.Key{Stack: node, Thread: th.id, CPU: s.CPU, Event: s.Event}
-	period := s.Period
-	for _, t := range times {
-		r.b.AddAt(k, 1, period, t)
-		period = 0
-	}
+	r.b.AddTimes(profile.Key{Stack: node, Thread: th.id, CPU: s.CPU, Event: s.Event}, s.Period, times)
 }
 
 // Span returns what holds of thread tid of pid at time, as Add sees it,
@@ -279,7 +345,7 @@ func (r *Resolver) AddTimes(s *Sample, times []uint64) {
 // by place asks whether a place's samples straddle a change (Span.To).
 func (r *Resolver) Span(pid, tid uint32, time uint64) process.Span {
 	if r.procs.Version() != r.version {
-		r.reset()
+		r.changed()
 	}
 	ts := r.span(pid, tid, time)
 	return process.Span{Comm: ts.comm, Epoch: ts.epoch, From: ts.from, To: ts.to}
@@ -294,7 +360,7 @@ func (r *Resolver) thread(pid, tid uint32, tm uint64) threadState {
 	// changes.
 	if ts.id < 0 {
 		ts.id = r.b.Thread(profile.Thread{PID: pid, TID: tid, Comm: r.b.String(ts.comm)})
-		r.threads[uint64(pid)<<32|uint64(tid)] = ts
+		r.proc(pid).threads[tid] = ts
 	}
 	return ts
 }
@@ -302,8 +368,8 @@ func (r *Resolver) thread(pid, tid uint32, tm uint64) threadState {
 // span is thread without interning the thread, whose id is -1 until
 // thread interns it.
 func (r *Resolver) span(pid, tid uint32, tm uint64) threadState {
-	k := uint64(pid)<<32 | uint64(tid)
-	ts, ok := r.threads[k]
+	threads := r.proc(pid).threads
+	ts, ok := threads[tid]
 	if ok && ts.from <= tm && tm < ts.to {
 		return ts
 	}
@@ -312,12 +378,13 @@ func (r *Resolver) span(pid, tid uint32, tm uint64) threadState {
 		ts.comm, ts.id = sp.Comm, -1
 	}
 	ts.epoch, ts.from, ts.to = sp.Epoch, sp.From, sp.To
-	r.threads[k] = ts
+	threads[tid] = ts
 	return ts
 }
 
-// leafKey is the key words of a stack without its callchain.
-type leafKey struct{ pidMode, epoch, ip uint64 }
+// leafKey is the key words of a stack without its callchain, in its
+// process's cache.
+type leafKey struct{ mode, epoch, ip uint64 }
 
 // chainEntry is a resolved callchain: where its key words are in
 // Resolver.arena (block, offset, length) and its leaf node.
@@ -368,14 +435,15 @@ func (r *Resolver) stack(s *Sample, epoch uint64) int32 {
 	if r.opts.LeafOnly {
 		// One lookup of a fixed-size key, without the hashing and
 		// comparing a chain of any length needs.
-		k := leafKey{uint64(s.PID)<<32 | uint64(s.Mode), epoch, s.IP}
-		if node, ok := r.leaves[k]; ok {
+		leaves := r.proc(s.PID).leaves
+		k := leafKey{uint64(s.Mode), epoch, s.IP}
+		if node, ok := leaves[k]; ok {
 			return node
 		}
 		r.timed = false
 		node := r.resolve(s)
 		if !r.timed {
-			r.leaves[k] = node
+			leaves[k] = node
 		}
 		return node
 	}
@@ -393,14 +461,15 @@ func (r *Resolver) stack(s *Sample, epoch uint64) int32 {
 		h = (h ^ w) * 0x9e3779b97f4a7c15
 		h ^= h >> 29
 	}
-	e, found := r.chains[h]
+	chains := r.proc(s.PID).chains
+	e, found := chains[h]
 	if found && slices.Equal(r.words(e), key) {
 		return r.b.Push(e.node, leaf)
 	}
 	r.timed = false
 	callers := r.callers(s)
 	if !found && !r.timed {
-		r.chains[h] = r.keep(key, callers)
+		chains[h] = r.keep(key, callers)
 	}
 	return r.b.Push(callers, leaf)
 }
@@ -515,7 +584,10 @@ func (r *Resolver) frame(pid uint32, addr, tm uint64, mode Mode, ret bool, leaf 
 		r.cache[k] = id
 		return id
 	}
-	if r.opts.LeafOnly {
+	if r.opts.LeafOnly && !r.churned {
+		// stack caches the address already, as long as procs does
+		// not change; once it does, the frame of an address of a
+		// mapping, which never changes, is cached too.
 		return r.fileFrame(m, addr, ret)
 	}
 	// With lines, a return address names the call before it, and the

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/jitprof/jitprof/internal/perftest"
@@ -394,4 +395,115 @@ func inAnon(tr *process.Tracker, s *resolve.Sample) bool {
 		}
 	}
 	return false
+}
+
+// TestCachesAcrossChanges: a Resolver that lives while its Tracker is
+// told of processes coming and going (the daemon's push, jitprof top)
+// keeps what it cached of a process while others change, and drops it
+// when the process's own answers may change: a new mapping, a name, an
+// exec, a record that arrives late, a change in the parent a child was
+// forked from, a pid forgotten and used again. After every record, all
+// the samples so far are resolved again, once by the Resolver that lives
+// on and once by a new one; the two must name every sample alike.
+func TestCachesAcrossChanges(t *testing.T) {
+	s := newStory(t)
+	busy := s.busy
+	user := func(tm uint64, pid, tid uint32, ip uint64, chain ...uint64) storyEvent {
+		return storyEvent{time: tm, kind: "sample", pid: pid, tid: tid, mode: resolve.ModeUser, ip: ip, chain: chain, period: 1}
+	}
+	events := append(slices.Clone(s.events),
+		storyEvent{time: 40, kind: "comm", pid: 13, tid: 13, comm: "other"},
+		storyEvent{time: 41, kind: "map", pid: 13, addr: base, len: 1 << 20, path: busy},
+		user(42, 13, 13, base+0x1200),
+		user(43, 10, 10, base+0x1200, resolve.ContextUser, base+0x1200, base+0x1300),
+		storyEvent{time: 44, kind: "fork", pid: 14, ppid: 10, tid: 14},
+		user(45, 14, 14, base+0x1300), // the parent's image at the fork
+		storyEvent{time: 46, kind: "comm", pid: 10, tid: 12, comm: "renamed"},
+		user(47, 10, 12, base+0x1200),
+		// Late: the parent had mapped another image over busy's
+		// first page before the fork.
+		storyEvent{time: 43, kind: "map", pid: 10, addr: base, len: 0x2000, path: "/late"},
+		user(48, 14, 14, base+0x1300),
+		storyEvent{time: 49, kind: "forget", pid: 11},
+		storyEvent{time: 50, kind: "comm", pid: 11, tid: 11, comm: "reused"},
+		storyEvent{time: 51, kind: "map", pid: 11, addr: base + 0x200000, len: 1 << 20, path: "/other"},
+		user(52, 11, 11, base+0x200000+0x1200),
+		storyEvent{time: 53, kind: "map", pid: 13, addr: jit, len: 0x1000, path: "//anon"},
+		user(54, 13, 13, base+0x1200),
+		user(55, 10, 10, base+0x1200),
+	)
+	for _, o := range []resolve.Options{{}, {LeafOnly: true}, {Anon: fakeJIT{}}, {Anon: fakeJIT{}, LeafOnly: true, SparseMappings: true}} {
+		t.Run(fmt.Sprintf("%+v", o), func(t *testing.T) {
+			o.Symbolizer = symbolizer(t)
+			tr := process.New()
+			builder := func() *profile.Builder {
+				b := profile.NewBuilder()
+				b.Event(profile.Event{Name: "cpu-clock", Period: 1000})
+				return b
+			}
+			bLive := builder()
+			live := resolve.New(bLive, tr, o)
+			var samples []resolve.Sample
+			var want []string
+			for round, e := range events {
+				switch e.kind {
+				case "comm", "exec":
+					tr.SetComm(e.pid, e.tid, e.time, e.comm, e.kind == "exec")
+				case "fork":
+					tr.Fork(e.pid, e.ppid, e.tid, e.ppid, e.time)
+				case "map":
+					tr.Map(process.Mapping{PID: e.pid, Start: e.addr, End: e.addr + e.len, Path: e.path, Time: e.time, Exec: true, Anon: e.path == "//anon"})
+				case "kmap":
+					tr.Map(process.Mapping{Kernel: true, Start: e.addr, End: e.addr + e.len, Pgoff: e.addr, Path: e.path, Time: e.time, Exec: true})
+				case "forget":
+					tr.Forget(e.pid)
+					// The forgotten process's samples are gone
+					// with it (the push resolved them before).
+					samples = slices.DeleteFunc(samples, func(sm resolve.Sample) bool { return sm.PID == e.pid })
+				case "sample":
+					sm := resolve.Sample{PID: e.pid, TID: e.tid, Time: e.time, Mode: e.mode, IP: e.ip, Callchain: e.chain, Count: 1, Period: 1}
+					if o.LeafOnly {
+						sm.Callchain = nil
+					}
+					samples = append(samples, sm)
+				}
+				// Each round's samples under a CPU of their own,
+				// so that rounds stay apart in the profile.
+				fresh := builder()
+				r := resolve.New(fresh, tr, o)
+				for i := range samples {
+					sm := samples[i]
+					sm.CPU = int32(round)
+					r.Add(&sm)
+					live.Add(&sm)
+				}
+				want = append(want, byCPU(fresh.Profile())...)
+			}
+			got := byCPU(bLive.Profile())
+			slices.Sort(want)
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("the Resolver that lived on:\n%s\nnew ones:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+			}
+			if len(got) < 100 {
+				t.Errorf("%d entries: too few to tell", len(got))
+			}
+		})
+	}
+}
+
+// byCPU is a profile's entries as text, sorted: CPU, thread, stack of
+// images and names, count.
+func byCPU(p *profile.Profile) []string {
+	var out []string
+	for _, e := range p.Entries {
+		th := p.Threads[e.Thread]
+		var names []string
+		for _, fr := range p.Stack(nil, e.Stack) {
+			fn := p.FuncOf(fr)
+			names = append(names, p.Images[fn.Image].Name+":"+fn.Name)
+		}
+		out = append(out, fmt.Sprintf("%3d %d/%d %s %v: %d", e.CPU, th.PID, th.TID, p.Strings[th.Comm], names, e.Count))
+	}
+	slices.Sort(out)
+	return out
 }
