@@ -107,7 +107,6 @@ type daemon struct {
 	dec    *perfdata.Decoder
 	in     *ingest.Ingest
 	start  time.Time
-	lost   uint64
 	reqs   chan request
 	status Status
 	// stop ends the recording: a client asked, or ctx is done.
@@ -236,18 +235,7 @@ func (d *daemon) Raw(raw []byte) error {
 	if err != nil {
 		return nil
 	}
-	switch r := rec.(type) {
-	case *perfdata.Sample:
-		d.in.Keep(r)
-	case *perfdata.Lost:
-		d.lost += r.Lost
-		d.db.AddLost(0, r.Lost)
-	case *perfdata.LostSamples:
-		d.lost += r.Lost
-		d.db.AddLost(0, r.Lost)
-	default:
-		d.in.Take(rec)
-	}
+	d.in.Handle(rec)
 	return nil
 }
 
@@ -314,7 +302,7 @@ func (d *daemon) snapshot() Status {
 	st.Files, st.OpenFiles = s.Files, s.Open
 	st.SampleFiles, st.SampleData, st.Refused = s.DiskFiles, s.DiskBytes, s.Refused
 	st.JITData, st.JITBounded = d.in.JITData, d.in.JITBounded
-	st.Lost = d.lost
+	st.Lost = d.in.Lost
 	st.Unresolved = d.in.Unresolved
 	st.JITProcesses = d.in.JITProcesses()
 	if d.lastErr != nil {

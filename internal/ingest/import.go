@@ -18,7 +18,6 @@ import (
 	"github.com/jitprof/jitprof/internal/jitdump"
 	"github.com/jitprof/jitprof/internal/linux"
 	"github.com/jitprof/jitprof/internal/process"
-	"github.com/jitprof/jitprof/internal/record"
 	"github.com/jitprof/jitprof/internal/sampledb"
 	"github.com/jitprof/jitprof/internal/trust"
 	"github.com/jitprof/jitprof/internal/unwind"
@@ -87,43 +86,28 @@ func Import(f *perfdata.File, dir, session string, sep sampledb.Separate) (Impor
 	if attr.SampleType&(perfdata.SampleRegsUser|perfdata.SampleStackUser) == perfdata.SampleRegsUser|perfdata.SampleStackUser {
 		in.CallGraph, in.Unwind = true, true
 	}
+	// The recording's rounds (FINISHED_ROUND, one a drain of the
+	// recorder's) are counted as the daemon counts its drains.
 	r := f.Records()
-	flushRound := func() {
-		// The JIT data the daemon would have read by the round's drain:
-		// what was written by its last sample and a poll after.
-		last := uint64(0)
-		for i := range in.kept.samples {
-			last = max(last, in.kept.samples[i].s.Time)
-		}
-		in.feedTo(last + uint64(record.PollInterval))
-		in.keptSamples(in.Add)
-		in.EndRound()
-	}
 	for r.Next() {
-		switch rec := r.Record().(type) {
+		rec := r.Record()
+		switch rec := rec.(type) {
 		case *perfdata.Sample:
 			if rec.Attr != nil && rec.Attr != attr && len(f.Attrs) > 1 {
 				continue // the first event's samples only
 			}
-			in.Keep(rec)
 		case *perfdata.FinishedRound:
-			flushRound()
-		case *perfdata.Lost:
-			res.Lost += rec.Lost
-			db.AddLost(0, rec.Lost)
-		case *perfdata.LostSamples:
-			res.Lost += rec.Lost
-			db.AddLost(0, rec.Lost)
-		default:
-			procs.Take(rec)
-			in.Take(rec)
+			in.Round(nil)
+			continue
 		}
+		procs.Take(rec)
+		in.Handle(rec)
 	}
-	flushRound()
+	in.Round(nil)
 	in.SaveAllJIT()
 	st := db.Stats()
 	// The database counts arcs too: the samples are the Ingest's.
-	res.Samples, res.Unresolved, res.Files, res.JITProcesses = in.Samples-in.Unresolved-in.Errors, in.Unresolved, st.Files, len(in.saved)
+	res.Samples, res.Lost, res.Unresolved, res.Files, res.JITProcesses = in.Samples-in.Unresolved-in.Errors, in.Lost, in.Unresolved, st.Files, len(in.saved)
 	res.Unwound = in.UnwindStats()
 	err = errors.Join(r.Err(), db.Close())
 	if err != nil || session == "" {

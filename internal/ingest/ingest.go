@@ -71,8 +71,9 @@ type Ingest struct {
 	embedded func(j *jitProc)
 	saved    map[uint32]bool // processes whose JIT data is in the session
 	// Samples counts the samples added; Unresolved those no mapping
-	// held; Errors those the database refused.
-	Samples, Unresolved, Errors uint64
+	// held; Errors those the database refused; Lost those the kernel
+	// said it lost (Handle).
+	Samples, Unresolved, Errors, Lost uint64
 
 	// MaxJITData and MaxJITDataPerProcess bound the JIT data copied into
 	// the session (0: DefaultMaxJITData, DefaultMaxJITDataPerProcess).
