@@ -67,9 +67,11 @@ endpoint=http://127.0.0.1:$http_port
 
 (while :; do "$tmp/work" 3000 >/dev/null; done) &
 pids+=($!)
+# The daemons find minijit's jitlogs where it writes them (their
+# JITPROF_JITLOG_DIR).
+mkdir -p "$tmp/jl"
 (while :; do JITPROF_JITLOG_DIR=$tmp/jl "$tmp/minijit" -duration 2s -quiet; sleep 3; done) &
 pids+=($!)
-mkdir -p "$tmp/jl"
 
 tick=$(getconf CLK_TCK)
 # cpu PID...: user+system seconds of the processes so far.
@@ -80,8 +82,8 @@ exporter() { cat /proc/"$1"/task/*/children | tr ' ' '\n' | grep . | head -1; }
 sent() { "$tmp/jitprof" daemon status --session-dir "$1" | awk '/^otlp sent:/ {print $5}'; }
 status_of() { "$tmp/jitprof" daemon status --session-dir "$1"; }
 
-"$tmp/jitprof" daemon start -a -F 1000 --session-dir "$tmp/a" 2>/dev/null
-"$tmp/jitprof" daemon start -a -F 1000 --session-dir "$tmp/b" --otlp-endpoint "$endpoint" --otlp-interval 10s 2>/dev/null
+JITPROF_JITLOG_DIR=$tmp/jl "$tmp/jitprof" daemon start -a -F 1000 --session-dir "$tmp/a" 2>/dev/null
+JITPROF_JITLOG_DIR=$tmp/jl "$tmp/jitprof" daemon start -a -F 1000 --session-dir "$tmp/b" --otlp-endpoint "$endpoint" --otlp-interval 10s 2>/dev/null
 apid=$(cat "$tmp/a/jitprofd.pid")
 bpid=$(cat "$tmp/b/jitprofd.pid")
 sleep 12 # the push's exporter starts with its first batch
@@ -105,8 +107,8 @@ b_status=$(status_of "$tmp/b")
 "$tmp/jitprof" daemon stop --session-dir "$tmp/a" >/dev/null
 "$tmp/jitprof" daemon stop --session-dir "$tmp/b" >/dev/null
 
-"$tmp/jitprof" daemon start -a -F 19 --session-dir "$tmp/c" --otlp-endpoint "$endpoint" --otlp-interval 10s 2>/dev/null
-"$tmp/jitprof" daemon start -a -F 19 --session-dir "$tmp/d" 2>/dev/null
+JITPROF_JITLOG_DIR=$tmp/jl "$tmp/jitprof" daemon start -a -F 19 --session-dir "$tmp/c" --otlp-endpoint "$endpoint" --otlp-interval 10s 2>/dev/null
+JITPROF_JITLOG_DIR=$tmp/jl "$tmp/jitprof" daemon start -a -F 19 --session-dir "$tmp/d" 2>/dev/null
 cpid=$(cat "$tmp/c/jitprofd.pid")
 dpid=$(cat "$tmp/d/jitprofd.pid")
 sleep 12
