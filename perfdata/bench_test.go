@@ -112,3 +112,62 @@ func BenchmarkWrite(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkReadSideBand decodes 100k of the kernel's other records
+// (MMAP2, COMM, FORK, EXIT in turn), as a recording of a machine that
+// starts processes all the time holds, through their layouts.
+func BenchmarkReadSideBand(b *testing.B) {
+	attr := &perfdata.Attr{
+		Type: perfdata.TypeSoftware, SamplePeriod: 4000,
+		SampleType: perfdata.SampleIP | perfdata.SampleTID | perfdata.SampleTime | perfdata.SampleID | perfdata.SampleCPU | perfdata.SamplePeriod,
+		Flags:      perfdata.FlagFreq | perfdata.FlagSampleIDAll | perfdata.FlagMmap2 | perfdata.FlagComm | perfdata.FlagTask,
+		IDs:        []uint64{1},
+	}
+	path := b.TempDir() + "/side.data"
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	w, err := perfdata.NewWriter(f, []*perfdata.Attr{attr})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range uint32(25000) {
+		c := perfdata.Common{Attr: attr, PID: i, TID: i, Time: uint64(i) * 1000, ID: 1, Misc: perfdata.MiscUser}
+		for _, rec := range []perfdata.Record{
+			&perfdata.Fork{Common: c, PID: i, PPID: 1, TID: i, PTID: 1, ForkTime: c.Time},
+			&perfdata.Comm{Common: c, PID: i, TID: i, Comm: "worker"},
+			&perfdata.Mmap{Common: c, Version2: true, PID: i, TID: i, Addr: 0x400000, Len: 0x1000, Maj: 8, Min: 1, Ino: 1234, Prot: 5, Flags: 2, Filename: "/usr/lib/x86_64-linux-gnu/libc.so.6"},
+			&perfdata.Exit{Common: c, PID: i, PPID: 1, TID: i, PTID: 1, ExitTime: c.Time},
+		} {
+			if err := w.WriteRecord(rec); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	if err := w.Close(); err != nil {
+		b.Fatal(err)
+	}
+	f.Close()
+	st, _ := os.Stat(path)
+	b.SetBytes(st.Size())
+	b.ReportAllocs()
+	for b.Loop() {
+		pf, err := perfdata.Open(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		r := pf.Records()
+		n := 0
+		for r.Next() {
+			if m, ok := r.Record().(*perfdata.Mmap); ok && m.Len != 0 {
+				n++
+			}
+		}
+		if r.Err() != nil || n != 25000 {
+			b.Fatal(r.Err(), n)
+		}
+		pf.Close()
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/100000, "ns/record")
+}

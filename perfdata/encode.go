@@ -182,75 +182,14 @@ func appendCString(dst []byte, s string) []byte {
 	return append(dst, make([]byte, n-len(s))...)
 }
 
+// appendKernel appends the body of a kernel record by its layout
+// (recordfields.go).
 func appendKernel(dst []byte, rec Record) ([]byte, error) {
-	u64, u32, u16 := le.AppendUint64, le.AppendUint32, le.AppendUint16
-	switch v := rec.(type) {
-	case *Mmap:
-		dst = u32(u32(dst, v.PID), v.TID)
-		dst = u64(u64(u64(dst, v.Addr), v.Len), v.Pgoff)
-		if v.Version2 {
-			if v.Misc&MiscMmapBuildID != 0 {
-				if len(v.BuildID) > 20 {
-					return dst, fmt.Errorf("build-id of %d bytes exceeds 20", len(v.BuildID))
-				}
-				var id [24]byte
-				id[0] = byte(len(v.BuildID))
-				copy(id[4:], v.BuildID)
-				dst = append(dst, id[:]...)
-			} else {
-				dst = u32(u32(dst, v.Maj), v.Min)
-				dst = u64(u64(dst, v.Ino), v.InoGeneration)
-			}
-			dst = u32(u32(dst, v.Prot), v.Flags)
-		}
-		dst = appendCString(dst, v.Filename)
-	case *Comm:
-		dst = appendCString(u32(u32(dst, v.PID), v.TID), v.Comm)
-	case *Fork:
-		dst = u64(u32(u32(u32(u32(dst, v.PID), v.PPID), v.TID), v.PTID), v.ForkTime)
-	case *Exit:
-		dst = u64(u32(u32(u32(u32(dst, v.PID), v.PPID), v.TID), v.PTID), v.ExitTime)
-	case *Lost:
-		dst = u64(u64(dst, v.LostID), v.Lost)
-	case *LostSamples:
-		dst = u64(dst, v.Lost)
-	case *Throttle:
-		dst = u64(u64(u64(dst, v.ThrottleTime), v.ThrottleID), v.ThrottleStrID)
-	case *Switch:
-		if v.CPUWide {
-			dst = u32(u32(dst, v.NextPrevPID), v.NextPrevTID)
-		}
-	case *Ksymbol:
-		dst = u16(u16(u32(u64(dst, v.Addr), v.Len), v.KsymType), v.KFlags)
-		dst = appendCString(dst, v.Name)
-	case *BPFEvent:
-		dst = u32(u16(u16(dst, v.BPFType), v.BPFFlags), v.BPFID)
-		dst = append(dst, v.Tag[:]...)
-	case *Cgroup:
-		dst = appendCString(u64(dst, v.CgroupID), v.Path)
-	case *Namespaces:
-		dst = u64(u32(u32(dst, v.PID), v.TID), uint64(len(v.Namespaces)))
-		for _, n := range v.Namespaces {
-			dst = u64(u64(dst, n.Dev), n.Ino)
-		}
-	case *TextPoke:
-		dst = u16(u16(u64(dst, v.Addr), uint16(len(v.Old))), uint16(len(v.New)))
-		dst = append(dst, v.Old...)
-		dst = append(dst, v.New...)
-		dst = append(dst, make([]byte, pad8(12+len(v.Old)+len(v.New))-12-len(v.Old)-len(v.New))...)
-	case *Read:
-		dst = u32(u32(dst, v.PID), v.TID)
-		return appendReadValues(dst, &v.Values, v.attrReadFormat())
-	case *Aux:
-		dst = u64(u64(u64(dst, v.AuxOffset), v.AuxSize), v.AuxFlags)
-	case *ItraceStart:
-		dst = u32(u32(dst, v.PID), v.TID)
-	case *AuxOutputHWID:
-		dst = u64(dst, v.HWID)
-	default:
+	l := layoutOfRecord(rec)
+	if l == nil {
 		return dst, fmt.Errorf("no encoder for %T", rec)
 	}
-	return dst, nil
+	return appendFields(dst, rec, l)
 }
 
 func appendUser(dst []byte, rec Record) ([]byte, error) {
@@ -265,12 +204,8 @@ func appendUser(dst []byte, rec Record) ([]byte, error) {
 		// appendBuildID writes its own header, with the misc bits that
 		// say the build-id's size; it replaces the one written for us.
 		dst = appendBuildID(dst[:len(dst)-8], &v.BuildID)
-	case *FinishedRound, *FinishedInit:
-	case *IDIndex:
-		dst = u64(dst, uint64(len(v.Entries)))
-		for _, e := range v.Entries {
-			dst = u64(u64(u64(u64(dst, e.ID), e.Idx), e.CPU), e.TID)
-		}
+	case *FinishedRound, *FinishedInit, *IDIndex:
+		return appendFields(dst, rec, layoutOfRecord(rec))
 	case *TimeConv:
 		dst = u64(u64(u64(dst, v.TimeShift), v.TimeMult), v.TimeZero)
 		if v.Ext {

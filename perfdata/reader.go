@@ -434,7 +434,7 @@ func (r *Reader) decode(raw []byte, off int64) (Record, error) {
 			return nil, fmt.Errorf("%v record at offset %d: %w", typ, off, err)
 		}
 	}
-	if err := decodeKernel(rec, body, f.Swapped); err != nil {
+	if err := decodeKernel(rec, typ, body, f.Swapped); err != nil {
 		return nil, fmt.Errorf("%v record at offset %d: %w", typ, off, err)
 	}
 	return rec, nil
@@ -515,6 +515,12 @@ func (r *Reader) recordFor(typ RecordType) Record {
 		return &r.itrace
 	case RecordAuxOutputHWID:
 		return &r.hwid
+	case RecordFinishedRound:
+		return &r.round
+	case RecordFinishedInit:
+		return &r.finishedInit
+	case RecordIDIndex:
+		return &r.idIndex
 	}
 	r.unknown.RecType = typ
 	return &r.unknown
@@ -532,108 +538,16 @@ func kernelBody(c *Common, body []byte) []byte {
 	return body[:len(body)-n]
 }
 
-func decodeKernel(rec Record, body []byte, swap bool) error {
-	c := rec.Base()
-	d := dec{b: kernelBody(c, body), swap: swap}
-	switch v := rec.(type) {
-	case *Mmap:
-		v.PID, v.TID = d.u32(), d.u32()
-		v.Addr, v.Len, v.Pgoff = d.u64(), d.u64(), d.u64()
-		v.BuildID = v.BuildID[:0]
-		v.Maj, v.Min, v.Ino, v.InoGeneration, v.Prot, v.Flags = 0, 0, 0, 0, 0, 0
-		if v.Version2 {
-			if c.Misc&MiscMmapBuildID != 0 {
-				n := d.u8()
-				d.off += 3
-				id := d.bytes(20)
-				if n > 20 {
-					return fmt.Errorf("build-id size %d exceeds 20", n)
-				}
-				if !d.short {
-					v.BuildID = append(v.BuildID, id[:n]...)
-				}
-			} else {
-				v.Maj, v.Min = d.u32(), d.u32()
-				v.Ino, v.InoGeneration = d.u64(), d.u64()
-			}
-			v.Prot, v.Flags = d.u32(), d.u32()
-		}
-		if d.short {
-			return errShort
-		}
-		v.Filename = d.cstring()
-	case *Comm:
-		v.PID, v.TID = d.u32(), d.u32()
-		if d.short {
-			return errShort
-		}
-		v.Comm = d.cstring()
-	case *Fork:
-		v.PID, v.PPID, v.TID, v.PTID = d.u32(), d.u32(), d.u32(), d.u32()
-		v.ForkTime = d.u64()
-	case *Exit:
-		v.PID, v.PPID, v.TID, v.PTID = d.u32(), d.u32(), d.u32(), d.u32()
-		v.ExitTime = d.u64()
-	case *Lost:
-		v.LostID, v.Lost = d.u64(), d.u64()
-	case *LostSamples:
-		v.Lost = d.u64()
-	case *Throttle:
-		v.ThrottleTime, v.ThrottleID, v.ThrottleStrID = d.u64(), d.u64(), d.u64()
-	case *Switch:
-		v.NextPrevPID, v.NextPrevTID = 0, 0
-		if v.CPUWide {
-			v.NextPrevPID, v.NextPrevTID = d.u32(), d.u32()
-		}
-	case *Ksymbol:
-		v.Addr, v.Len, v.KsymType, v.KFlags = d.u64(), d.u32(), d.u16(), d.u16()
-		if d.short {
-			return errShort
-		}
-		v.Name = d.cstring()
-	case *BPFEvent:
-		v.BPFType, v.BPFFlags, v.BPFID = d.u16(), d.u16(), d.u32()
-		copy(v.Tag[:], d.bytes(8))
-	case *Cgroup:
-		v.CgroupID = d.u64()
-		if d.short {
-			return errShort
-		}
-		v.Path = d.cstring()
-	case *Namespaces:
-		v.PID, v.TID = d.u32(), d.u32()
-		n := d.u64()
-		if n > uint64(len(d.b)-d.off)/16 {
-			return fmt.Errorf("%d namespaces run past the record", n)
-		}
-		v.Namespaces = v.Namespaces[:0]
-		for i := uint64(0); i < n; i++ {
-			v.Namespaces = append(v.Namespaces, NamespaceLink{d.u64(), d.u64()})
-		}
-	case *TextPoke:
-		v.Addr = d.u64()
-		o, n := d.u16(), d.u16()
-		v.Old = d.bytes(uint64(o))
-		v.New = d.bytes(uint64(n))
-	case *Read:
-		v.PID, v.TID = d.u32(), d.u32()
-		if err := decodeReadValues(&v.Values, &d, c.attrReadFormat()); err != nil {
-			return err
-		}
-	case *Aux:
-		v.AuxOffset, v.AuxSize, v.AuxFlags = d.u64(), d.u64(), d.u64()
-	case *ItraceStart:
-		v.PID, v.TID = d.u32(), d.u32()
-	case *AuxOutputHWID:
-		v.HWID = d.u64()
-	case *Unknown:
-		v.Data = body
-		v.Payload = nil
+// decodeKernel decodes the body of a kernel record of type typ (the
+// Reader's, from recordFor) by its layout (recordfields.go); one the
+// table does not hold is kept as bytes.
+func decodeKernel(rec Record, typ RecordType, body []byte, swap bool) error {
+	if u, ok := rec.(*Unknown); ok {
+		u.Data, u.Payload = body, nil
+		return nil
 	}
-	if d.short {
-		return errShort
-	}
-	return nil
+	d := dec{b: kernelBody(rec.Base(), body), swap: swap}
+	return decodeFields(rec, typ, recLayouts[typ], &d)
 }
 
 func (c *Common) attrReadFormat() ReadFormat {
@@ -705,20 +619,12 @@ func (r *Reader) decodeUser(typ RecordType, misc uint16, body []byte, off int64)
 			f.EventTypes = append(f.EventTypes, body...)
 		}
 		return &r.eventType, nil
-	case RecordFinishedRound:
-		return &r.round, nil
-	case RecordFinishedInit:
-		return &r.finishedInit, nil
-	case RecordIDIndex:
-		n := d.u64()
-		if n > uint64(len(body)-8)/32 {
-			return nil, fmt.Errorf("%d entries run past the %d-byte body", n, len(body))
+	case RecordFinishedRound, RecordFinishedInit, RecordIDIndex:
+		rec := r.recordFor(typ)
+		if err := decodeFields(rec, typ, recLayouts[typ], &d); err != nil {
+			return nil, err
 		}
-		r.idIndex.Entries = r.idIndex.Entries[:0]
-		for i := uint64(0); i < n; i++ {
-			r.idIndex.Entries = append(r.idIndex.Entries, IDIndexEntry{d.u64(), d.u64(), d.u64(), d.u64()})
-		}
-		return &r.idIndex, nil
+		return rec, nil
 	case RecordTimeConv:
 		t := &r.timeConv
 		*t = TimeConv{TimeShift: d.u64(), TimeMult: d.u64(), TimeZero: d.u64()}

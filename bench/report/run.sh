@@ -98,10 +98,10 @@ done
 	echo
 	echo "The first report of a boot reads /proc/kallsyms and writes the cache: on the small file it took ${first% *} s (max RSS $(( ${first#* } / 1024 )) MB) where the later runs above took the median shown."
 	echo
-	echo "Go benchmarks on the big file (JITPROF_BENCH_DATA, go test -bench . ./internal/report ./internal/replay):"
+	echo "Go benchmarks on the big file (JITPROF_BENCH_DATA, go test -bench . ./internal/report ./internal/perfdatasrc):"
 	echo
 	echo '```'
-	JITPROF_BENCH_DATA="$dir/big.data" go test -run XXX -bench . -benchtime 3x ./internal/report ./internal/replay | grep -E '^Benchmark'
+	JITPROF_BENCH_DATA="$dir/big.data" go test -run XXX -bench . -benchtime 3x ./internal/report ./internal/perfdatasrc | grep -E '^Benchmark'
 	echo '```'
 } >>"$out"
 cat "$out"

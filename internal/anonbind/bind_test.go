@@ -15,10 +15,10 @@ import (
 	"github.com/jitprof/jitprof/internal/codemap"
 	"github.com/jitprof/jitprof/internal/jitbundle"
 	"github.com/jitprof/jitprof/internal/linux"
+	"github.com/jitprof/jitprof/internal/perfdatasrc"
 	"github.com/jitprof/jitprof/internal/perftest"
 	"github.com/jitprof/jitprof/internal/process"
 	"github.com/jitprof/jitprof/internal/profile"
-	"github.com/jitprof/jitprof/internal/replay"
 	"github.com/jitprof/jitprof/internal/resolve"
 	"github.com/jitprof/jitprof/internal/symbolize"
 	"github.com/jitprof/jitprof/internal/trust"
@@ -98,7 +98,7 @@ func load(t *testing.T, f *perfdata.File, path string, prepare, leafOnly bool) (
 	if err != nil {
 		t.Fatal(err)
 	}
-	tl, err := replay.BuildTimeline(f)
+	tl, err := perfdatasrc.BuildTimeline(f)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,12 +115,12 @@ func load(t *testing.T, f *perfdata.File, path string, prepare, leafOnly bool) (
 			t.Fatal("an external handler, and the binder does not batch")
 		}
 		qs := map[uint32][]anon.Query{}
-		replay.ScanAnon(f, tl, leafOnly, func(pid uint32, addr, time uint64) {
+		perfdatasrc.ScanAnon(f, tl, leafOnly, func(pid uint32, addr, time uint64) {
 			qs[pid] = append(qs[pid], anon.Query{Addr: addr, Time: time})
 		})
 		b.Prepare(qs)
 	}
-	p, err := replay.Load(f, replay.Options{Timeline: tl, Anon: b, LeafOnly: leafOnly, Symbolizer: symbolize.New(symbolize.Options{})})
+	p, err := perfdatasrc.Load(f, perfdatasrc.Options{Timeline: tl, Anon: b, LeafOnly: leafOnly, Symbolizer: symbolize.New(symbolize.Options{})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,7 +241,7 @@ func (fakeResolver) Close() error   { return nil }
 func binder(t *testing.T, h anon.Handler) *Binder {
 	t.Helper()
 	f, _ := recording(t)
-	tl, err := replay.BuildTimeline(f)
+	tl, err := perfdatasrc.BuildTimeline(f)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,12 +269,12 @@ func TestNamesBuiltOnce(t *testing.T) {
 // image; code there at the end has no unload.
 func TestLifetimeInProfile(t *testing.T) {
 	f, _ := recording(t)
-	tl, err := replay.BuildTimeline(f)
+	tl, err := perfdatasrc.BuildTimeline(f)
 	if err != nil {
 		t.Fatal(err)
 	}
 	b := New(Recorded(tl.Tracker, nil, anon.TimeRange{}), Options{Handlers: []anon.Handler{&fake{name: "f"}}, Proc: linux.Proc{Root: t.TempDir()}})
-	p, err := replay.Load(f, replay.Options{Timeline: tl, Anon: b, LeafOnly: true})
+	p, err := perfdatasrc.Load(f, perfdatasrc.Options{Timeline: tl, Anon: b, LeafOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}

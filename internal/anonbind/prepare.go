@@ -18,7 +18,7 @@ func (b *Binder) Batches() bool {
 
 // Prepare asks ahead about the addresses in anonymous memory, by process,
 // that the resolver will look up (a source collects them in a pass of its
-// own: replay.ScanAnon), for the processes whose handler answers in
+// own: perfdatasrc.ScanAnon), for the processes whose handler answers in
 // batches (anon.BatchResolver: external handlers). It claims the
 // processes that have such addresses, several at a time, and asks each
 // claiming handler in batches of anon.MaxBatch; Resolve then answers

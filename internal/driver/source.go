@@ -11,8 +11,8 @@ import (
 	"github.com/jitprof/jitprof/internal/hugepages"
 	"github.com/jitprof/jitprof/internal/jitbundle"
 	"github.com/jitprof/jitprof/internal/linux"
+	"github.com/jitprof/jitprof/internal/perfdatasrc"
 	"github.com/jitprof/jitprof/internal/profile"
-	"github.com/jitprof/jitprof/internal/replay"
 	"github.com/jitprof/jitprof/internal/resolve"
 	"github.com/jitprof/jitprof/internal/symbolize"
 	"github.com/jitprof/jitprof/internal/trust"
@@ -61,7 +61,7 @@ type LoadOptions struct {
 }
 
 // Recording is the Source of a perf.data file or pipe-mode stream,
-// replayed by internal/replay.
+// replayed by internal/perfdatasrc.
 type Recording struct {
 	path string
 	f    *perfdata.File
@@ -141,9 +141,9 @@ func (r *Recording) Load(ctx context.Context, opts LoadOptions, bind func(anonbi
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	ropts := replay.Options{Lines: opts.Lines, Addresses: opts.Addresses, LeafOnly: opts.LeafOnly, Times: opts.Times, Progress: opts.Progress, Symbolizer: opts.Symbolizer}
+	ropts := perfdatasrc.Options{Lines: opts.Lines, Addresses: opts.Addresses, LeafOnly: opts.LeafOnly, Times: opts.Times, Progress: opts.Progress, Symbolizer: opts.Symbolizer}
 	if bind != nil {
-		ropts.Bind = func(tl *replay.Timeline) (resolve.AnonResolver, error) {
+		ropts.Bind = func(tl *perfdatasrc.Timeline) (resolve.AnonResolver, error) {
 			bundle, err := jitbundle.Load(r.f)
 			if err != nil {
 				return nil, fmt.Errorf("jitprof's JIT data: %w", err)
@@ -157,7 +157,7 @@ func (r *Recording) Load(ctx context.Context, opts LoadOptions, bind func(anonbi
 			b := bind(anonbind.Recorded(tl.Tracker, bundle, span))
 			if b.Batches() {
 				qs := map[uint32][]anon.Query{}
-				replay.ScanAnon(r.f, tl, opts.LeafOnly, func(pid uint32, addr, time uint64) {
+				perfdatasrc.ScanAnon(r.f, tl, opts.LeafOnly, func(pid uint32, addr, time uint64) {
 					qs[pid] = append(qs[pid], anon.Query{Addr: addr, Time: time})
 				})
 				b.Prepare(qs)
@@ -165,11 +165,11 @@ func (r *Recording) Load(ctx context.Context, opts LoadOptions, bind func(anonbi
 			return b, nil
 		}
 	}
-	ropts.Live = func(tl *replay.Timeline) func(uint32) (symbolize.Place, bool) {
+	ropts.Live = func(tl *perfdatasrc.Timeline) func(uint32) (symbolize.Place, bool) {
 		bundle, _ := jitbundle.Load(r.f) // without it, who each process was is not known
 		return livePlaces(anonbind.Recorded(tl.Tracker, bundle, anon.TimeRange{}))
 	}
-	p, err := replay.Load(r.f, ropts)
+	p, err := perfdatasrc.Load(r.f, ropts)
 	if err != nil {
 		return nil, err
 	}

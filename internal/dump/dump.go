@@ -248,47 +248,6 @@ func writeRecord(w io.Writer, rec perfdata.Record, size int, base int64) {
 			fmt.Fprintf(w, "  branch %d: %#x -> %#x flags %#x\n", i, b.From, b.To, b.Flags)
 		}
 		return
-	case *perfdata.Mmap:
-		fmt.Fprintf(w, " %d/%d: [%#x(%#x) @ %#x", int32(v.PID), int32(v.TID), v.Addr, v.Len, v.Pgoff)
-		if v.Version2 {
-			if len(v.BuildID) > 0 {
-				fmt.Fprintf(w, " build-id %x", v.BuildID)
-			} else {
-				fmt.Fprintf(w, " %02x:%02x %d %d", v.Maj, v.Min, v.Ino, v.InoGeneration)
-			}
-			fmt.Fprintf(w, " prot %#x flags %#x", v.Prot, v.Flags)
-		}
-		fmt.Fprintf(w, "]: %s", termtext.Escape(v.Filename))
-	case *perfdata.Comm:
-		exec := ""
-		if v.Exec() {
-			exec = " exec"
-		}
-		fmt.Fprintf(w, "%s: %s:%d/%d", exec, termtext.Escape(v.Comm), v.PID, v.TID)
-	case *perfdata.Fork:
-		fmt.Fprintf(w, " (%d:%d):(%d:%d)", v.PID, v.TID, v.PPID, v.PTID)
-	case *perfdata.Exit:
-		fmt.Fprintf(w, " (%d:%d):(%d:%d)", v.PID, v.TID, v.PPID, v.PTID)
-	case *perfdata.Lost:
-		fmt.Fprintf(w, " id %d lost %d", v.LostID, v.Lost)
-	case *perfdata.LostSamples:
-		fmt.Fprintf(w, " lost %d", v.Lost)
-	case *perfdata.Throttle:
-		fmt.Fprintf(w, " time %d id %d", v.ThrottleTime, v.ThrottleID)
-	case *perfdata.Switch:
-		dir := "in"
-		if v.Out() {
-			dir = "out"
-		}
-		fmt.Fprintf(w, " %s next/prev %d/%d", dir, v.NextPrevPID, v.NextPrevTID)
-	case *perfdata.Ksymbol:
-		fmt.Fprintf(w, " addr %#x len %d type %d flags %#x name %s", v.Addr, v.Len, v.KsymType, v.KFlags, termtext.Escape(v.Name))
-	case *perfdata.BPFEvent:
-		fmt.Fprintf(w, " type %d flags %d id %d tag %x", v.BPFType, v.BPFFlags, v.BPFID, v.Tag)
-	case *perfdata.Cgroup:
-		fmt.Fprintf(w, " id %d path %s", v.CgroupID, termtext.Escape(v.Path))
-	case *perfdata.TextPoke:
-		fmt.Fprintf(w, " addr %#x old %x new %x", v.Addr, v.Old, v.New)
 	case *perfdata.HeaderAttr:
 		fmt.Fprintf(w, " type %d config %#x sample_type %v ids %v", v.EventAttr.Type, v.EventAttr.Config, v.EventAttr.SampleType, v.EventAttr.IDs)
 	case *perfdata.HeaderBuildID:
@@ -306,6 +265,11 @@ func writeRecord(w io.Writer, rec perfdata.Record, size int, base int64) {
 		fmt.Fprintf(w, " %d bytes", len(v.Data))
 		if len(v.Payload) > 0 {
 			fmt.Fprintf(w, " + %d bytes of payload", len(v.Payload))
+		}
+	default:
+		// The kernel's records, shown by their layouts.
+		if b, ok := perfdata.AppendFields(nil, rec, termtext.Escape); ok {
+			w.Write(b)
 		}
 	}
 	fmt.Fprintln(w)

@@ -5,7 +5,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/jitprof/jitprof/internal/replay"
+	"github.com/jitprof/jitprof/internal/perfdatasrc"
 	"github.com/jitprof/jitprof/perfdata"
 )
 
@@ -28,14 +28,14 @@ func BenchmarkLoad(b *testing.B) {
 	f := benchFile(b)
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := replay.Load(f, replay.Options{}); err != nil {
+		if _, err := perfdatasrc.Load(f, perfdatasrc.Options{}); err != nil {
 			b.Fatal(err)
 		}
 	}
 }
 
 func BenchmarkCompute(b *testing.B) {
-	p, err := replay.Load(benchFile(b), replay.Options{})
+	p, err := perfdatasrc.Load(benchFile(b), perfdatasrc.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -4,9 +4,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jitprof/jitprof/internal/perfdatasrc"
 	"github.com/jitprof/jitprof/internal/perftest"
 	"github.com/jitprof/jitprof/internal/profile"
-	"github.com/jitprof/jitprof/internal/replay"
 	"github.com/jitprof/jitprof/perfdata"
 )
 
@@ -60,7 +60,7 @@ func TestCPythonHintReal(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	p, err := replay.Load(f, replay.Options{LeafOnly: true})
+	p, err := perfdatasrc.Load(f, perfdatasrc.Options{LeafOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}

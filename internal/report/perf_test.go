@@ -11,11 +11,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jitprof/jitprof/internal/perfdatasrc"
 	"github.com/jitprof/jitprof/internal/perfevent"
 	"github.com/jitprof/jitprof/internal/perftest"
 	"github.com/jitprof/jitprof/internal/profile"
 	"github.com/jitprof/jitprof/internal/record"
-	"github.com/jitprof/jitprof/internal/replay"
 	"github.com/jitprof/jitprof/perfdata"
 )
 
@@ -143,7 +143,7 @@ func checkStream(t *testing.T, p *profile.Profile, data string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ps, err := replay.Load(f, replay.Options{})
+	ps, err := perfdatasrc.Load(f, perfdatasrc.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -286,7 +286,7 @@ func TestAgreesWithPerf(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer f.Close()
-			p, err := replay.Load(f, replay.Options{})
+			p, err := perfdatasrc.Load(f, perfdatasrc.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -9,8 +9,9 @@
 //
 // The Resolver knows nothing of where samples come from: processes and
 // their mappings are behind the Processes interface (a
-// *process.Tracker), and sources feed it Samples: the perf.data replay
-// (internal/replay) today, a sample database or a live collector later.
+// *process.Tracker), and sources feed it Samples: a recording's
+// (internal/perfdatasrc), the sample database's (internal/sessionsrc),
+// the live view's and the daemon's push.
 // It caches each resolved stack by the process's epoch (the span of time
 // in which its mappings stay the same), so a recording costs one
 // symbolization per distinct stack and epoch, not per sample.

@@ -9,10 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jitprof/jitprof/internal/perfdatasrc"
 	"github.com/jitprof/jitprof/internal/perftest"
 	"github.com/jitprof/jitprof/internal/process"
 	"github.com/jitprof/jitprof/internal/profile"
-	"github.com/jitprof/jitprof/internal/replay"
 	"github.com/jitprof/jitprof/internal/resolve"
 	"github.com/jitprof/jitprof/internal/symbolize"
 	"github.com/jitprof/jitprof/perfdata"
@@ -176,7 +176,7 @@ func (s story) inMemory(opts resolve.Options, bySeq bool) *profile.Profile {
 func TestInMemorySource(t *testing.T) {
 	s := newStory(t)
 	f := s.perfData(t)
-	tl, err := replay.BuildTimeline(f)
+	tl, err := perfdatasrc.BuildTimeline(f)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +186,7 @@ func TestInMemorySource(t *testing.T) {
 			o.Symbolizer = sym
 			// SparseMappings (a live view's) keeps the same images
 			// otherwise: the replay, without, is the same profile.
-			want, err := replay.Load(f, replay.Options{Timeline: tl, Symbolizer: sym, Anon: o.Anon, Lines: o.Lines, Addresses: o.Addresses, LeafOnly: o.LeafOnly})
+			want, err := perfdatasrc.Load(f, perfdatasrc.Options{Timeline: tl, Symbolizer: sym, Anon: o.Anon, Lines: o.Lines, Addresses: o.Addresses, LeafOnly: o.LeafOnly})
 			if err != nil {
 				t.Fatal(err)
 			}

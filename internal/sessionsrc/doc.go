@@ -1,4 +1,5 @@
-// Package sessionsrc is the sample database as a source of profiles:
+// Package sessionsrc is the sample database as a source of profiles,
+// as internal/perfdatasrc is a perf.data recording:
 // the sample files a profile specification selects (internal/sampledb)
 // resolved into an internal/profile through the internal/resolve
 // Resolver, as a recording's samples are. Each file's counts are

@@ -8,7 +8,7 @@ import "github.com/jitprof/jitprof/perfdata"
 // callchain. Callchain unwinds the user part and joins it after the
 // kernel's as perf joins them (thread__resolve_callchain in callee
 // order): the kernel frames, then the user frames from the sampled user
-// pc up. A report (internal/replay) and the sample database's ingest
+// pc up. A report (internal/perfdatasrc) and the sample database's ingest
 // (internal/ingest) both take their chains from it.
 
 // HasStack reports whether s carries user registers and a user stack to

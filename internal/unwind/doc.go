@@ -17,7 +17,7 @@
 // (process.go) is that address space for the processes of a
 // process.Tracker, with the caches that live across samples, and its
 // Walker.Callchain (chain.go) joins a sample's kernel chain and its
-// unwound user chain, for a report (internal/replay) and the sample
+// unwound user chain, for a report (internal/perfdatasrc) and the sample
 // database's ingest (internal/ingest) alike.
 //
 // The bytes are other users' (images, JIT dumps): reading them is

@@ -1,4 +1,4 @@
-package replay
+package perfdatasrc
 
 import (
 	"github.com/jitprof/jitprof/internal/unwind"

@@ -1,5 +1,6 @@
-// Package replay is the perf.data source of samples: it replays a
-// recording (a file, or a pipe-mode stream) into a profile. Its process,
+// Package perfdatasrc is the perf.data source of samples: it replays a
+// recording (a file, or a pipe-mode stream) into a profile, as
+// internal/sessionsrc loads the sample database's. Its process,
 // mapping and rename records go into a process.Tracker; its samples, at
 // their times, into an internal/resolve Resolver, which symbolizes them
 // and names JIT code. Nothing else in the pipeline knows perf.data.
@@ -24,4 +25,4 @@
 //
 // A stream, which can be read once, is summed by place the same way in
 // its one pass (stream.go).
-package replay
+package perfdatasrc

@@ -1,4 +1,4 @@
-package replay
+package perfdatasrc
 
 // chunked is a list that grows by whole chunks instead of by copying:
 // growing a slice of a million entries copies it a dozen times into
