@@ -257,6 +257,7 @@ while (process.cpuUsage().user < 3e6) s += fib(22);
 console.log(s);
 `), 0o644)
 	node := exec.Command(perftest.Need(t, "node"), "--perf-basic-prof", script)
+	node.Dir = t.TempDir() // where V8 writes its isolate-*-v8.log, not the package's directory
 	if out, err := node.CombinedOutput(); err != nil {
 		t.Fatalf("node: %v\n%s", err, out)
 	}
