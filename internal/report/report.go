@@ -82,6 +82,7 @@ type Row struct {
 	Children uint64 // period of the samples whose stack holds the row
 
 	tree *callNode // the row's callchains, with Chains.Graph
+	key  rowKey    // what the row is of: orders rows that print alike
 }
 
 // EventReport is the report of one event.
@@ -339,7 +340,7 @@ func (c *computer) sorted(ev int) []Row {
 		if total > 0 && float64(sortBy)*100/float64(total) < opts.PercentLimit {
 			continue
 		}
-		row := Row{Samples: a.samples, Self: a.self, Children: a.children, tree: a.tree}
+		row := Row{Samples: a.samples, Self: a.self, Children: a.children, tree: a.tree, key: k}
 		for i, name := range c.keys {
 			row.Keys = append(row.Keys, keyString(p, name, k[i]))
 		}
@@ -347,7 +348,9 @@ func (c *computer) sorted(ev int) []Row {
 	}
 	// Ties, common among rows of a sample or two, go by the keys in
 	// order: as comparing them joined by NUL would, without building a
-	// string per comparison.
+	// string per comparison. Rows that print alike (two C++ overloads,
+	// named without their parameters) go by what they are of, not by
+	// the map's order.
 	slices.SortFunc(r, func(a, b Row) int {
 		if opts.Children && a.Children != b.Children {
 			return cmp.Compare(b.Children, a.Children)
@@ -355,7 +358,10 @@ func (c *computer) sorted(ev int) []Row {
 		if a.Self != b.Self {
 			return cmp.Compare(b.Self, a.Self)
 		}
-		return slices.Compare(a.Keys, b.Keys)
+		if c := slices.Compare(a.Keys, b.Keys); c != 0 {
+			return c
+		}
+		return slices.Compare(a.key[:], b.key[:])
 	})
 	if opts.Rows > 0 && len(r) > opts.Rows {
 		r = r[:opts.Rows]
