@@ -3,7 +3,6 @@ package perfdatasrc
 import (
 	"fmt"
 	"sync/atomic"
-	"time"
 
 	"github.com/jitprof/jitprof/internal/profile"
 	"github.com/jitprof/jitprof/internal/resolve"
@@ -54,10 +53,9 @@ type flatEntry struct {
 
 // flatPart is what the first pass found in one part of the file.
 type flatPart struct {
-	start, end int64              // the records read: [start, end)
-	entries    chunked[flatEntry] // in the order their first samples came
-	others     []perfdata.Chunk
-	err        error
+	span
+	entries chunked[flatEntry] // in the order their first samples came
+	others  []perfdata.Chunk
 	// samples are the part's samples in file order, by entry and offset
 	// from start, when the part is under 4 GiB (indexed): the places
 	// whose samples straddle a change are read again sample by sample,
@@ -88,36 +86,15 @@ func flatOK(f *perfdata.File, opts Options) bool {
 // the error as one pass would. An error is opts.Bind's, which is not
 // asked twice.
 func loadFlat(f *perfdata.File, opts Options, nchunks, workers int) (*profile.Profile, bool, error) {
-	start, end := f.DataOffset, f.DataOffset+f.DataSize
-	var done atomic.Int64
-	scans := inParallel(nchunks, workers, func(i int) *flatPart {
-		from := start + f.DataSize*int64(i)/int64(nchunks)
-		to := start + f.DataSize*int64(i+1)/int64(nchunks)
-		return scanFlat(f, i, from, to, &done)
-	})
-	t := time.NewTicker(tickEvery)
-	defer t.Stop()
-	parts := make([]*flatPart, nchunks)
-	for i, ch := range scans {
-		parts[i] = receive(ch, t, func() {
-			if opts.Progress != nil {
-				opts.Progress(done.Load(), f.DataSize)
-			}
-		})
-	}
-	// The parts join up when each ends where the next one starts: a
-	// part's reader, having started at a true boundary, confirms the
-	// next part's guess.
-	at := start
-	for _, p := range parts {
-		if p.err != nil || p.start != at {
-			return nil, false, nil
+	parts, ok := scanParts(f, nchunks, workers, scanFlat, func(done int64) {
+		if opts.Progress != nil {
+			opts.Progress(done, f.DataSize)
 		}
-		at = p.end
-	}
-	if at != end {
+	})
+	if !ok {
 		return nil, false, nil
 	}
+	start, end := f.DataOffset, f.DataOffset+f.DataSize
 
 	tl := newTimeline(f)
 	// One Reader jumping from record to record: a Reader is 4 KiB, and a
@@ -159,13 +136,10 @@ func loadFlat(f *perfdata.File, opts Options, nchunks, workers int) (*profile.Pr
 // but the first starts at the first record boundary Resync finds from
 // from, and every part reads on to the first boundary at or after to.
 func scanFlat(f *perfdata.File, i int, from, to int64, done *atomic.Int64) *flatPart {
-	p := &flatPart{start: from}
-	if i > 0 {
-		var ok bool
-		if p.start, ok = f.Resync(from, to); !ok {
-			p.start, p.end = to, to // the part before reads it all
-			return p
-		}
+	sp, ok := partStart(f, i, from, to)
+	p := &flatPart{span: sp}
+	if !ok {
+		return p
 	}
 	r := f.RecordsUntil(p.start, to)
 	r.FixedSampleFields = true

@@ -6,7 +6,6 @@ import (
 	"runtime"
 	"slices"
 	"sync/atomic"
-	"time"
 
 	"github.com/jitprof/jitprof/internal/process"
 	"github.com/jitprof/jitprof/perfdata"
@@ -130,35 +129,16 @@ func timelineInParts(f *perfdata.File, n, workers int, progress func(done, total
 	if n < 2 || f.Truncated {
 		return nil, false
 	}
-	start, end := f.DataOffset, f.DataOffset+f.DataSize
-	var done atomic.Int64
-	scans := inParallel(n, workers, func(i int) *timelinePart {
-		from := start + f.DataSize*int64(i)/int64(n)
-		to := start + f.DataSize*int64(i+1)/int64(n)
-		return scanTimeline(f, i, from, to, &done)
-	})
-	t := time.NewTicker(tickEvery)
-	defer t.Stop()
-	parts := make([]*timelinePart, n)
-	for i, ch := range scans {
-		parts[i] = receive(ch, t, func() {
-			if progress != nil {
-				progress(done.Load(), f.DataSize*2)
-			}
-		})
-	}
-	at := start
-	for _, p := range parts {
-		if p.err != nil || p.start != at {
-			return nil, false
+	parts, ok := scanParts(f, n, workers, scanTimeline, func(done int64) {
+		if progress != nil {
+			progress(done, f.DataSize*2)
 		}
-		at = p.end
-	}
-	if at != end {
+	})
+	if !ok {
 		return nil, false
 	}
 	tl := newTimeline(f)
-	r := f.RecordsIn(perfdata.Chunk{Start: start, End: end})
+	r := f.RecordsIn(perfdata.Chunk{Start: f.DataOffset, End: f.DataOffset + f.DataSize})
 	for _, p := range parts {
 		tl.bounds = append(tl.bounds, p.bounds...)
 		tl.lost += p.lost
@@ -176,24 +156,20 @@ func timelineInParts(f *perfdata.File, n, workers int, progress func(done, total
 
 // timelinePart is what scanTimeline found in one part of a file.
 type timelinePart struct {
-	start, end int64   // the records read: [start, end)
-	bounds     []int64 // the offsets of its non-sample records
+	span
+	bounds []int64 // the offsets of its non-sample records
 	// takes are the offsets of the records of processes and mappings,
 	// which the Tracker takes in file order; lost sums the others'.
 	takes []int64
 	lost  uint64
-	err   error
 }
 
 // scanTimeline reads part i, nominally [from, to), as scanFlat reads it.
 func scanTimeline(f *perfdata.File, i int, from, to int64, done *atomic.Int64) *timelinePart {
-	p := &timelinePart{start: from}
-	if i > 0 {
-		var ok bool
-		if p.start, ok = f.Resync(from, to); !ok {
-			p.start, p.end = to, to // the part before reads it all
-			return p
-		}
+	sp, ok := partStart(f, i, from, to)
+	p := &timelinePart{span: sp}
+	if !ok {
+		return p
 	}
 	r := f.RecordsUntil(p.start, to)
 	r.Sequential = true
