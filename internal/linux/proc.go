@@ -437,6 +437,57 @@ func (p Proc) Cmdline(pid int) ([]string, error) {
 	return strings.Split(strings.TrimRight(string(b), "\x00"), "\x00"), nil
 }
 
+// maxEnviron bounds what Getenv reads of a process's environment: the
+// kernel lets a program start with up to a quarter of its stack limit of
+// arguments and environment (2 MiB by default), and a variable past the
+// first MiB is not looked for.
+const maxEnviron = 1 << 20
+
+// Getenv returns the value of the variable name in the environment
+// process pid started with (/proc/PID/environ), the first if it is there
+// twice, as the C library's getenv finds it; ok is false when it is not
+// there. Nothing else of the environment, which may hold secrets, is
+// kept. Only the process's user and root may read it.
+func (p Proc) Getenv(pid int, name string) (value string, ok bool, err error) {
+	path := p.Dir(pid) + "/environ"
+	f, err := os.Open(path)
+	if err != nil {
+		return "", false, err
+	}
+	defer f.Close()
+	b := make([]byte, 0, 16<<10)
+	for len(b) < maxEnviron {
+		if len(b) == cap(b) {
+			b = slices.Grow(b, len(b))
+		}
+		n, err := f.Read(b[len(b):min(cap(b), maxEnviron)])
+		b = b[:len(b)+n]
+		if err != nil || n == 0 {
+			break
+		}
+	}
+	value, ok = environValue(b, name)
+	return value, ok, nil
+}
+
+// environValue finds name=VALUE among the NUL-ended entries of env.
+func environValue(env []byte, name string) (string, bool) {
+	for len(env) > 0 {
+		entry, rest, _ := bytes.Cut(env, []byte{0})
+		env = rest
+		if v, ok := bytes.CutPrefix(entry, []byte(name)); ok && len(v) > 0 && v[0] == '=' {
+			return string(v[1:]), true
+		}
+	}
+	return "", false
+}
+
+// Cwd returns process pid's working directory, /proc/PID/cwd's target,
+// as a path in this process's mount namespace.
+func (p Proc) Cwd(pid int) (string, error) {
+	return os.Readlink(p.Dir(pid) + "/cwd")
+}
+
 // Stat returns, from /proc/PID/stat, a process's state (field 3: 'R',
 // 'S', 'Z' for a zombie, ...) and its start time (field 22), which tells
 // it from a later process with its pid.

@@ -263,6 +263,7 @@ func TestProcFake(t *testing.T) {
 		"stat":           "4242 (a (jit) b) S 1 " + strings.Repeat("0 ", 17) + "98765 0 0\n",
 		"comm":           "jit\n",
 		"cmdline":        "jitprof\x00daemon\x00run\x00",
+		"environ":        "HOME=/root\x00PYPYLOGX=no\x00PYPYLOG=jit-backend-addr:/tmp/a=b.log\x00PYPYLOG=second\x00PATH=/bin\x00",
 		"maps":           "7f1c00000000-7f1c00001000 r-xs 00000000 00:01 4242                       /memfd:jit (deleted)\n",
 		"task/4242/comm": "jit\n",
 		"task/4243/comm": "worker\n",
@@ -277,6 +278,9 @@ func TestProcFake(t *testing.T) {
 	if err := os.Symlink("/opt/jit/bin/jit", filepath.Join(dir, "exe")); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.Symlink("/home/jit", filepath.Join(dir, "cwd")); err != nil {
+		t.Fatal(err)
+	}
 	p := Proc{Root: root}
 	if pids, err := p.PIDs(); err != nil || !slices.Equal(pids, []int{4242}) {
 		t.Errorf("PIDs() = %v, %v", pids, err)
@@ -289,6 +293,15 @@ func TestProcFake(t *testing.T) {
 	}
 	if a, err := p.Cmdline(4242); err != nil || !slices.Equal(a, []string{"jitprof", "daemon", "run"}) {
 		t.Errorf("Cmdline = %q, %v", a, err)
+	}
+	if v, ok, err := p.Getenv(4242, "PYPYLOG"); err != nil || !ok || v != "jit-backend-addr:/tmp/a=b.log" {
+		t.Errorf("Getenv(PYPYLOG) = %q, %v, %v: want the first PYPYLOG's value", v, ok, err)
+	}
+	if v, ok, err := p.Getenv(4242, "PYPY"); err != nil || ok {
+		t.Errorf("Getenv(PYPY) = %q, %v, %v: want none", v, ok, err)
+	}
+	if c, err := p.Cwd(4242); err != nil || c != "/home/jit" {
+		t.Errorf("Cwd = %q, %v", c, err)
 	}
 	if e, err := p.Exe(4242); err != nil || e != "/opt/jit/bin/jit" {
 		t.Errorf("Exe = %q, %v", e, err)
