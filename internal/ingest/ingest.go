@@ -12,9 +12,11 @@ import (
 
 	"github.com/jitprof/jitprof/internal/anon"
 	"github.com/jitprof/jitprof/internal/process"
+	"github.com/jitprof/jitprof/internal/pypylog"
 	"github.com/jitprof/jitprof/internal/resolve"
 	"github.com/jitprof/jitprof/internal/sampledb"
 	"github.com/jitprof/jitprof/internal/trust"
+	"github.com/jitprof/jitprof/jitlog"
 	"github.com/jitprof/jitprof/perfdata"
 )
 
@@ -83,11 +85,18 @@ type Ingest struct {
 	// JIT data met a bound in the session.
 	JITData    int64
 	JITBounded int
-	entries    int         // code held in memory, all processes
-	jitTables  int64       // bytes of JIT code's unwinding tables, all processes
-	budget     budget      // the work left for JIT data this round
-	fed        uint64      // Import: the time up to which embedded JIT data is applied
-	order      []*pidState // BeginRound's, kept to not allocate it each round
+	entries    int    // code held in memory, all processes
+	jitTables  int64  // bytes of JIT code's unwinding tables, all processes
+	budget     budget // the work left for JIT data this round
+	fed        uint64 // Import: the time up to which embedded JIT data is applied
+	// tsc is the TSC and CLOCK_MONOTONIC read together when the Ingest
+	// was made, the first pair of the clock PyPy's logs are read with
+	// (tscClock), made again at most once a round with a pair read then.
+	tsc     pypylog.Pair
+	tscOK   bool
+	clock   *pypylog.Clock
+	clockAt uint64      // the round of clock
+	order   []*pidState // BeginRound's, kept to not allocate it each round
 }
 
 // maxPastErrors bounds the errors kept of processes let go.
@@ -121,7 +130,25 @@ type pidState struct {
 // NewIngest returns an Ingest of samples of event ev into db, with the
 // processes of procs.
 func New(db *sampledb.DB, procs *process.Tracker, ev sampledb.EventID) *Ingest {
-	return &Ingest{db: db, procs: procs, Forget: procs.Forget, event: ev, pids: map[uint32]*pidState{}, now: monotonic, JITErrors: map[uint32]error{}, saved: map[uint32]bool{}}
+	in := &Ingest{db: db, procs: procs, Forget: procs.Forget, event: ev, pids: map[uint32]*pidState{}, now: monotonic, JITErrors: map[uint32]error{}, saved: map[uint32]bool{}}
+	tsc, ns, ok := jitlog.TSCPair()
+	in.tsc, in.tscOK = pypylog.Pair{Tick: tsc, Nanos: ns}, ok
+	return in
+}
+
+// tscClock is the clock of PyPy's TSC stamps: as jitprof record makes
+// it, from pairs of TSC and CLOCK_MONOTONIC readings, the Ingest's first
+// and one read now (a new one each round); nil without a TSC, or while
+// the two are too close to give a rate.
+func (in *Ingest) tscClock() *pypylog.Clock {
+	if !in.tscOK || in.clockAt == in.round && in.clock != nil {
+		return in.clock
+	}
+	tsc, ns, _ := jitlog.TSCPair()
+	if c, err := pypylog.NewClock([]pypylog.Pair{in.tsc, {Tick: tsc, Nanos: ns}}); err == nil {
+		in.clock, in.clockAt = c, in.round
+	}
+	return in.clock
 }
 
 func monotonic() uint64 { return uint64(nanotime()) }
@@ -422,6 +449,9 @@ func (in *Ingest) pollJIT(st *pidState) {
 	}
 	share := in.budget.left.share()
 	left := share
+	if j.handler == "pypy" && in.embedded == nil {
+		j.clock = in.tscClock()
+	}
 	added, entries, tables := j.added, j.entries(), j.code.tableBytes
 	err := j.poll(in.now(), &left, in.room(j), func() (*os.Root, error) { return in.jitDir(j) })
 	in.budget.spend(share, left)
@@ -697,16 +727,21 @@ func (in *Ingest) SessionChanged() {
 		j.closeSession()
 		var b *errBound
 		if errors.As(j.bound, &b) {
-			if j.handler == "perfmap" {
+			if j.handler == "perfmap" || j.handler == "pypy" {
 				j.bound = nil // the new session has room for it again
 			} else {
 				in.JITBounded++ // followed no more, but copied again
 			}
 		}
-		if j.handler == "perfmap" {
+		if j.handler == "perfmap" || j.handler == "pypy" && j.f != nil {
 			in.entries -= j.entries()
 			j.ranges, j.code = nil, codeTable{}
 			j.off, j.skip, j.sweep, j.snap, j.added = 0, false, false, j.snap+1, 0
+			if j.handler == "pypy" {
+				// The log read again from its start, its code numbered
+				// anew in the new session's dump.
+				j.pypy = pypylog.NewFollower()
+			}
 			delete(in.JITErrors, j.pid)
 			continue
 		}

@@ -1,0 +1,233 @@
+package ingest
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/jitprof/jitprof/internal/anon"
+	"github.com/jitprof/jitprof/internal/jitbundle"
+	"github.com/jitprof/jitprof/internal/pypylog"
+	"github.com/jitprof/jitprof/internal/sampledb"
+	"github.com/jitprof/jitprof/internal/trust"
+)
+
+// realPyPyLog is what Debian's pypy3 7.3.11 logged for
+// internal/pypylog/testdata/bridges.py: three loops and seven bridges.
+func realPyPyLog(t testing.TB) ([]byte, *pypylog.Log) {
+	t.Helper()
+	b, err := os.ReadFile("../pypylog/testdata/bridges.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := pypylog.Read(bytes.NewReader(b), pypylog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, l
+}
+
+// ticksAsNanos is a clock whose TSC ticks are CLOCK_MONOTONIC's
+// nanoseconds: the log's times are the samples'.
+func ticksAsNanos(t testing.TB) *pypylog.Clock {
+	c, err := pypylog.NewClock([]pypylog.Pair{{Tick: 1, Nanos: 1}, {Tick: 1 << 50, Nanos: 1 << 50}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// TestPyPyLogFollowed: a PyPy log read while PyPy writes it (here cut
+// mid-line, then completed) gives each loop and bridge a sequence
+// number from its section's time on, in the code table; the numbered
+// dump in the session names each one, for the pypy handler, as a
+// report of the whole log names it.
+func TestPyPyLogFollowed(t *testing.T) {
+	log, want := realPyPyLog(t)
+	path := filepath.Join(t.TempDir(), "pypy.log")
+	cut := bytes.Index(log, []byte("bridge out of Guard")) + 7
+	if err := os.WriteFile(path, log[:cut], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := &jitProc{pid: 4242, handler: "pypy", path: path, f: f, pypy: pypylog.NewFollower(), clock: ticksAsNanos(t),
+		p: anon.Process{PID: 4242, NSPID: 4242, UID: trust.UnknownOwner}}
+	session := t.TempDir()
+	root, err := os.OpenRoot(session)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	sess := func() (*os.Root, error) { return root, nil }
+	if err := pollAll(j, 1, sess); err != nil {
+		t.Fatal(err)
+	}
+	first := int(j.seq)
+	if first == 0 || first >= len(want.Codes) {
+		t.Fatalf("%d codes read of the first part, want some but not all %d", first, len(want.Codes))
+	}
+	w, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write(log[cut:]); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	if err := pollAll(j, 2, sess); err != nil {
+		t.Fatal(err)
+	}
+	if int(j.seq) != len(want.Codes) {
+		t.Fatalf("%d codes read, the log has %d", j.seq, len(want.Codes))
+	}
+	for i, c := range want.Codes {
+		mid := c.Start + (c.End-c.Start)/2
+		if seq, ok := j.code.lookup(mid, c.Time); !ok || seq != uint64(i+1) {
+			t.Errorf("code %d at its time: seq %d, %v; want %d", i, seq, ok, i+1)
+		} else if e := j.code.find(mid, c.Time); e.load != c.Time {
+			t.Errorf("code %d loaded at %d, its section's time is %d", i, e.load, c.Time)
+		}
+	}
+	j.close()
+	dump, err := os.ReadFile(filepath.Join(session, pypySeqFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := anon.Process{PID: 4242, NSPID: 4242, UID: trust.UnknownOwner, Comm: "pypy3",
+		Embedded: map[string][]byte{path + ".seq": dump}, Kinds: map[string]string{path + ".seq": anon.PyPySeq}}
+	r, h, errs := anon.Claim(anon.Builtins(), &p)
+	if r == nil || h.Name() != "pypy" {
+		t.Fatalf("the numbered dump is not claimed by the pypy handler: %v", errs)
+	}
+	names := want.Names()
+	for i, c := range want.Codes {
+		if s, ok := r.(anon.SeqResolver).ResolveSeq(c.Start+(c.End-c.Start)/2, uint64(i+1)); !ok || s.Name != names[i] {
+			t.Errorf("code %d: %q, %v; want %q", i, s.Name, ok, names[i])
+		}
+	}
+	if !strings.Contains(strings.Join(names, " "), "bridge 1 of loop") {
+		t.Errorf("no bridge named by its loop in %q", names)
+	}
+}
+
+// TestPyPyLogRewritten: a log written anew under the daemon (a new
+// PyPy with the pid truncating it) is not followed further: its new
+// loops would not be the ones numbered.
+func TestPyPyLogRewritten(t *testing.T) {
+	log, _ := realPyPyLog(t)
+	path := filepath.Join(t.TempDir(), "pypy.log")
+	if err := os.WriteFile(path, log, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := &jitProc{pid: 4242, handler: "pypy", path: path, f: f, pypy: pypylog.NewFollower(), p: anon.Process{PID: 4242, UID: trust.UnknownOwner}}
+	root, err := os.OpenRoot(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	sess := func() (*os.Root, error) { return root, nil }
+	if err := pollAll(j, 1, sess); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, log[:100], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var b *errBound
+	if err := pollAll(j, 2, sess); err == nil || !errors.As(err, &b) || j.bound == nil {
+		t.Errorf("a log written anew: %v, bound %v; want a bound met", err, j.bound)
+	}
+}
+
+// TestImportPyPy: jitprof import of a recording that embeds a PyPy log
+// and the TSC calibration keys each sample in a loop by the code live
+// at its time, as the daemon would have, and the session names them.
+func TestImportPyPy(t *testing.T) {
+	log, want := realPyPyLog(t)
+	const pid = 4243
+	// TSC ticks are nanoseconds; the log's JIT memory is the recording's
+	// anonymous mapping, moved.
+	shift := uint64(jitStart) - want.Codes[0].Block&^0xffff
+	var lines []string
+	for _, l := range strings.SplitAfter(string(log), "\n") {
+		lines = append(lines, moveAddrs(l, shift))
+	}
+	moved := strings.Join(lines, "")
+	l, err := pypylog.Read(strings.NewReader(moved), pypylog.Options{})
+	if err != nil || len(l.Codes) != len(want.Codes) || l.Codes[0].Start != want.Codes[0].Start+shift {
+		t.Fatalf("the moved log: %v", err)
+	}
+	var samples [][2]uint64
+	for _, c := range l.Codes {
+		samples = append(samples, [2]uint64{c.Start + 1, c.Time + 10})
+	}
+	f := writeRecording(t, pid, samples, []jitbundle.Entry{
+		{PID: pid, Kind: jitbundle.KindPyPy, Path: "/tmp/pypy.log", MTime: -1, Data: []byte(moved)},
+		{PID: pid, Kind: jitbundle.KindTSC, Path: jitbundle.TSCPath, MTime: -1, Data: jitbundle.EncodeTSC([]jitbundle.TSCPair{{TSC: 1, Nanos: 1}, {TSC: 1 << 50, Nanos: 1 << 50}})},
+	})
+	dir := t.TempDir()
+	res, err := Import(f, dir, "", sampledb.SeparateNone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Samples != uint64(len(samples)) || res.JITProcesses != 1 {
+		t.Errorf("imported %d samples, %d JIT processes; want %d, 1", res.Samples, res.JITProcesses, len(samples))
+	}
+	spec, _ := sampledb.ParseSpec(nil)
+	sel, err := sampledb.Select(dir, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[[2]uint64]uint64{}
+	for _, s := range sel.Files {
+		r, err := sampledb.Open(dir, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for e := range r.Entries() {
+			got[[2]uint64{e.Key1, e.Key2}] += e.Count
+		}
+		r.Close()
+	}
+	for i, c := range l.Codes {
+		if k := [2]uint64{c.Start + 1 - jitStart, uint64(i + 1)}; got[k] == 0 {
+			t.Errorf("code %d: no sample keyed (%#x, seq %d): %v", i, k[0], k[1], got)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(sampledb.JITDir(dir, sampledb.Current, pid), pypySeqFile)); err != nil {
+		t.Errorf("the session has no numbered dump of the log: %v", err)
+	}
+}
+
+// moveAddrs adds shift to every 0x7f... address of a log line.
+func moveAddrs(line string, shift uint64) string {
+	var out strings.Builder
+	for {
+		i := strings.Index(line, "0x7f")
+		if i < 0 {
+			out.WriteString(line)
+			return out.String()
+		}
+		out.WriteString(line[:i])
+		j := i + 2
+		for j < len(line) && strings.IndexByte("0123456789abcdef", line[j]) >= 0 {
+			j++
+		}
+		var v uint64
+		for _, c := range line[i+2 : j] {
+			v = v<<4 | uint64(strings.IndexRune("0123456789abcdef", c))
+		}
+		out.WriteString("0x" + strconv.FormatUint(v+shift, 16))
+		line = line[j:]
+	}
+}
