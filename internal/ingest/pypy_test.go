@@ -231,3 +231,54 @@ func moveAddrs(line string, shift uint64) string {
 		line = line[j:]
 	}
 }
+
+// TestPyPyReusedAddress: PyPy frees a loop's code and assembles another
+// loop at the same address: each sample is keyed by the loop live at its
+// time (the log's TSC stamps on the samples' clock), and the session's
+// numbered dump names each by its number, so the two are kept apart.
+func TestPyPyReusedAddress(t *testing.T) {
+	log := "[1000] {jit-backend-addr\nLoop 1 (f;/x.py:1-2~#0 FOR_ITER) has address 0x7f0000001000 to 0x7f0000001400 (bootstrap 0x7f0000001000)\n[1001] jit-backend-addr}\n" +
+		"[5000] {jit-backend-addr\nLoop 2 (g;/x.py:5-6~#0 FOR_ITER) has address 0x7f0000001000 to 0x7f0000001200 (bootstrap 0x7f0000001000)\n[5001] jit-backend-addr}\n"
+	path := filepath.Join(t.TempDir(), "pypy.log")
+	if err := os.WriteFile(path, []byte(log), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := &jitProc{pid: 4242, handler: "pypy", path: path, f: f, pypy: pypylog.NewFollower(), clock: ticksAsNanos(t),
+		p: anon.Process{PID: 4242, NSPID: 4242, UID: trust.UnknownOwner}}
+	session := t.TempDir()
+	root, err := os.OpenRoot(session)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	if err := pollAll(j, 6000, func() (*os.Root, error) { return root, nil }); err != nil {
+		t.Fatal(err)
+	}
+	j.close()
+	dump, err := os.ReadFile(filepath.Join(session, pypySeqFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := anon.Process{PID: 4242, NSPID: 4242, UID: trust.UnknownOwner, Comm: "pypy3",
+		Embedded: map[string][]byte{path + ".seq": dump}, Kinds: map[string]string{path + ".seq": anon.PyPySeq}}
+	r, _, errs := anon.Claim(anon.Builtins(), &p)
+	if r == nil {
+		t.Fatalf("not claimed: %v", errs)
+	}
+	for _, tc := range []struct {
+		at, seq uint64
+		name    string
+	}{{0x3000, 1, "f [loop 1]"}, {0x6000, 2, "g [loop 2]"}} { // the log's stamps are hexadecimal
+		seq, ok := j.code.lookup(0x7f0000001100, tc.at)
+		if !ok || seq != tc.seq {
+			t.Errorf("a sample at %d: seq %d, %v; want %d", tc.at, seq, ok, tc.seq)
+		}
+		if s, ok := r.(anon.SeqResolver).ResolveSeq(0x7f0000001100, seq); !ok || s.Name != tc.name {
+			t.Errorf("seq %d is named %q, %v; want %q", seq, s.Name, ok, tc.name)
+		}
+	}
+}
