@@ -210,6 +210,7 @@ func (d *daemon) open(procs *process.Tracker, forget func(pid uint32), attr *per
 	d.in.Forget = forget
 	d.in.CallGraph = cfg.Sample.Callchain
 	d.in.Unwind = cfg.Sample.UserStack != 0
+	d.in.Resync = true // its processes run now: /proc has what a lost record said
 	d.in.MaxJITData, d.in.MaxJITDataPerProcess = cfg.MaxJITData, cfg.MaxJITDataPerProcess
 	d.status = Status{PID: os.Getpid(), Dir: cfg.Dir, Start: d.start, Events: []string{name}, Separate: cfg.Separate.String(), CallGraph: cfg.Sample.Callchain, UserStack: cfg.Sample.UserStack,
 		MaxSampleFiles: cfg.MaxSampleFiles, MaxSampleData: cfg.MaxSampleData, MaxJITData: cfg.MaxJITData, MaxJITDataPerProcess: cfg.MaxJITDataPerProcess}

@@ -10,7 +10,10 @@ import (
 	"slices"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/jitprof/jitprof/internal/anon"
+	"github.com/jitprof/jitprof/internal/linux"
 	"github.com/jitprof/jitprof/internal/process"
 	"github.com/jitprof/jitprof/internal/pypylog"
 	"github.com/jitprof/jitprof/internal/resolve"
@@ -40,8 +43,16 @@ type Ingest struct {
 	// UnwoundEarly counts the samples unwound as they came, past the
 	// bound on a round's stacks (Keep).
 	UnwoundEarly uint64
-	unwinding    unwinding
-	kept         kept
+	// Resync reads a running process's mappings again from /proc when a
+	// sample of it falls in no mapping after the kernel lost records
+	// (the daemon's: its rings overflow when it falls behind, and a lost
+	// MMAP would leave the process's samples in that code unplaced and
+	// its stacks there not unwound for as long as it runs). Resynced
+	// counts the times mappings were found so.
+	Resync    bool
+	Resynced  uint64
+	unwinding unwinding
+	kept      kept
 	// Forget lets go of a process that exited, once no sample of it can
 	// come any more: procs's Forget by default; the daemon's is its
 	// Recorder's, which forgets who the process was too.
@@ -125,6 +136,9 @@ type pidState struct {
 	// stacks, once credSet (Ingest.cred).
 	cred    trust.Cred
 	credSet bool
+	// resynced is Ingest.Lost when its mappings were last read again
+	// (resync): once for each loss.
+	resynced uint64
 }
 
 // NewIngest returns an Ingest of samples of event ev into db, with the
@@ -216,10 +230,13 @@ func (in *Ingest) place(st *pidState, pid uint32, addr, t uint64, kernel bool, i
 	}
 	m := st.last
 	if v := in.procs.Version(); m == nil || st.version != v || addr < m.Start || addr >= m.End {
-		if m = in.procs.Lookup(pid, addr, t, false); m == nil {
+		if m = in.procs.Lookup(pid, addr, t, false); m == nil && in.resync(st, pid, t) {
+			m = in.procs.Lookup(pid, addr, t, false)
+		}
+		if m == nil {
 			return false
 		}
-		st.last, st.version = m, v
+		st.last, st.version = m, in.procs.Version()
 	}
 	if m.Anon {
 		return in.placeAnon(st, pid, m, addr, t, image, k1, k2)
@@ -230,6 +247,37 @@ func (in *Ingest) place(st *pidState, pid uint32, addr, t uint64, kernel bool, i
 	}
 	*image, *k1, *k2 = id, addr-m.Start+m.Pgoff, 0
 	return true
+}
+
+// resync reads the executable mappings of process pid from /proc again,
+// when records were lost since it last did, and tells the tracker of
+// those it does not know at time t (a sample's, which fell in none):
+// from then on, as the kernel's MMAP records would have. It reports
+// whether it found any.
+func (in *Ingest) resync(st *pidState, pid uint32, t uint64) bool {
+	if !in.Resync || in.Lost <= st.resynced {
+		return false
+	}
+	st.resynced = in.Lost
+	p, err := linux.Host.Process(int(pid))
+	if err != nil {
+		return false
+	}
+	found := false
+	for _, lm := range p.Maps {
+		if lm.Prot&unix.PROT_EXEC == 0 || in.procs.Lookup(pid, lm.Start, t, false) != nil {
+			continue
+		}
+		m := process.FromMmap(&perfdata.Mmap{Common: perfdata.Common{Misc: perfdata.MiscUser, PID: pid, TID: pid}, Version2: true, PID: pid, TID: pid,
+			Addr: lm.Start, Len: lm.End - lm.Start, Pgoff: lm.Pgoff, Maj: lm.Major, Min: lm.Minor, Ino: lm.Inode, Prot: lm.Prot, Flags: lm.Flags, Filename: lm.Path})
+		m.Time = t
+		in.procs.Map(m)
+		found = true
+	}
+	if found {
+		in.Resynced++
+	}
+	return found
 }
 
 func (in *Ingest) fileImage(m *process.Mapping) sampledb.ImageID {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 
 	"github.com/jitprof/jitprof/internal/anon"
@@ -384,5 +385,44 @@ func TestFindRefusalReported(t *testing.T) {
 	in.Add(s)
 	if err := in.JITErrors[pid]; !errors.Is(err, trust.ErrUntrusted) {
 		t.Errorf("the refused map: %v, want a refusal in the process's errors", err)
+	}
+}
+
+// TestResyncAfterLost: a sample of a running process in a mapping whose
+// MMAP the kernel lost is placed once a loss was counted, its mappings
+// read again from /proc (here the test's own process, whose code no
+// record told the tracker of); without a loss since, /proc is not read
+// again for a sample in no mapping.
+func TestResyncAfterLost(t *testing.T) {
+	db, err := sampledb.Create(t.TempDir(), sampledb.Options{Events: []sampledb.Event{{Name: "cpu-clock", Count: 1000, Freq: true}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	in := New(db, process.New(), 0)
+	in.Resync = true
+	pid := uint32(os.Getpid())
+	pc := uint64(reflect.ValueOf(TestResyncAfterLost).Pointer())
+	s := &perfdata.Sample{IP: pc}
+	s.PID, s.TID, s.Time, s.Misc = pid, pid, t0, perfdata.MiscUser
+	in.Add(s)
+	if in.Unresolved != 1 || in.Resynced != 0 {
+		t.Fatalf("before a loss: %d unresolved, %d resynced; want 1, 0", in.Unresolved, in.Resynced)
+	}
+	in.Handle(&perfdata.Lost{Lost: 3})
+	s.Time += 10
+	in.Add(s)
+	exe, _ := os.Readlink("/proc/self/exe")
+	if in.Unresolved != 1 || in.Resynced != 1 {
+		t.Fatalf("after a loss: %d unresolved, %d resynced; want 1, 1", in.Unresolved, in.Resynced)
+	}
+	if m := in.pid(pid).last; m == nil || m.Path != exe {
+		t.Errorf("the sample is placed in %+v, want the test's executable %s", m, exe)
+	}
+	s.IP = 0x10 // no mapping, in /proc either
+	in.Add(s)
+	in.Add(s)
+	if in.Unresolved != 3 || in.Resynced != 1 {
+		t.Errorf("no loss since: %d unresolved, %d resynced; want 3, 1", in.Unresolved, in.Resynced)
 	}
 }
