@@ -57,9 +57,10 @@ func TestDaemonPyPy(t *testing.T) {
 	sessions := filepath.Join(t.TempDir(), "sessions")
 	// 8 MiB rings, a second of samples with their 8 KiB stacks: a daemon
 	// that reads the images of every process the loaded machine starts
-	// falls behind for a while, and a lost record of PyPy's mappings
-	// leaves its samples in libpypy unresolved. Thread separation keeps
-	// the PyPy's samples apart.
+	// falls behind for a while, and what its rings lose is a stretch of
+	// time, which the program spends in one function or two (the
+	// mappings a lost record told of are read again from /proc).
+	// Thread separation keeps the PyPy's samples apart.
 	startDaemon(t, jitprof, sessions, nil, "-a", "-F", "1000", "-m", "2048", "-g", "dwarf", "--separate", "thread,kernel")
 	// A relative log, as a user in their project's directory names it:
 	// the daemon finds it in the process's working directory.
