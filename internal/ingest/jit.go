@@ -619,7 +619,8 @@ func (j *jitProc) pollPyPy(now uint64, w *work, room jitRoom, session func() (*o
 			return fmt.Errorf("%s: %w", j.path, err)
 		}
 		w.bytes -= n
-		used, ferr := 0, error(nil)
+		var used int
+		var ferr error
 		if j.skip {
 			// A line longer than a chunk, which PyPy never writes
 			// (only text can be long): skipped to its newline.
