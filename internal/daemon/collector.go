@@ -67,11 +67,14 @@ type Status struct {
 	// Counts are what the sample files count: the samples and, with a
 	// call graph, the arcs of their callchains; Flushed those in the
 	// files, Dropped those that never will be.
-	Counts       uint64 `json:"counts"`
-	Flushed      uint64 `json:"flushed"`
-	Lost         uint64 `json:"lost"`
-	Dropped      uint64 `json:"dropped"`
-	Unresolved   uint64 `json:"unresolved"`
+	Counts     uint64 `json:"counts"`
+	Flushed    uint64 `json:"flushed"`
+	Lost       uint64 `json:"lost"`
+	Dropped    uint64 `json:"dropped"`
+	Unresolved uint64 `json:"unresolved"`
+	// Resynced counts the times a process's mappings, which records the
+	// kernel lost told of, were read again from /proc.
+	Resynced     uint64 `json:"resynced"`
 	Files        int    `json:"files"`
 	OpenFiles    int    `json:"open_files"`
 	JITProcesses int    `json:"jit_processes"`
@@ -305,6 +308,7 @@ func (d *daemon) snapshot() Status {
 	st.JITData, st.JITBounded = d.in.JITData, d.in.JITBounded
 	st.Lost = d.in.Lost
 	st.Unresolved = d.in.Unresolved
+	st.Resynced = d.in.Resynced
 	st.JITProcesses = d.in.JITProcesses()
 	if d.lastErr != nil {
 		st.FlushError = d.lastErr.Error()
