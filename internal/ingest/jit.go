@@ -58,6 +58,7 @@ const mapChunk = 256 << 10
 // jitProc is what the daemon follows of one process's JIT data.
 type jitProc struct {
 	pid     uint32
+	proc    linux.Proc   // where /proc is: the host's, or a test's copy
 	p       anon.Process // who the process is, for the trust checks
 	handler string       // the source found, "" while none
 	path    string
@@ -177,10 +178,10 @@ func (j *jitProc) find(now time.Time, procs func(pid uint32) []anon.Mapping) (fo
 	j.next = now.Add(lookAgain)
 	if j.p.PID == 0 {
 		var known *linux.Identity
-		if id, err := linux.Host.Identity(int(j.pid)); err == nil {
+		if id, err := j.proc.Identity(int(j.pid)); err == nil {
 			known = &id
 		}
-		comm, _ := linux.Host.Comm(int(j.pid))
+		comm, _ := j.proc.Comm(int(j.pid))
 		j.p = anon.NewProcess(j.pid, comm, nil, known)
 	}
 	j.p.Mappings = procs(j.pid)
@@ -193,6 +194,16 @@ func (j *jitProc) find(now time.Time, procs func(pid uint32) []anon.Mapping) (fo
 			err := j.open(h, path)
 			if errors.Is(err, fs.ErrNotExist) {
 				continue
+			}
+			if errors.Is(err, errNotHeld) {
+				// Another process's log (the parent's of a forked
+				// child): not looked at again, and said once. The log is
+				// open before PyPy has code to sample.
+				if j.rejected == nil {
+					j.rejected = map[string]bool{}
+				}
+				j.rejected[path] = true
+				return false, err
 			}
 			if err != nil {
 				return false, err
@@ -209,19 +220,33 @@ func (j *jitProc) find(now time.Time, procs func(pid uint32) []anon.Mapping) (fo
 // PYPYLOG names (/proc/PID/environ; only that variable is read of it),
 // relative to its working directory now (PyPy opens its log as it
 // starts, and a program seldom changes directory before). The file is
-// then opened as every JIT data file is.
+// then opened as every JIT data file is, and followed only if the
+// process holds it open (open).
+//
+// The variable's path is the process's: it is taken for the host's
+// only when the process sees the host's files at their paths (its mount
+// namespace, not chrooted); a container's PyPy is not followed. Nor is
+// a process running set-id: its environment is the word of the user
+// who ran it, not of the user its files are judged by.
 func (j *jitProc) pypyLog() {
 	if j.envRead || !anon.LooksLikePyPy(&j.p) {
 		return
 	}
 	j.envRead = true
-	v, ok, err := linux.Host.Getenv(int(j.pid), "PYPYLOG")
+	pid := int(j.pid)
+	if host, err := j.proc.SeesHostFiles(pid); err != nil || !host {
+		return
+	}
+	if setid, err := j.proc.SetID(pid); err != nil || setid {
+		return
+	}
+	v, ok, err := j.proc.Getenv(pid, "PYPYLOG")
 	file := pypylog.LogFile(v)
 	if err != nil || !ok || file == "" {
 		return
 	}
 	if !filepath.IsAbs(file) {
-		cwd, err := linux.Host.Cwd(int(j.pid))
+		cwd, err := j.proc.Cwd(pid)
 		if err != nil || !filepath.IsAbs(cwd) {
 			return
 		}
@@ -229,6 +254,9 @@ func (j *jitProc) pypyLog() {
 	}
 	j.p.PyPyLog = file
 }
+
+// errNotHeld refuses a PyPy log the process does not hold open.
+var errNotHeld = errors.New("not open in the process")
 
 func (j *jitProc) open(handler, path string) error {
 	if handler == "jitlog" {
@@ -243,9 +271,35 @@ func (j *jitProc) open(handler, path string) error {
 	if err != nil {
 		return err
 	}
-	j.f = f.File
 	if handler == "pypy" {
+		// PYPYLOG names the file PyPy opened as it started, not the
+		// one it writes: a child forked from a PyPy keeps its parent's
+		// environment but writes no log, or another (%d in the name), and
+		// a PyPy that could not open the file writes to standard error.
+		// The file the process holds open is the one it writes.
+		if err := j.heldOpen(f.File); err != nil {
+			f.Close()
+			return fmt.Errorf("%s: %w", path, err)
+		}
 		j.pypy = pypylog.NewFollower()
+	}
+	j.f = f.File
+	return nil
+}
+
+// heldOpen checks that the process has f, the file the daemon opened,
+// open (one of its descriptors is f's inode): errNotHeld if not.
+func (j *jitProc) heldOpen(f *os.File) error {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return err
+	}
+	held, err := j.proc.HoldsOpen(int(j.pid), uint64(st.Dev), st.Ino)
+	if err != nil {
+		return err
+	}
+	if !held {
+		return errNotHeld
 	}
 	return nil
 }

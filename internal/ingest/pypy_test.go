@@ -8,9 +8,11 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jitprof/jitprof/internal/anon"
 	"github.com/jitprof/jitprof/internal/jitbundle"
+	"github.com/jitprof/jitprof/internal/linux"
 	"github.com/jitprof/jitprof/internal/pypylog"
 	"github.com/jitprof/jitprof/internal/sampledb"
 	"github.com/jitprof/jitprof/internal/trust"
@@ -280,5 +282,96 @@ func TestPyPyReusedAddress(t *testing.T) {
 		if s, ok := r.(anon.SeqResolver).ResolveSeq(0x7f0000001100, seq); !ok || s.Name != tc.name {
 			t.Errorf("seq %d is named %q, %v; want %q", seq, s.Name, ok, tc.name)
 		}
+	}
+}
+
+// fakePyPy makes a /proc for test process 4242, a pypy3 of this test's
+// user started with environ, working in cwd, whose descriptor 3 is fd3;
+// status's Uid line and root's target as given.
+func fakePyPy(t *testing.T, environ, cwd, fd3, uidLine, rootLink string) linux.Proc {
+	t.Helper()
+	root := t.TempDir()
+	uid := strconv.Itoa(os.Getuid())
+	if uidLine == "" {
+		uidLine = uid + "\t" + uid + "\t" + uid + "\t" + uid
+	}
+	dir := filepath.Join(root, "4242")
+	for name, data := range map[string]string{
+		"status":  "Name:\tpypy3\nTgid:\t4242\nPPid:\t1\nUid:\t" + uidLine + "\nGid:\t0\t0\t0\t0\nNSpid:\t4242\n",
+		"stat":    "4242 (pypy3) S 1 " + strings.Repeat("0 ", 17) + "98765 0 0\n",
+		"comm":    "pypy3\n",
+		"environ": "HOME=/root\x00" + environ + "\x00",
+	} {
+		if err := os.MkdirAll(filepath.Join(dir, "ns"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, d := range []string{filepath.Join(dir, "fd"), filepath.Join(root, "self", "ns")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for link, target := range map[string]string{
+		"4242/cwd": cwd, "4242/root": rootLink, "4242/fd/3": fd3,
+		"4242/ns/mnt": "/proc/self/ns/mnt", "self/ns/mnt": "/proc/self/ns/mnt",
+	} {
+		if err := os.Symlink(target, filepath.Join(root, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return linux.Proc{Root: root}
+}
+
+// TestPyPyLogFound: the daemon follows the log PYPYLOG names (relative to
+// the working directory, %d its pid) only if the process holds it open:
+// a child forked from a PyPy has its parent's PYPYLOG but not its log.
+// Nor does it take the path of a chrooted or set-id process's PYPYLOG.
+func TestPyPyLogFound(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "pypy.log")
+	pidLog := filepath.Join(dir, "pypy-4242.log")
+	other := filepath.Join(dir, "other")
+	for _, p := range []string{log, pidLog, other} {
+		if err := os.WriteFile(p, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := "PYPYLOG=jit-backend-addr:" + log
+	uid := strconv.Itoa(os.Getuid())
+	for _, tc := range []struct {
+		name                         string
+		environ, cwd, fd3, uid, root string
+		want                         string // the log followed
+		notHeld                      bool
+	}{
+		{name: "held", environ: env, cwd: "/", fd3: log, root: "/", want: log},
+		{name: "relative", environ: "PYPYLOG=jit-backend-addr,jit-log-opt:pypy.log", cwd: dir, fd3: log, root: "/", want: log},
+		{name: "pid", environ: "PYPYLOG=jit-backend-addr:" + filepath.Join(dir, "pypy-%d.log"), cwd: "/", fd3: pidLog, root: "/", want: pidLog},
+		{name: "forked child", environ: env, cwd: "/", fd3: other, root: "/", notHeld: true},
+		{name: "chrooted", environ: env, cwd: "/", fd3: log, root: "/srv/jail"},
+		{name: "set-uid", environ: env, cwd: "/", fd3: log, uid: "1\t" + uid + "\t" + uid + "\t" + uid, root: "/"},
+		{name: "standard error", environ: "PYPYLOG=jit-backend-addr:-", cwd: "/", fd3: log, root: "/"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			j := &jitProc{pid: 4242, proc: fakePyPy(t, tc.environ, tc.cwd, tc.fd3, tc.uid, tc.root)}
+			defer j.close()
+			now := time.Now()
+			found, err := j.find(now, func(uint32) []anon.Mapping { return nil })
+			if tc.notHeld != errors.Is(err, errNotHeld) || !tc.notHeld && err != nil {
+				t.Fatalf("find: %v", err)
+			}
+			if got := map[bool]string{true: j.path}[found]; got != tc.want || found && j.handler != "pypy" {
+				t.Fatalf("followed %s %q, want %q", j.handler, got, tc.want)
+			}
+			if tc.notHeld {
+				// Said once, then not looked at again.
+				if found, err := j.find(now.Add(2*lookAgain), func(uint32) []anon.Mapping { return nil }); found || err != nil {
+					t.Errorf("looked again: %v, %v", found, err)
+				}
+			}
+		})
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"slices"
@@ -515,6 +516,86 @@ func (p Proc) SameMountNamespace(pid int) (bool, error) {
 		return false, err
 	}
 	return theirs.Dev == ours.Dev && theirs.Ino == ours.Ino, nil
+}
+
+// SeesHostFiles says whether process pid names files as this process
+// does: it is in this process's mount namespace and not chrooted (its
+// root, /proc/PID/root, is "/"). Then a path it gives, and its working
+// directory as /proc/PID/cwd reads, name the same file for both.
+func (p Proc) SeesHostFiles(pid int) (bool, error) {
+	same, err := p.SameMountNamespace(pid)
+	if err != nil || !same {
+		return false, err
+	}
+	root, err := os.Readlink(p.RootDir(pid))
+	return err == nil && root == "/", err
+}
+
+// SetID says whether process pid runs with ids other than those of the
+// user who started it: a real uid or gid other than its filesystem one
+// (a set-user-ID or set-group-ID program, or one that changed its ids).
+// Its environment is the word of the user who ran it, not of the user
+// its files are judged by.
+func (p Proc) SetID(pid int) (bool, error) {
+	path := p.Dir(pid) + "/status"
+	b, err := readProc(path)
+	if err != nil {
+		return false, err
+	}
+	seen := 0
+	for line := range strings.Lines(string(b)) {
+		k, v, _ := strings.Cut(line, ":")
+		if k != "Uid" && k != "Gid" {
+			continue
+		}
+		// Real, effective, saved set, filesystem.
+		f := strings.Fields(v)
+		if len(f) != 4 {
+			return false, fmt.Errorf("%s: %s: %d fields, want 4", path, k, len(f))
+		}
+		if f[0] != f[3] {
+			return true, nil
+		}
+		seen++
+	}
+	if seen != 2 {
+		return false, fmt.Errorf("%s: no Uid or Gid", path)
+	}
+	return false, nil
+}
+
+// maxFDs bounds the descriptors HoldsOpen looks at: a program opens the
+// files it keeps open for all its life (a log) among its first.
+const maxFDs = 4096
+
+// HoldsOpen says whether process pid has the file (dev, ino) open: one
+// of its first maxFDs descriptors (/proc/PID/fd, in the order of their
+// numbers) is it. Each is stat'ed, never opened: opening a FIFO's would
+// wait for a writer, a device's may do something.
+func (p Proc) HoldsOpen(pid int, dev, ino uint64) (bool, error) {
+	dir := p.Dir(pid) + "/fd"
+	d, err := os.Open(dir)
+	if err != nil {
+		return false, err
+	}
+	defer d.Close()
+	for seen := 0; seen < maxFDs; {
+		names, err := d.Readdirnames(min(256, maxFDs-seen))
+		for _, n := range names {
+			var st unix.Stat_t
+			if unix.Stat(dir+"/"+n, &st) == nil && uint64(st.Dev) == dev && st.Ino == ino {
+				return true, nil
+			}
+		}
+		seen += len(names)
+		if err != nil || len(names) == 0 {
+			if errors.Is(err, io.EOF) {
+				err = nil
+			}
+			return false, err
+		}
+	}
+	return false, nil
 }
 
 // SelfExe is this process's executable as the kernel keeps it open: the

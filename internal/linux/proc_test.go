@@ -347,3 +347,75 @@ func TestReadProc(t *testing.T) {
 		t.Errorf("a missing file: %v", err)
 	}
 }
+
+// TestHoldsOpen: this process holds a file it opened, not one it closed
+// or never opened, and the stat of its pipe's descriptors (which an open
+// of would wait) does not stop the search.
+func TestHoldsOpen(t *testing.T) {
+	dir := t.TempDir()
+	held, other := filepath.Join(dir, "held"), filepath.Join(dir, "other")
+	for _, p := range []string{held, other} {
+		if err := os.WriteFile(p, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	f, err := os.Open(held)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for path, want := range map[string]bool{held: true, other: false} {
+		var st unix.Stat_t
+		if err := unix.Stat(path, &st); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := Host.HoldsOpen(os.Getpid(), uint64(st.Dev), st.Ino); err != nil || got != want {
+			t.Errorf("HoldsOpen(%s) = %v, %v; want %v", filepath.Base(path), got, err, want)
+		}
+	}
+}
+
+// TestProcFakeIDsAndRoot: a process whose real uid or gid is not its
+// filesystem one runs set-id; one chrooted, or in another mount
+// namespace, does not see the host's files at their paths.
+func TestProcFakeIDsAndRoot(t *testing.T) {
+	root := t.TempDir()
+	mk := func(pid, status, rootLink, ns string) {
+		dir := filepath.Join(root, pid)
+		if err := os.MkdirAll(filepath.Join(dir, "ns"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "status"), []byte(status), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(rootLink, filepath.Join(dir, "root")); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(ns, filepath.Join(dir, "ns", "mnt")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	plain := "Uid:\t1000\t1000\t1000\t1000\nGid:\t100\t100\t100\t100\n"
+	mk("self", plain, "/", "/proc/self/ns/mnt")
+	mk("1", plain, "/", "/proc/self/ns/mnt")
+	mk("2", "Uid:\t1000\t0\t0\t0\nGid:\t100\t100\t100\t100\n", "/srv/jail", "/proc/self/ns/mnt")
+	mk("3", "Uid:\t1000\t1000\t1000\t1000\nGid:\t100\t50\t50\t50\n", "/", "/proc/self/ns/net")
+	p := Proc{Root: root}
+	for pid, want := range map[int][2]bool{1: {false, true}, 2: {true, false}, 3: {true, false}} {
+		if got, err := p.SetID(pid); err != nil || got != want[0] {
+			t.Errorf("SetID(%d) = %v, %v; want %v", pid, got, err, want[0])
+		}
+		if got, err := p.SeesHostFiles(pid); err != nil || got != want[1] {
+			t.Errorf("SeesHostFiles(%d) = %v, %v; want %v", pid, got, err, want[1])
+		}
+	}
+	if got, err := Host.SeesHostFiles(os.Getpid()); err != nil || !got {
+		t.Errorf("SeesHostFiles(self) = %v, %v", got, err)
+	}
+}
