@@ -28,7 +28,7 @@ type Follower struct {
 // NewFollower returns a Follower at the start of a log.
 func NewFollower() *Follower {
 	return &Follower{
-		rd: Reader{stacks: []stack{{thread: -1}}, names: map[string]string{}},
+		rd: Reader{stacks: map[int]*stack{}, cur: &stack{thread: -1}, names: map[string]string{}},
 		b: builder{
 			slim:      true,
 			guardRoom: MaxFollowGuards,
@@ -87,8 +87,8 @@ func (f *Follower) Codes() ([]Code, []string) {
 	return codes, f.names
 }
 
-// Held counts what the Follower keeps: codes, traces and guards, each
-// some tens of bytes to a few hundred.
+// Held counts what the Follower keeps: codes, traces, guards and the
+// sections open, each some tens of bytes to a few hundred.
 func (f *Follower) Held() int {
-	return len(f.b.log.Codes) + len(f.b.log.Traces) + len(f.b.guards)
+	return len(f.b.log.Codes) + len(f.b.log.Traces) + len(f.b.guards) + f.rd.held()
 }
