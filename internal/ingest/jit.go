@@ -143,7 +143,8 @@ func keyOf(s perfmap.Symbol) rangeKey {
 func (j *jitProc) entries() int { return j.code.len() + j.held() }
 
 // held is what the process's JIT data holds in memory besides its code
-// table: a perf map's ranges, what a PyPy log's names need.
+// table, in pieces: a perf map's ranges, what a PyPy log's names need
+// (pypylog.Follower.Held: a piece per pypylog.HeldUnit bytes).
 func (j *jitProc) held() int {
 	n := len(j.ranges)
 	if j.pypy != nil {
@@ -707,7 +708,7 @@ func (j *jitProc) pollPyPy(now uint64, w *work, room jitRoom, session func() (*o
 		return err
 	}
 	if j.entries() > room.entries {
-		return boundErr("%s: more than %d loops, bridges and guards (%s)", j.path, room.entries, room.entriesWhy)
+		return boundErr("%s: more than %d pieces of JIT code and of what names PyPy's (%s)", j.path, room.entries, room.entriesWhy)
 	}
 	return nil
 }

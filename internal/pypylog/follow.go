@@ -1,6 +1,9 @@
 package pypylog
 
-import "bytes"
+import (
+	"bytes"
+	"unsafe"
+)
 
 // MaxFollowGuards bounds the guards a Follower keeps (about 40 bytes
 // each): a trace has tens of them, so this is thousands of loops'. The
@@ -87,8 +90,36 @@ func (f *Follower) Codes() ([]Code, []string) {
 	return codes, f.names
 }
 
-// Held counts what the Follower keeps: codes, traces, guards and the
-// sections open, each some tens of bytes to a few hundred.
+// HeldUnit is the bytes of memory a unit of Held stands for: about what
+// an entry of the daemon's code table takes, whose bound counts both.
+const HeldUnit = 100
+
+// Sizes of what a Follower keeps, as Go lays it out: an entry of a small
+// map (key, value, and its share of buckets and their spare room), a
+// section open.
+const (
+	mapEntry  = 48
+	codeSize  = int(unsafe.Sizeof(Code{}))
+	traceSize = int(unsafe.Sizeof(Trace{}))
+	openSize  = int(unsafe.Sizeof(open{}))
+	stackSize = int(unsafe.Sizeof(stack{})) + mapEntry
+)
+
+// Held says how much memory the Follower keeps, in units of HeldUnit
+// bytes: its codes and traces (the slices' room, which doubles as they
+// grow), the guards, loops and bridges by which bridges are named, the
+// strings of loops' names, the names Codes gave last, and the sections
+// open. The caller bounds it.
 func (f *Follower) Held() int {
-	return len(f.b.log.Codes) + len(f.b.log.Traces) + len(f.b.guards) + f.rd.held()
+	b := &f.b
+	n := cap(b.log.Codes)*codeSize + cap(b.log.Traces)*traceSize +
+		(len(b.guards)+len(b.loops)+len(b.bridges)+len(f.namer.bridges))*mapEntry +
+		b.strBytes + cap(f.names)*16
+	for _, s := range f.names[:cap(f.names)] {
+		n += len(s) // the last names Codes gave, kept until it gives more
+	}
+	for _, s := range f.rd.stacks {
+		n += stackSize + cap(s.open)*openSize
+	}
+	return (n + HeldUnit - 1) / HeldUnit
 }

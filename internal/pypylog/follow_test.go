@@ -2,9 +2,12 @@ package pypylog
 
 import (
 	"bytes"
+	"fmt"
 	"math/rand/v2"
 	"os"
+	"runtime"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -131,7 +134,52 @@ func TestFollowerGuardBound(t *testing.T) {
 	if !slices.Equal(names, want) {
 		t.Errorf("names %q, want %q", names, want)
 	}
-	if h := f.Held(); h != 3+1+1 {
-		t.Errorf("Held %d, want 3 codes, 1 trace and 1 guard", h)
+	if len(f.b.log.Codes) != 3 || len(f.b.log.Traces) != 1 || len(f.b.guards) != 1 {
+		t.Errorf("%d codes, %d traces, %d guards kept; want 3, 1, 1", len(f.b.log.Codes), len(f.b.log.Traces), len(f.b.guards))
+	}
+}
+
+// TestFollowerHeld: what a Follower keeps in memory is what Held says,
+// within a factor of two (the garbage collector's measure of the heap
+// includes what maps and slices keep spare), for a real log and for a
+// hostile one: long input lines and loop names (a Follower keeps
+// neither), profile events (not kept) and threads with sections open.
+func TestFollowerHeld(t *testing.T) {
+	real, err := os.ReadFile("testdata/bridges.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hostile bytes.Buffer
+	long := strings.Repeat("p1, ", 16<<10)
+	for i := range 200 {
+		fmt.Fprintf(&hostile, "[%x] {jit-backend-addr\nLoop %d (f%s;/x.py:1-2~#0 FOR_ITER) has address 0x%x to 0x%x\n[%x] jit-backend-addr}\n", 4*i+1, i, long[i:], 0x1000*(i+1), 0x1000*(i+1)+0x100, 4*i+2)
+		fmt.Fprintf(&hostile, "[%x] {jit-log-opt-loop\n# Loop %d (f%s) : loop%s with 3 ops\n[%s]\n+10: guard_true(i1, descr=<Guard0x%x>) [p0]\n[%x] jit-log-opt-loop}\n", 4*i+3, i, long, long, long, 0xa0+i, 4*i+4)
+	}
+	for i := range 10000 {
+		fmt.Fprintf(&hostile, "[%x] {jit-profile-enter\nLoop %d\n[%x] jit-profile-enter}\n", 0x10000+2*i, i, 0x10001+2*i)
+	}
+	for i := range MaxThreads - 1 {
+		fmt.Fprintf(&hostile, "%d# [%x] {gc-minor\n", i, 0x100000+i)
+	}
+	for name, log := range map[string][]byte{"real": bytes.Repeat(real, 200), "hostile": hostile.Bytes()} {
+		t.Run(name, func(t *testing.T) {
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			f := NewFollower()
+			if _, err := f.Feed(log); err != nil {
+				t.Fatal(err)
+			}
+			f.Codes()
+			runtime.GC()
+			runtime.ReadMemStats(&after)
+			heap := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+			held := int64(f.Held()) * HeldUnit
+			runtime.KeepAlive(f)
+			t.Logf("%d bytes in the heap, Held says %d (%d codes, %d traces)", heap, held, len(f.b.log.Codes), len(f.b.log.Traces))
+			if heap > 2*held || held > 2*max(heap, 1<<16) {
+				t.Errorf("%d bytes in the heap, Held says %d: not within a factor of two", heap, held)
+			}
+		})
 	}
 }

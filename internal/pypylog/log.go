@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/jitprof/jitprof/internal/jitname"
 )
 
 // Section names Read understands.
@@ -228,13 +230,17 @@ type builder struct {
 	// in all, and none of its operations, merge points, labels or calls.
 	slim      bool
 	guardRoom int
-	// lines counts the trace's operations and merge points read.
-	lines int
-	log   *Log
-	strs  map[string]string
-	addr  *addrState
-	trace *Trace
-	prof  *ProfileEvent
+	// lines counts the trace's operations and merge points read;
+	// inputs says its input arguments' line was read.
+	lines  int
+	inputs bool
+	log    *Log
+	strs   map[string]string
+	// strBytes is about what strs holds: its strings and entries.
+	strBytes int
+	addr     *addrState
+	trace    *Trace
+	prof     *ProfileEvent
 
 	loops   map[int]int    // loop number -> index in Codes of its latest code
 	bridges map[uint64]int // guard -> index in Codes of its latest bridge
@@ -251,6 +257,7 @@ func (b *builder) intern(s string) string {
 		return v
 	}
 	b.strs[s] = s
+	b.strBytes += len(s) + mapEntry
 	return s
 }
 
@@ -266,8 +273,11 @@ func (b *builder) event(e *Event) error {
 			b.addr = &addrState{line: e.Line, time: e.Time}
 		case SectionOptLoop, SectionOptBridge:
 			b.trace = &Trace{Bridge: e.Section == SectionOptBridge, Code: -1, Time: e.Time, Line: e.Line}
-			b.lines = 0
+			b.lines, b.inputs = 0, false
 		case SectionProfileEnter, SectionProfileExit:
+			if b.slim {
+				break // a Follower names code: the events are not kept
+			}
 			b.prof = &ProfileEvent{Time: e.Time, Thread: e.Thread, Exit: e.Section == SectionProfileExit, Line: e.Line}
 		}
 	case End:
@@ -370,9 +380,14 @@ func (b *builder) addrLine(t []byte, line int64) error {
 				return bad(line, "a Loop line with a bad bootstrap address")
 			}
 		}
-		name := string(rest[sp+2 : ha])
+		// A name is a Python position, short: one longer than a
+		// name is kept is cut, as every reader of JIT names cuts.
+		name := jitname.Cap(rest[sp+2 : ha])
 		st.header, st.line, st.a, st.b = true, line, a, bb
-		st.code = Code{Loop: n, Name: b.intern(name), Loc: ParseLocation(name, b.intern), Bootstrap: boot}
+		st.code = Code{Loop: n, Loc: ParseLocation(name, b.intern), Bootstrap: boot}
+		if !b.slim {
+			st.code.Name = b.intern(name) // a Follower's names need Loc only
+		}
 	case bytes.HasPrefix(t, bridgeOut):
 		rest := t[len(bridgeOut):]
 		sp := bytes.IndexByte(rest, ' ')
@@ -488,7 +503,7 @@ func (b *builder) commitAddr() error {
 // traceLine parses one line of a jit-log-opt section.
 func (b *builder) traceLine(t []byte, line int64) error {
 	tr := b.trace
-	if b.lines == 0 && tr.Inputs == "" {
+	if b.lines == 0 && !b.inputs {
 		switch {
 		case tr.Kind == "" && bytes.HasPrefix(t, traceLoop):
 			return b.traceHeader(t[len(traceLoop):], line)
@@ -503,8 +518,11 @@ func (b *builder) traceLine(t []byte, line int64) error {
 			tr.NumOps = opCount(after)
 			b.reserve()
 			return nil
-		case tr.Inputs == "" && len(t) > 0 && t[0] == '[':
-			tr.Inputs = string(t)
+		case len(t) > 0 && t[0] == '[':
+			b.inputs = true
+			if !b.slim {
+				tr.Inputs = string(t)
+			}
 			return nil
 		}
 	}
@@ -624,14 +642,16 @@ func (b *builder) traceHeader(t []byte, line int64) error {
 		if i < 0 {
 			return bad(line, "a loop trace header whose name does not end")
 		}
-		tr.Name = b.intern(string(rest[1:i]))
+		if !b.slim {
+			tr.Name = b.intern(string(rest[1:i]))
+		}
 		rest = rest[i+2:]
 	}
 	rest = bytes.TrimPrefix(rest, []byte(": "))
 	kind, _, _ := bytes.Cut(rest, []byte(" with "))
-	tr.Kind = b.intern(string(kind))
-	if tr.Kind == "" {
-		tr.Kind = "loop"
+	tr.Kind = "loop"
+	if len(kind) > 0 && !b.slim {
+		tr.Kind = b.intern(string(kind))
 	}
 	tr.NumOps = opCount(rest)
 	b.reserve()
@@ -729,7 +749,9 @@ func (b *builder) commitTrace() {
 		}
 	}
 	if b.slim {
-		tr.Ops = nil // its guards are in b.guards
+		// Naming needs of a trace only its code: its guards are in
+		// b.guards.
+		tr = Trace{Bridge: tr.Bridge, Loop: tr.Loop, Guard: tr.Guard, Code: tr.Code, Time: tr.Time, Line: tr.Line}
 	}
 	b.log.Traces = append(grow(b.log.Traces), tr)
 }

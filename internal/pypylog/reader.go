@@ -279,15 +279,6 @@ func (r *Reader) parse(line []byte) bool {
 	return true
 }
 
-// held is the threads with sections open and their sections.
-func (r *Reader) held() int {
-	n := len(r.stacks)
-	for _, s := range r.stacks {
-		n += len(s.open)
-	}
-	return n
-}
-
 func (r *Reader) intern(b []byte) string {
 	if s, ok := r.names[string(b)]; ok {
 		return s

@@ -147,8 +147,8 @@ func TestReaderThreads(t *testing.T) {
 	if rd.Err() != nil || n != 2*threads+3 {
 		t.Fatalf("%d events, %v; want %d, no error", n, rd.Err(), 2*threads+3)
 	}
-	if got := rd.held(); got != 4 {
-		t.Errorf("%d stacks and sections kept, want 4: two threads' one section each", got)
+	if got := len(rd.stacks); got != 2 {
+		t.Errorf("%d stacks kept, want 2: the threads with a section open", got)
 	}
 	if e := rd.Event(); e.Kind != Text || e.Thread != 3 || e.Section != "jit-b" {
 		t.Errorf("the last text is %+v, want thread 3's in jit-b", e)
