@@ -189,8 +189,8 @@ func printStatus(w io.Writer, st *daemon.Status) {
 		fmt.Fprintf(w, "call graph:      none\n")
 	}
 	fmt.Fprintf(w, "samples:         %d (%d lost, %d in no mapping", st.Samples, st.Lost, st.Unresolved)
-	if st.Resynced > 0 {
-		fmt.Fprintf(w, "; mappings read again from /proc after losses: %d", st.Resynced)
+	if st.ResyncReads > 0 {
+		fmt.Fprintf(w, "; mappings read again from /proc after losses: %d times, %d found some", st.ResyncReads, st.Resynced)
 	}
 	fmt.Fprintf(w, ")\n")
 	what := "samples"

@@ -72,8 +72,10 @@ type Status struct {
 	Lost       uint64 `json:"lost"`
 	Dropped    uint64 `json:"dropped"`
 	Unresolved uint64 `json:"unresolved"`
-	// Resynced counts the times a process's mappings, which records the
-	// kernel lost told of, were read again from /proc.
+	// ResyncReads counts the reads of a process's mappings from /proc
+	// after the kernel lost records, Resynced those that found mappings
+	// the lost records told of.
+	ResyncReads  uint64 `json:"resync_reads"`
 	Resynced     uint64 `json:"resynced"`
 	Files        int    `json:"files"`
 	OpenFiles    int    `json:"open_files"`
@@ -308,7 +310,7 @@ func (d *daemon) snapshot() Status {
 	st.JITData, st.JITBounded = d.in.JITData, d.in.JITBounded
 	st.Lost = d.in.Lost
 	st.Unresolved = d.in.Unresolved
-	st.Resynced = d.in.Resynced
+	st.ResyncReads, st.Resynced = d.in.ResyncReads, d.in.Resynced
 	st.JITProcesses = d.in.JITProcesses()
 	if d.lastErr != nil {
 		st.FlushError = d.lastErr.Error()

@@ -47,10 +47,20 @@ type Ingest struct {
 	// sample of it falls in no mapping after the kernel lost records
 	// (the daemon's: its rings overflow when it falls behind, and a lost
 	// MMAP would leave the process's samples in that code unplaced and
-	// its stacks there not unwound for as long as it runs). Resynced
-	// counts the times mappings were found so.
-	Resync    bool
-	Resynced  uint64
+	// its stacks there not unwound for as long as it runs). ResyncReads
+	// counts the reads of /proc/PID/maps, Resynced those that found
+	// mappings. A read is for a sample's own address (not a caller's,
+	// which a frame-pointer chain through code without frame pointers
+	// can give anywhere), at most once a loss and once a second of
+	// sample time a process, and at most maxResyncs a round.
+	Resync      bool
+	ResyncReads uint64
+	Resynced    uint64
+	// maps is where resync reads mappings: /proc (linux.Host), or a
+	// test's.
+	maps      mapsReader
+	resyncs   int    // reads in the round resyncRound
+	resyncRnd uint64 // the round resyncs counts
 	unwinding unwinding
 	kept      kept
 	// Forget lets go of a process that exited, once no sample of it can
@@ -137,14 +147,29 @@ type pidState struct {
 	cred    trust.Cred
 	credSet bool
 	// resynced is Ingest.Lost when its mappings were last read again
-	// (resync): once for each loss.
-	resynced uint64
+	// (resync): once for each loss; resyncAt the sample time then.
+	resynced, resyncAt uint64
 }
+
+// mapsReader reads a running process's mappings and start time from
+// /proc: linux.Proc's.
+type mapsReader interface {
+	Maps(pid int) ([]linux.Mapping, error)
+	Stat(pid int) (start uint64, state byte, err error)
+}
+
+// Bounds on resync's reads of /proc, which run in the drain loop: a
+// read of a process of 65,530 mappings costs milliseconds, and losses
+// come in bursts.
+const (
+	maxResyncs  = 4                   // reads a round, all processes
+	resyncEvery = uint64(time.Second) // sample time between a process's reads
+)
 
 // NewIngest returns an Ingest of samples of event ev into db, with the
 // processes of procs.
 func New(db *sampledb.DB, procs *process.Tracker, ev sampledb.EventID) *Ingest {
-	in := &Ingest{db: db, procs: procs, Forget: procs.Forget, event: ev, pids: map[uint32]*pidState{}, now: monotonic, JITErrors: map[uint32]error{}, saved: map[uint32]bool{}}
+	in := &Ingest{db: db, procs: procs, maps: linux.Host, Forget: procs.Forget, event: ev, pids: map[uint32]*pidState{}, now: monotonic, JITErrors: map[uint32]error{}, saved: map[uint32]bool{}}
 	tsc, ns, ok := jitlog.TSCPair()
 	in.tsc, in.tscOK = pypylog.Pair{Tick: tsc, Nanos: ns}, ok
 	return in
@@ -193,7 +218,7 @@ func (in *Ingest) add(s *perfdata.Sample) []uint64 {
 	var smp sampledb.Sample
 	smp.Event, smp.TGID, smp.TID, smp.CPU = in.event, s.PID, s.TID, s.CPU
 	kernel := s.CPUMode() == perfdata.MiscKernel
-	if !in.place(st, s.PID, s.IP, s.Time, kernel, &smp.Image, &smp.Key1, &smp.Key2) {
+	if !in.place(st, s.PID, s.IP, s.Time, kernel, true, &smp.Image, &smp.Key1, &smp.Key2) {
 		in.Unresolved++
 		return s.Callchain
 	}
@@ -214,8 +239,10 @@ func (in *Ingest) add(s *perfdata.Sample) []uint64 {
 	return chain
 }
 
-// place finds the image and the keys of addr in process pid at time t.
-func (in *Ingest) place(st *pidState, pid uint32, addr, t uint64, kernel bool, image *sampledb.ImageID, k1, k2 *uint64) bool {
+// place finds the image and the keys of addr in process pid at time t;
+// resync says that addr is a sample's own, worth reading the process's
+// mappings again for (resync).
+func (in *Ingest) place(st *pidState, pid uint32, addr, t uint64, kernel, resync bool, image *sampledb.ImageID, k1, k2 *uint64) bool {
 	if kernel {
 		if in.kernel == 0 {
 			id, err := in.db.KernelImage("vmlinux", sampledb.ImageInfo{})
@@ -230,7 +257,7 @@ func (in *Ingest) place(st *pidState, pid uint32, addr, t uint64, kernel bool, i
 	}
 	m := st.last
 	if v := in.procs.Version(); m == nil || st.version != v || addr < m.Start || addr >= m.End {
-		if m = in.procs.Lookup(pid, addr, t, false); m == nil && in.resync(st, pid, t) {
+		if m = in.procs.Lookup(pid, addr, t, false); m == nil && resync && in.resync(st, pid, t) {
 			m = in.procs.Lookup(pid, addr, t, false)
 		}
 		if m == nil {
@@ -253,18 +280,31 @@ func (in *Ingest) place(st *pidState, pid uint32, addr, t uint64, kernel bool, i
 // when records were lost since it last did, and tells the tracker of
 // those it does not know at time t (a sample's, which fell in none):
 // from then on, as the kernel's MMAP records would have. It reports
-// whether it found any.
+// whether it found any. A process that started after t is another with
+// the pid (they are reused fast in the fork storms that lose records):
+// its mappings are not the sample's.
 func (in *Ingest) resync(st *pidState, pid uint32, t uint64) bool {
-	if !in.Resync || in.Lost <= st.resynced {
+	if !in.Resync || in.Lost <= st.resynced || st.resyncAt != 0 && t < st.resyncAt+resyncEvery {
 		return false
 	}
-	st.resynced = in.Lost
-	p, err := linux.Host.Process(int(pid))
+	if in.resyncRnd != in.round {
+		in.resyncRnd, in.resyncs = in.round, 0
+	}
+	if in.resyncs >= maxResyncs {
+		return false // the next round's sample of it may
+	}
+	in.resyncs++
+	st.resynced, st.resyncAt = in.Lost, max(t, 1)
+	if start, _, err := in.maps.Stat(int(pid)); err != nil || startMonotonic(start) > t {
+		return false
+	}
+	in.ResyncReads++
+	maps, err := in.maps.Maps(int(pid))
 	if err != nil {
 		return false
 	}
 	found := false
-	for _, lm := range p.Maps {
+	for _, lm := range maps {
 		if lm.Prot&unix.PROT_EXEC == 0 || in.procs.Lookup(pid, lm.Start, t, false) != nil {
 			continue
 		}
@@ -426,7 +466,7 @@ func (in *Ingest) arcs(st *pidState, s *perfdata.Sample, chain []uint64, leaf *s
 			}
 		}
 		var caller sampledb.Sample
-		if !in.place(st, s.PID, ip, s.Time, kernel, &caller.Image, &caller.Key1, &caller.Key2) {
+		if !in.place(st, s.PID, ip, s.Time, kernel, false, &caller.Image, &caller.Key1, &caller.Key2) {
 			return
 		}
 		arc := sampledb.Sample{Event: in.event, App: leaf.App, Image: caller.Image, CGTo: callee,

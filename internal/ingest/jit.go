@@ -775,7 +775,9 @@ func startMonotonic(ticks uint64) uint64 {
 		return 0
 	}
 	start := ticks * (1e9 / userHZ)
-	if slept := uint64(boot.Nano() - mono.Nano()); start > slept {
+	// The two clocks are read one after the other, and where the
+	// machine never slept CLOCK_BOOTTIME can read a few µs behind.
+	if slept := uint64(max(boot.Nano()-mono.Nano(), 0)); start > slept {
 		return start - slept
 	}
 	return 0

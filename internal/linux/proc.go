@@ -317,6 +317,33 @@ func (pr Proc) readProcess(pid int) (Process, error) {
 	return p, nil
 }
 
+// maxMaps bounds what Maps reads of /proc/PID/maps: 65,530 mappings
+// (vm.max_map_count's default) of about 100 bytes each.
+const maxMaps = 8 << 20
+
+// Maps reads process pid's mappings, and nothing else of it: at most
+// maxMaps bytes of /proc/PID/maps, whole lines.
+func (p Proc) Maps(pid int) ([]Mapping, error) {
+	path := p.Dir(pid) + "/maps"
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxMaps))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) == maxMaps {
+		b = b[:bytes.LastIndexByte(b, '\n')+1] // the rest is not read
+	}
+	maps, err := parseMaps(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return maps, nil
+}
+
 func readComm(dir string) (string, error) {
 	b, err := os.ReadFile(dir + "/comm")
 	if err != nil {

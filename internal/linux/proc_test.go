@@ -313,6 +313,9 @@ func TestProcFake(t *testing.T) {
 	if err != nil || len(pr.Threads) != 2 || pr.Threads[1].Comm != "worker" || len(pr.Maps) != 1 || pr.Maps[0].Path != "/memfd:jit (deleted)" {
 		t.Errorf("Process = %+v, %v", pr, err)
 	}
+	if m, err := p.Maps(4242); err != nil || len(m) != 1 || m[0].Path != "/memfd:jit (deleted)" || m[0].Start != 0x7f1c00000000 {
+		t.Errorf("Maps = %+v, %v", m, err)
+	}
 	if r := p.RootDir(4242); r != root+"/4242/root" {
 		t.Errorf("RootDir = %q", r)
 	}
