@@ -84,6 +84,10 @@ type jitProc struct {
 	snap   uint64
 	sweep  bool
 	skip   bool // in a line too long to be one, skipped to its newline
+	// partial: the last poll read to the end of the file and stopped
+	// at a line without its newline, not read again until the file
+	// grows.
+	partial bool
 
 	// pypy: the log read so far (its loops and bridges are numbered
 	// with seq, as a perf map's ranges), whether the process's
@@ -393,7 +397,9 @@ func (j *jitProc) grown() (grown, replaced bool, err error) {
 	if err != nil {
 		return false, false, err
 	}
-	if now, err := os.Lstat(j.path); err == nil && !os.SameFile(now, fi) {
+	// A PyPy log is the file the process holds open (open): what is at
+	// its path since does not matter, PyPy writes the descriptor's.
+	if now, err := os.Lstat(j.path); err == nil && !os.SameFile(now, fi) && j.handler != "pypy" {
 		if j.handler != "perfmap" {
 			// The descriptor keeps the file the daemon read, which the
 			// session's copy (or numbered dump) is made of.
@@ -652,12 +658,14 @@ func (j *jitProc) mapLines(out, b []byte, full bool, now uint64, room *jitRoom, 
 // CLOCK_MONOTONIC by j.clock), and a CODE_LOAD with it and its name in
 // the session's numbered dump, as a perf map's ranges do; code it
 // overlaps (PyPy frees loops and reuses their memory) ends then. A log
-// is only appended to: one written anew is not followed further.
+// is only appended to: one written anew (shrunk) is not followed
+// further.
 func (j *jitProc) pollPyPy(now uint64, w *work, room jitRoom, session func() (*os.Root, error)) error {
 	grown, rewritten, err := j.grown()
-	if err != nil || !grown && j.off == j.size {
+	if err != nil || !grown && (j.off == j.size || j.partial) {
 		return err
 	}
+	j.partial = false
 	if rewritten && j.off > 0 {
 		return boundErr("%s: written anew after %d bytes were read", j.path, j.off)
 	}
@@ -701,7 +709,10 @@ func (j *jitProc) pollPyPy(now uint64, w *work, room jitRoom, session func() (*o
 			return errors.Join(lerr, j.flushDump(out, now, session))
 		}
 		if used == 0 {
-			break // a last line not yet whole
+			// A last line not yet whole: PyPy writes whole sections, so
+			// it is read when the file grows.
+			j.partial = j.off+n == j.size
+			break
 		}
 	}
 	if err := j.flushDump(out, now, session); err != nil {

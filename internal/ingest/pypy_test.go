@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -371,6 +372,103 @@ func TestPyPyLogFound(t *testing.T) {
 				if found, err := j.find(now.Add(2*lookAgain), func(uint32) []anon.Mapping { return nil }); found || err != nil {
 					t.Errorf("looked again: %v, %v", found, err)
 				}
+			}
+		})
+	}
+}
+
+// TestPyPyLogPartialLine: a last line without its newline is not read
+// again at every poll, only once the log grows.
+func TestPyPyLogPartialLine(t *testing.T) {
+	log, want := realPyPyLog(t)
+	path := filepath.Join(t.TempDir(), "pypy.log")
+	if err := os.WriteFile(path, append(slices.Clip(log), bytes.Repeat([]byte("x"), 200<<10)...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := &jitProc{pid: 4242, handler: "pypy", path: path, f: f, pypy: pypylog.NewFollower(), p: anon.Process{PID: 4242, UID: trust.UnknownOwner}}
+	defer j.close()
+	root, err := os.OpenRoot(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	sess := func() (*os.Root, error) { return root, nil }
+	for i := range 3 {
+		w := work{1 << 62, 1 << 62}
+		if err := j.poll(uint64(i+1), &w, unbounded, sess); err != nil {
+			t.Fatal(err)
+		}
+		if used := int64(1<<62) - w.bytes; i > 0 && used != 0 {
+			t.Errorf("poll %d of a log that did not grow read %d bytes", i+1, used)
+		}
+	}
+	if int(j.seq) != len(want.Codes) {
+		t.Fatalf("%d codes read, want %d", j.seq, len(want.Codes))
+	}
+	a, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if _, err := a.WriteString("\n"); err != nil {
+		t.Fatal(err)
+	}
+	if err := pollAll(j, 4, sess); err != nil || j.off != int64(len(log)+200<<10+1) {
+		t.Errorf("after the line ended: %v, read to %d; want to %d", err, j.off, len(log)+200<<10+1)
+	}
+}
+
+// TestPyPyLogPathReplaced: once the daemon holds the log PyPy holds, a
+// file put at its path (renamed over it, or the log deleted and made
+// anew) changes nothing: PyPy writes to its descriptor, which is the
+// daemon's.
+func TestPyPyLogPathReplaced(t *testing.T) {
+	log, want := realPyPyLog(t)
+	cut := bytes.Index(log, []byte("bridge out of Guard")) + 7
+	for _, early := range []bool{true, false} {
+		t.Run(map[bool]string{true: "before a read", false: "after"}[early], func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "pypy.log")
+			if err := os.WriteFile(path, log[:cut], 0o600); err != nil {
+				t.Fatal(err)
+			}
+			f, err := os.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer a.Close()
+			j := &jitProc{pid: 4242, handler: "pypy", path: path, f: f, pypy: pypylog.NewFollower(), p: anon.Process{PID: 4242, UID: trust.UnknownOwner}}
+			defer j.close()
+			root, err := os.OpenRoot(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer root.Close()
+			sess := func() (*os.Root, error) { return root, nil }
+			if !early {
+				if err := pollAll(j, 1, sess); err != nil || j.seq == 0 {
+					t.Fatalf("first part: %d codes, %v", j.seq, err)
+				}
+			}
+			if err := os.Rename(path, filepath.Join(dir, "old.log")); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, []byte("another\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := a.Write(log[cut:]); err != nil {
+				t.Fatal(err)
+			}
+			if err := pollAll(j, 2, sess); err != nil || int(j.seq) != len(want.Codes) {
+				t.Errorf("%d codes read, %v; want %d, no error", j.seq, err, len(want.Codes))
 			}
 		})
 	}
