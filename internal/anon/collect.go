@@ -60,7 +60,7 @@ func (*pypyHandler) paths(p *Process) []string {
 	}
 	var paths []string
 	for _, pid := range pids(p) {
-		paths = append(paths, strings.ReplaceAll(p.PyPyLog, "%d", itoa(int(pid))))
+		paths = append(paths, strings.Replace(p.PyPyLog, "%d", itoa(int(pid)), 1))
 	}
 	return uniq(paths)
 }

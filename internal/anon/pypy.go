@@ -112,7 +112,7 @@ func (h *pypyHandler) Claim(p *Process) (Resolver, error) {
 	}
 	for _, pid := range pids(p) {
 		if h.log != "" {
-			paths = append(paths, strings.ReplaceAll(h.log, "%d", itoa(int(pid))))
+			paths = append(paths, strings.Replace(h.log, "%d", itoa(int(pid)), 1))
 		}
 	}
 	d, err := findData(p, uniq(paths))
