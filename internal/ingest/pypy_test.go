@@ -3,6 +3,7 @@ package ingest
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -171,9 +172,18 @@ func TestImportPyPy(t *testing.T) {
 		t.Fatalf("the moved log: %v", err)
 	}
 	var samples [][2]uint64
+	last := uint64(0)
 	for _, c := range l.Codes {
 		samples = append(samples, [2]uint64{c.Start + 1, c.Time + 10})
+		last = max(last, c.Time)
 	}
+	// PyPy frees the first loop and assembles another at its address,
+	// after all the others: the first loop's sample, before, keeps its
+	// number, the one after gets the new loop's. Only the log's times on
+	// the samples' clock (the TSC calibration) tell them apart.
+	c0, again := l.Codes[0], last+1000
+	moved += fmt.Sprintf("[%x] {jit-backend-addr\nLoop 99 (g;/x.py:1-2~#0 FOR_ITER) has address %#x to %#x\n[%x] jit-backend-addr}\n", again, c0.Start, c0.End, again+1)
+	samples = append(samples, [2]uint64{c0.Start + 1, again + 10})
 	f := writeRecording(t, pid, samples, []jitbundle.Entry{
 		{PID: pid, Kind: jitbundle.KindPyPy, Path: "/tmp/pypy.log", MTime: -1, Data: []byte(moved)},
 		{PID: pid, Kind: jitbundle.KindTSC, Path: jitbundle.TSCPath, MTime: -1, Data: jitbundle.EncodeTSC([]jitbundle.TSCPair{{TSC: 1, Nanos: 1}, {TSC: 1 << 50, Nanos: 1 << 50}})},
@@ -203,9 +213,12 @@ func TestImportPyPy(t *testing.T) {
 		r.Close()
 	}
 	for i, c := range l.Codes {
-		if k := [2]uint64{c.Start + 1 - jitStart, uint64(i + 1)}; got[k] == 0 {
-			t.Errorf("code %d: no sample keyed (%#x, seq %d): %v", i, k[0], k[1], got)
+		if k := [2]uint64{c.Start + 1 - jitStart, uint64(i + 1)}; got[k] != 1 {
+			t.Errorf("code %d: %d samples keyed (%#x, seq %d), want 1: %v", i, got[k], k[0], k[1], got)
 		}
+	}
+	if k := [2]uint64{c0.Start + 1 - jitStart, uint64(len(l.Codes) + 1)}; got[k] != 1 {
+		t.Errorf("the loop assembled again at code 0's address: %d samples keyed (%#x, seq %d), want 1", got[k], k[0], k[1])
 	}
 	if _, err := os.Stat(filepath.Join(sampledb.JITDir(dir, sampledb.Current, pid), pypySeqFile)); err != nil {
 		t.Errorf("the session has no numbered dump of the log: %v", err)
