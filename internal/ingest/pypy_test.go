@@ -359,8 +359,11 @@ func TestPyPyLogFound(t *testing.T) {
 		name                         string
 		environ, cwd, fd3, uid, root string
 		want                         string // the log followed
-		notHeld                      bool
+		notHeld, refused             bool
 	}{
+		{name: "unset", environ: "PYPY=" + log, cwd: "/", fd3: log, root: "/"},
+		{name: "cwd deleted", environ: "PYPYLOG=jit-backend-addr:pypy.log", cwd: dir + " (deleted)", fd3: log, root: "/"},
+		{name: "directory", environ: "PYPYLOG=jit-backend-addr:" + dir, cwd: "/", fd3: dir, root: "/", refused: true},
 		{name: "held", environ: env, cwd: "/", fd3: log, root: "/", want: log},
 		{name: "relative", environ: "PYPYLOG=jit-backend-addr,jit-log-opt:pypy.log", cwd: dir, fd3: log, root: "/", want: log},
 		{name: "pid", environ: "PYPYLOG=jit-backend-addr:" + filepath.Join(dir, "pypy-%d.log"), cwd: "/", fd3: pidLog, root: "/", want: pidLog},
@@ -374,7 +377,7 @@ func TestPyPyLogFound(t *testing.T) {
 			defer j.close()
 			now := time.Now()
 			found, err := j.find(now, func(uint32) []anon.Mapping { return nil })
-			if tc.notHeld != errors.Is(err, errNotHeld) || !tc.notHeld && err != nil {
+			if tc.notHeld != errors.Is(err, errNotHeld) || tc.refused != errors.Is(err, trust.ErrUntrusted) || !tc.notHeld && !tc.refused && err != nil {
 				t.Fatalf("find: %v", err)
 			}
 			if got := map[bool]string{true: j.path}[found]; got != tc.want || found && j.handler != "pypy" {
