@@ -471,11 +471,16 @@ func (p Proc) Cmdline(pid int) ([]string, error) {
 // first MiB is not looked for.
 const maxEnviron = 1 << 20
 
+// maxValue bounds a value Getenv returns: PATH_MAX, for what it is
+// asked for is a path.
+const maxValue = 4096
+
 // Getenv returns the value of the variable name in the environment
 // process pid started with (/proc/PID/environ), the first if it is there
 // twice, as the C library's getenv finds it; ok is false when it is not
-// there. Nothing else of the environment, which may hold secrets, is
-// kept. Only the process's user and root may read it.
+// there, or is past maxEnviron, or its value is longer than maxValue.
+// Nothing else of the environment, which may hold secrets, is kept. Only
+// the process's user and root may read it.
 func (p Proc) Getenv(pid int, name string) (value string, ok bool, err error) {
 	path := p.Dir(pid) + "/environ"
 	f, err := os.Open(path)
@@ -494,11 +499,16 @@ func (p Proc) Getenv(pid int, name string) (value string, ok bool, err error) {
 			break
 		}
 	}
+	if len(b) == maxEnviron {
+		// Cut: the last entry may be part of one.
+		b = b[:bytes.LastIndexByte(b, 0)+1]
+	}
 	value, ok = environValue(b, name)
-	return value, ok, nil
+	return value, ok && len(value) <= maxValue, nil
 }
 
-// environValue finds name=VALUE among the NUL-ended entries of env.
+// environValue finds name=VALUE among the NUL-ended entries of env (the
+// last may lack its NUL).
 func environValue(env []byte, name string) (string, bool) {
 	for len(env) > 0 {
 		entry, rest, _ := bytes.Cut(env, []byte{0})

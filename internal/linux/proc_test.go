@@ -422,3 +422,28 @@ func TestProcFakeIDsAndRoot(t *testing.T) {
 		t.Errorf("SeesHostFiles(self) = %v, %v", got, err)
 	}
 }
+
+// TestGetenvBounds: an environment cut at maxEnviron drops its last,
+// partial entry, and a value longer than a path is not returned.
+func TestGetenvBounds(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "7")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	pad := "PAD=" + strings.Repeat("x", maxEnviron-len("PAD=")-len("\x00LOG=/tmp/a")) + "\x00"
+	env := pad + "LOG=/tmp/a.log\x00LONG=" + strings.Repeat("y", maxValue+1) + "\x00"
+	if err := os.WriteFile(filepath.Join(dir, "environ"), []byte(env), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := Proc{Root: root}
+	if v, ok, err := p.Getenv(7, "LOG"); err != nil || ok {
+		t.Errorf("Getenv(LOG), cut at the bound: %q, %v, %v; want none", v, ok, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "environ"), []byte("LONG="+strings.Repeat("y", maxValue+1)+"\x00"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if v, ok, err := p.Getenv(7, "LONG"); err != nil || ok {
+		t.Errorf("Getenv(LONG) = %d bytes, %v, %v; want none", len(v), ok, err)
+	}
+}
