@@ -5,16 +5,19 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/jitprof/jitprof/internal/anon"
 	"github.com/jitprof/jitprof/internal/jitbundle"
 	"github.com/jitprof/jitprof/internal/linux"
+	"github.com/jitprof/jitprof/internal/perftest"
 	"github.com/jitprof/jitprof/internal/pypylog"
 	"github.com/jitprof/jitprof/internal/sampledb"
 	"github.com/jitprof/jitprof/internal/trust"
@@ -487,5 +490,77 @@ func TestPyPyLogPathReplaced(t *testing.T) {
 				t.Errorf("%d codes read, %v; want %d, no error", j.seq, err, len(want.Codes))
 			}
 		})
+	}
+}
+
+// forkingPyPy compiles a loop, so that its log is open, then forks: the
+// child compiles its own, and each writes its pid to ARGV[1].parent and
+// .child, and waits to be killed.
+const forkingPyPy = `
+import os, sys, time
+def f(n):
+    s = 0
+    for i in range(n):
+        s += i
+    return s
+f(200000)
+pid = os.fork()
+me = "child" if pid == 0 else "parent"
+f(300000)
+with open(sys.argv[1] + "." + me + ".tmp", "w") as out:
+    out.write(str(os.getpid()))
+os.rename(sys.argv[1] + "." + me + ".tmp", sys.argv[1] + "." + me)
+time.sleep(120)
+`
+
+// TestPyPyForkedChild: a real PyPy that forks, its PYPYLOG without %d:
+// the daemon follows the parent's log for the parent, and refuses it
+// for the child, which has the parent's PYPYLOG in /proc/PID/environ but
+// not its log open (RPython's debug_print.c closes it in the child).
+func TestPyPyForkedChild(t *testing.T) {
+	pypy := perftest.Need(t, "pypy3")
+	dir := t.TempDir()
+	script, log, pids := filepath.Join(dir, "fork.py"), filepath.Join(dir, "pypy.log"), filepath.Join(dir, "pid")
+	if err := os.WriteFile(script, []byte(forkingPyPy), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(pypy, script, pids)
+	cmd.Env = append(os.Environ(), "PYPYLOG=jit-backend-addr:"+log)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pidOf := map[string]int{}
+	defer func() {
+		for _, pid := range pidOf {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+		cmd.Process.Kill()
+		cmd.Wait()
+	}()
+	// Bounded by the JIT's compiles on a loaded machine, not a count.
+	for deadline := time.Now().Add(2 * time.Minute); len(pidOf) < 2 && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		for _, who := range []string{"parent", "child"} {
+			if b, err := os.ReadFile(pids + "." + who); err == nil {
+				pidOf[who], _ = strconv.Atoi(string(b))
+			}
+		}
+	}
+	if pidOf["parent"] == 0 || pidOf["child"] == 0 {
+		t.Fatalf("the PyPy wrote pids %v in 2 minutes", pidOf)
+	}
+	for who, pid := range pidOf {
+		j := &jitProc{pid: uint32(pid)}
+		found, err := j.find(time.Now(), func(uint32) []anon.Mapping { return nil })
+		j.close()
+		switch who {
+		case "parent":
+			if !found || j.path != log || err != nil {
+				t.Errorf("the parent's log: found %v at %q, %v; want %s", found, j.path, err, log)
+			}
+		case "child":
+			if found || !errors.Is(err, errNotHeld) {
+				t.Errorf("the child: found %v at %q, %v; want the parent's log refused, not open in it", found, j.path, err)
+			}
+		}
 	}
 }
