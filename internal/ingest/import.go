@@ -262,7 +262,7 @@ func (j *jitProc) fill(data []byte, room jitRoom, session func() (*os.Root, erro
 			return err
 		}
 		if ferr != nil {
-			return boundErr("%s: %v", j.path, ferr)
+			return dataBound(j.path, ferr)
 		}
 	default:
 		return fmt.Errorf("no JIT data of kind %q", j.handler)

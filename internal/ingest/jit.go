@@ -703,7 +703,7 @@ func (j *jitProc) pollPyPy(now uint64, w *work, room jitRoom, session func() (*o
 		var lerr error
 		out, lerr = j.pypyCodes(out, now, &room, w)
 		if ferr != nil {
-			return errors.Join(boundErr("%s: %v", j.path, ferr), j.flushDump(out, now, session))
+			return errors.Join(dataBound(j.path, ferr), j.flushDump(out, now, session))
 		}
 		if lerr != nil {
 			return errors.Join(lerr, j.flushDump(out, now, session))

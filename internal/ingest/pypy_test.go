@@ -564,3 +564,28 @@ func TestPyPyForkedChild(t *testing.T) {
 		}
 	}
 }
+
+// TestPyPyLogMalformed: a malformed log meets a bound that says it is
+// malformed: the bound wraps pypylog.ErrFormat.
+func TestPyPyLogMalformed(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "pypy.log")
+	if err := os.WriteFile(path, []byte("[1] {jit-backend-addr\n[2] gc-minor}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := &jitProc{pid: 4242, handler: "pypy", path: path, f: f, pypy: pypylog.NewFollower(), p: anon.Process{PID: 4242, UID: trust.UnknownOwner}}
+	defer j.close()
+	root, err := os.OpenRoot(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	err = pollAll(j, 1, func() (*os.Root, error) { return root, nil })
+	var b *errBound
+	if !errors.As(err, &b) || !errors.Is(err, pypylog.ErrFormat) || j.bound == nil {
+		t.Errorf("a malformed log: %v, bound %v; want a bound wrapping pypylog.ErrFormat", err, j.bound)
+	}
+}
