@@ -26,6 +26,11 @@ func follow(t testing.TB, data []byte, cuts []int) ([]Code, []string, error) {
 		n, err := f.Feed(pending)
 		cs, ns := f.Codes()
 		codes, names = append(codes, cs...), append(names, ns...)
+		for i, tr := range f.b.log.Traces {
+			if len(tr.Ops)+len(tr.Points)+len(tr.Text)+len(tr.Labels)+len(tr.Calls) != 0 || tr.Inputs != "" || tr.Name != "" {
+				t.Fatalf("the Follower keeps trace %d's operations, merge points, text, labels, calls, inputs or name", i)
+			}
+		}
 		if err != nil {
 			return codes, names, err
 		}
