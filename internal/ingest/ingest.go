@@ -824,7 +824,8 @@ func (in *Ingest) SessionChanged() {
 		if j.handler == "perfmap" || j.handler == "pypy" && j.f != nil {
 			in.entries -= j.entries()
 			j.ranges, j.code = nil, codeTable{}
-			j.off, j.skip, j.sweep, j.snap, j.added = 0, false, false, j.snap+1, 0
+			// A log's unended line is read again with the rest.
+			j.off, j.skip, j.sweep, j.snap, j.added, j.partial = 0, false, false, j.snap+1, 0, false
 			if j.handler == "pypy" {
 				// The log read again from its start, its code numbered
 				// anew in the new session's dump.

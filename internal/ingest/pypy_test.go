@@ -428,6 +428,14 @@ func TestPyPyLogPartialLine(t *testing.T) {
 	if int(j.seq) != len(want.Codes) {
 		t.Fatalf("%d codes read, want %d", j.seq, len(want.Codes))
 	}
+	// A new session (save, reset) reads the log again from its start,
+	// whether it grew or not.
+	in := &Ingest{pids: map[uint32]*pidState{4242: {jit: j}}}
+	in.SessionChanged()
+	seq := j.seq
+	if err := pollAll(j, 4, sess); err != nil || j.seq != seq+uint64(len(want.Codes)) {
+		t.Fatalf("after a new session: %v, %d codes numbered; want %d more", err, j.seq-seq, len(want.Codes))
+	}
 	a, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -436,7 +444,7 @@ func TestPyPyLogPartialLine(t *testing.T) {
 	if _, err := a.WriteString("\n"); err != nil {
 		t.Fatal(err)
 	}
-	if err := pollAll(j, 4, sess); err != nil || j.off != int64(len(log)+200<<10+1) {
+	if err := pollAll(j, 5, sess); err != nil || j.off != int64(len(log)+200<<10+1) {
 		t.Errorf("after the line ended: %v, read to %d; want to %d", err, j.off, len(log)+200<<10+1)
 	}
 }
