@@ -67,14 +67,11 @@ func WithPyPyLog(hs []Handler, path string) []Handler {
 // log names it (pypylog.Follower).
 const PyPySeq = "pypy-seq"
 
-// LooksLikePyPy reports whether p runs PyPy, whose log is worth looking
-// for: looksLikePyPy.
-func LooksLikePyPy(p *Process) bool { return looksLikePyPy(p) }
-
-// looksLikePyPy reports whether p runs PyPy: its command or an image it
-// maps (Debian's /usr/bin/pypy3.9 and libpypy3.9-c.so, PyPy's own
-// bin/pypy3.10 and libpypy3.10-c.so) says so.
-func looksLikePyPy(p *Process) bool {
+// IsPyPy reports whether p runs PyPy, whose log is worth looking for:
+// its command or an image it maps (Debian's /usr/bin/pypy3.9 and
+// libpypy3.9-c.so, PyPy's own bin/pypy3.10 and libpypy3.10-c.so) says
+// so.
+func (p *Process) IsPyPy() bool {
 	if strings.HasPrefix(p.Comm, "pypy") {
 		return true
 	}
@@ -93,7 +90,7 @@ func (h *pypyHandler) Claim(p *Process) (Resolver, error) {
 			return pypySeqClaim(p, path)
 		}
 	}
-	if !looksLikePyPy(p) {
+	if !p.IsPyPy() {
 		return nil, nil
 	}
 	var paths []string

@@ -234,7 +234,7 @@ func (j *jitProc) find(now time.Time, procs func(pid uint32) []anon.Mapping) (fo
 // a process running set-id: its environment is the word of the user
 // who ran it, not of the user its files are judged by.
 func (j *jitProc) pypyLog() {
-	if j.envRead || !anon.LooksLikePyPy(&j.p) {
+	if j.envRead || !j.p.IsPyPy() {
 		return
 	}
 	j.envRead = true
