@@ -188,7 +188,11 @@ func printStatus(w io.Writer, st *daemon.Status) {
 	default:
 		fmt.Fprintf(w, "call graph:      none\n")
 	}
-	fmt.Fprintf(w, "samples:         %d (%d lost, %d in no mapping)\n", st.Samples, st.Lost, st.Unresolved)
+	fmt.Fprintf(w, "samples:         %d (%d lost, %d in no mapping", st.Samples, st.Lost, st.Unresolved)
+	if st.ResyncReads > 0 {
+		fmt.Fprintf(w, "; mappings read again from /proc after losses: %d times, %d found some", st.ResyncReads, st.Resynced)
+	}
+	fmt.Fprintf(w, ")\n")
 	what := "samples"
 	if st.CallGraph {
 		what = "samples and arcs"

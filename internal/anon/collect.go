@@ -55,12 +55,12 @@ func (jitlogHandler) used(f *trust.File, size int64) (jitbundle.Source, error) {
 // paths is where the log of PYPYLOG is, when the recorder knows the
 // variable: PyPy writes one per process, "%d" standing for its pid.
 func (*pypyHandler) paths(p *Process) []string {
-	if p.PyPyLog == "" || !looksLikePyPy(p) {
+	if p.PyPyLog == "" || !p.IsPyPy() {
 		return nil
 	}
 	var paths []string
 	for _, pid := range pids(p) {
-		paths = append(paths, strings.ReplaceAll(p.PyPyLog, "%d", itoa(int(pid))))
+		paths = append(paths, strings.Replace(p.PyPyLog, "%d", itoa(int(pid)), 1))
 	}
 	return uniq(paths)
 }

@@ -1,6 +1,7 @@
 package anon
 
 import (
+	"bytes"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -59,10 +60,18 @@ func WithPyPyLog(hs []Handler, path string) []Handler {
 	return out
 }
 
-// looksLikePyPy reports whether p runs PyPy: its command or an image it
-// maps (Debian's /usr/bin/pypy3.9 and libpypy3.9-c.so, PyPy's own
-// bin/pypy3.10 and libpypy3.10-c.so) says so.
-func looksLikePyPy(p *Process) bool {
+// PyPySeq is the kind of the data the daemon keeps of a PyPy log in its
+// session: a jitdump of the loops and bridges it read from the log as the
+// log grew, each with the sequence number the daemon gave it (its
+// code_index, which the process's sample files keep) and its name as the
+// log names it (pypylog.Follower).
+const PyPySeq = "pypy-seq"
+
+// IsPyPy reports whether p runs PyPy, whose log is worth looking for:
+// its command or an image it maps (Debian's /usr/bin/pypy3.9 and
+// libpypy3.9-c.so, PyPy's own bin/pypy3.10 and libpypy3.10-c.so) says
+// so.
+func (p *Process) IsPyPy() bool {
 	if strings.HasPrefix(p.Comm, "pypy") {
 		return true
 	}
@@ -76,7 +85,12 @@ func looksLikePyPy(p *Process) bool {
 }
 
 func (h *pypyHandler) Claim(p *Process) (Resolver, error) {
-	if !looksLikePyPy(p) {
+	for path, kind := range p.Kinds {
+		if kind == PyPySeq {
+			return pypySeqClaim(p, path)
+		}
+	}
+	if !p.IsPyPy() {
 		return nil, nil
 	}
 	var paths []string
@@ -95,7 +109,7 @@ func (h *pypyHandler) Claim(p *Process) (Resolver, error) {
 	}
 	for _, pid := range pids(p) {
 		if h.log != "" {
-			paths = append(paths, strings.ReplaceAll(h.log, "%d", itoa(int(pid))))
+			paths = append(paths, strings.Replace(h.log, "%d", itoa(int(pid)), 1))
 		}
 	}
 	d, err := findData(p, uniq(paths))
@@ -140,6 +154,36 @@ func (h *pypyHandler) Claim(p *Process) (Resolver, error) {
 		src += "; " + l.Warnings[0]
 	}
 	return &mapResolver{m: b.Build(), source: src, timeless: clock == nil}, nil
+}
+
+// pypySeqClaim names a session's PyPy code from the numbered dump the
+// daemon wrote (PyPySeq) at path.
+func pypySeqClaim(p *Process, path string) (Resolver, error) {
+	b := p.Embedded[path]
+	d := &data{path: path, embedded: true, r: bytes.NewReader(b), size: int64(len(b))}
+	m, _, err := readJitdump(d, p)
+	if err != nil {
+		return nil, err
+	}
+	return pypySeqResolver{&mapResolver{m: m, source: "pypy " + strings.TrimSuffix(path, ".seq") + " (read by the daemon as it grew)"}}, nil
+}
+
+// pypySeqResolver resolves by the daemon's sequence numbers, which tell
+// the generations of code at one address apart, as times do for a
+// recording; a name is the log's, "f [loop 3]", as a recording's report
+// names it, without the number.
+type pypySeqResolver struct{ *mapResolver }
+
+func (r pypySeqResolver) Resolve(addr, t uint64) (Symbol, bool) {
+	s, ok := r.mapResolver.Resolve(addr, t)
+	s.Gen = 0
+	return s, ok
+}
+
+func (r pypySeqResolver) ResolveSeq(addr, seq uint64) (Symbol, bool) {
+	s, ok := r.mapResolver.ResolveSeq(addr, seq)
+	s.Gen = 0
+	return s, ok
 }
 
 // read reads the log of d once for all the processes that claim it.

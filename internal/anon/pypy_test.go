@@ -1,6 +1,7 @@
 package anon
 
 import (
+	"encoding/binary"
 	"errors"
 	"os"
 	"slices"
@@ -10,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/jitprof/jitprof/internal/jitbundle"
+	"github.com/jitprof/jitprof/internal/jitdump"
 	"github.com/jitprof/jitprof/internal/process"
 	"github.com/jitprof/jitprof/perfdata"
 )
@@ -286,5 +288,45 @@ func TestPyPyCallback(t *testing.T) {
 	r := claimPyPy(t, pypyProcess([]byte(log), 0x7f0000000000))
 	if s, ok := r.Resolve(0x7f0000003100, 0); !ok || s.Name != "call to the interpreter [loop -1]" {
 		t.Errorf("the stub: %+v", s)
+	}
+}
+
+// TestPyPySeq: a session's numbered dump of a PyPy log (PyPySeq, as the
+// daemon writes it) is claimed by the built-in pypy handler, by the
+// kind of its data whatever the process's name, and names each
+// generation at one address by its sequence number, as the log named it
+// and without a [gen N] (the loop number tells them apart).
+func TestPyPySeq(t *testing.T) {
+	dump, err := jitdump.AppendHeader(nil, jitdump.Header{ByteOrder: binary.LittleEndian, Version: 1, ElfMach: 62, PID: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for seq, name := range []string{"f [loop 0]", "g [loop 4]"} {
+		dump, err = jitdump.AppendRecord(dump, binary.LittleEndian, &jitdump.CodeLoad{PID: 5, TID: 5, VMA: 0x7f0000001000, CodeAddr: 0x7f0000001000, CodeSize: 0x100, CodeIndex: uint64(seq + 1), Name: name,
+			RecordHeader: jitdump.RecordHeader{Timestamp: uint64(100 * (seq + 1))}})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := &Process{PID: 5, Comm: "worker", Embedded: map[string][]byte{"/tmp/pypy.log.seq": dump}, Kinds: map[string]string{"/tmp/pypy.log.seq": PyPySeq}}
+	r, h, errs := Claim(Builtins(), p)
+	if r == nil || h.Name() != "pypy" {
+		t.Fatalf("not claimed by pypy: %v", errs)
+	}
+	sr, ok := r.(SeqResolver)
+	if !ok {
+		t.Fatal("the resolver does not resolve by sequence number")
+	}
+	for seq, want := range map[uint64]string{1: "f [loop 0]", 2: "g [loop 4]"} {
+		s, ok := sr.ResolveSeq(0x7f0000001080, seq)
+		if !ok || s.Name != want || s.Gen != 0 || s.Start != 0x7f0000001000 || s.Size != 0x100 {
+			t.Errorf("seq %d: %+v, %v; want %s at 0x7f0000001000, no generation", seq, s, ok, want)
+		}
+	}
+	if _, ok := sr.ResolveSeq(0x7f0000001080, 3); ok {
+		t.Error("seq 3, which the dump has not, resolves")
+	}
+	if !strings.Contains(r.Source(), "/tmp/pypy.log") {
+		t.Errorf("source %q does not name the log", r.Source())
 	}
 }

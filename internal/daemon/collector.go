@@ -67,11 +67,16 @@ type Status struct {
 	// Counts are what the sample files count: the samples and, with a
 	// call graph, the arcs of their callchains; Flushed those in the
 	// files, Dropped those that never will be.
-	Counts       uint64 `json:"counts"`
-	Flushed      uint64 `json:"flushed"`
-	Lost         uint64 `json:"lost"`
-	Dropped      uint64 `json:"dropped"`
-	Unresolved   uint64 `json:"unresolved"`
+	Counts     uint64 `json:"counts"`
+	Flushed    uint64 `json:"flushed"`
+	Lost       uint64 `json:"lost"`
+	Dropped    uint64 `json:"dropped"`
+	Unresolved uint64 `json:"unresolved"`
+	// ResyncReads counts the reads of a process's mappings from /proc
+	// after the kernel lost records, Resynced those that found mappings
+	// the lost records told of.
+	ResyncReads  uint64 `json:"resync_reads"`
+	Resynced     uint64 `json:"resynced"`
 	Files        int    `json:"files"`
 	OpenFiles    int    `json:"open_files"`
 	JITProcesses int    `json:"jit_processes"`
@@ -210,6 +215,7 @@ func (d *daemon) open(procs *process.Tracker, forget func(pid uint32), attr *per
 	d.in.Forget = forget
 	d.in.CallGraph = cfg.Sample.Callchain
 	d.in.Unwind = cfg.Sample.UserStack != 0
+	d.in.Resync = true // its processes run now: /proc has what a lost record said
 	d.in.MaxJITData, d.in.MaxJITDataPerProcess = cfg.MaxJITData, cfg.MaxJITDataPerProcess
 	d.status = Status{PID: os.Getpid(), Dir: cfg.Dir, Start: d.start, Events: []string{name}, Separate: cfg.Separate.String(), CallGraph: cfg.Sample.Callchain, UserStack: cfg.Sample.UserStack,
 		MaxSampleFiles: cfg.MaxSampleFiles, MaxSampleData: cfg.MaxSampleData, MaxJITData: cfg.MaxJITData, MaxJITDataPerProcess: cfg.MaxJITDataPerProcess}
@@ -304,6 +310,7 @@ func (d *daemon) snapshot() Status {
 	st.JITData, st.JITBounded = d.in.JITData, d.in.JITBounded
 	st.Lost = d.in.Lost
 	st.Unresolved = d.in.Unresolved
+	st.ResyncReads, st.Resynced = d.in.ResyncReads, d.in.Resynced
 	st.JITProcesses = d.in.JITProcesses()
 	if d.lastErr != nil {
 		st.FlushError = d.lastErr.Error()

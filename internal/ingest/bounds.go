@@ -115,11 +115,21 @@ type jitRoom struct {
 
 // errBound says a process's JIT data met a bound: the daemon follows no
 // more of it, and keys its later samples by what it had.
-type errBound struct{ what string }
+type errBound struct {
+	what string
+	err  error // the data's error it is, if any (pypylog.ErrFormat)
+}
 
 func (e *errBound) Error() string { return e.what + "; later JIT code is not followed" }
+func (e *errBound) Unwrap() error { return e.err }
 
-func boundErr(format string, args ...any) error { return &errBound{fmt.Sprintf(format, args...)} }
+func boundErr(format string, args ...any) error { return &errBound{what: fmt.Sprintf(format, args...)} }
+
+// dataBound is the bound of data that are not what they should be: err,
+// of the file at path, which it wraps.
+func dataBound(path string, err error) error {
+	return &errBound{what: path + ": " + err.Error(), err: err}
+}
 
 // mib shows a bound in MiB.
 func mib(n int64) string { return fmt.Sprintf("%d MiB", n>>20) }

@@ -8,8 +8,9 @@
 // that mapping's image, the offset, and in JIT code the sequence number
 // of the code live at the address when the sample was taken, from the
 // JIT data it follows live (a jitlog database tailed, a jitdump's
-// code_index, numbered snapshots of a perf map; jit.go), each read from
-// where it was last read, into a code table per process (code.go:
+// code_index, numbered snapshots of a perf map, PyPy's loops numbered as
+// the log its PYPYLOG names grows; jit.go), each read from where it was
+// last read, into a code table per process (code.go:
 // B-trees, O(log n) a load or a lookup). It copies each process's JIT
 // data into the session (jit/PID/, with a manifest; jitcopy.go) as it
 // reads it, so reports work after /tmp is cleaned, and lets go of a

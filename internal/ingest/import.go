@@ -18,6 +18,7 @@ import (
 	"github.com/jitprof/jitprof/internal/jitdump"
 	"github.com/jitprof/jitprof/internal/linux"
 	"github.com/jitprof/jitprof/internal/process"
+	"github.com/jitprof/jitprof/internal/pypylog"
 	"github.com/jitprof/jitprof/internal/sampledb"
 	"github.com/jitprof/jitprof/internal/trust"
 	"github.com/jitprof/jitprof/internal/unwind"
@@ -148,11 +149,18 @@ func embeddedJIT(in *Ingest, b *jitbundle.Bundle, procs *process.Tracker) func(j
 			}
 			e := files[pid][i]
 			j.handler, j.path = h, e.Path
+			if h == "pypy" {
+				// The log's TSC stamps on the samples' clock, by the
+				// recording's calibration.
+				if k := slices.IndexFunc(files[pid], func(e jitbundle.Entry) bool { return e.Kind == jitbundle.KindTSC }); k >= 0 {
+					j.clock, _ = anon.TSCClock(files[pid][k].Data)
+				}
+			}
 			if err := j.fill(e.Data, in.room(j), func() (*os.Root, error) { return in.jitDir(j) }); err != nil {
 				in.jitError(j, err)
 				var b *errBound
 				if !errors.As(err, &b) {
-					j.handler, j.path, j.code, j.ranges, j.seq = "", "", codeTable{}, nil, 0
+					j.handler, j.path, j.code, j.ranges, j.seq, j.pypy = "", "", codeTable{}, nil, 0, nil
 					j.data, j.off, j.added = nil, 0, 0
 					j.closeSession()
 					continue
@@ -166,8 +174,9 @@ func embeddedJIT(in *Ingest, b *jitbundle.Bundle, procs *process.Tracker) func(j
 
 // fill fills the code table from a whole JIT data file of a recording,
 // of kind j.handler, within room: a jitdump or jitlog database is
-// copied whole into the session (at the next save), a perf map numbered
-// as the daemon numbers one it reads.
+// copied whole into the session (at the next save), a perf map or a PyPy
+// log (the sections jitprof record kept of it) numbered as the daemon
+// numbers one it reads.
 func (j *jitProc) fill(data []byte, room jitRoom, session func() (*os.Root, error)) error {
 	j.code.limit = max(room.entries, 1)
 	j.code.tableLimit = room.tables
@@ -236,6 +245,24 @@ func (j *jitProc) fill(data []byte, room jitRoom, session func() (*os.Root, erro
 				break
 			}
 			off += int(used)
+		}
+	case "pypy":
+		// Every loop at its time (the recording's TSC calibration), in
+		// log order, which is time order: the code table keeps the
+		// generations a sample's time finds.
+		j.pypy = pypylog.NewFollower()
+		all := work{math.MaxInt64, math.MaxInt64}
+		_, ferr := j.pypy.Feed(data)
+		out, err := j.pypyCodes(nil, 0, &room, &all)
+		j.pypy = nil // nothing more comes
+		if werr := j.flushDump(out, 0, session); werr != nil {
+			return werr
+		}
+		if err != nil {
+			return err
+		}
+		if ferr != nil {
+			return dataBound(j.path, ferr)
 		}
 	default:
 		return fmt.Errorf("no JIT data of kind %q", j.handler)

@@ -10,11 +10,16 @@ import (
 	"slices"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/jitprof/jitprof/internal/anon"
+	"github.com/jitprof/jitprof/internal/linux"
 	"github.com/jitprof/jitprof/internal/process"
+	"github.com/jitprof/jitprof/internal/pypylog"
 	"github.com/jitprof/jitprof/internal/resolve"
 	"github.com/jitprof/jitprof/internal/sampledb"
 	"github.com/jitprof/jitprof/internal/trust"
+	"github.com/jitprof/jitprof/jitlog"
 	"github.com/jitprof/jitprof/perfdata"
 )
 
@@ -38,8 +43,26 @@ type Ingest struct {
 	// UnwoundEarly counts the samples unwound as they came, past the
 	// bound on a round's stacks (Keep).
 	UnwoundEarly uint64
-	unwinding    unwinding
-	kept         kept
+	// Resync reads a running process's mappings again from /proc when a
+	// sample of it falls in no mapping after the kernel lost records
+	// (the daemon's: its rings overflow when it falls behind, and a lost
+	// MMAP would leave the process's samples in that code unplaced and
+	// its stacks there not unwound for as long as it runs). ResyncReads
+	// counts the reads of /proc/PID/maps, Resynced those that found
+	// mappings. A read is for a sample's own address (not a caller's,
+	// which a frame-pointer chain through code without frame pointers
+	// can give anywhere), at most once a loss and once a second of
+	// sample time a process, and at most maxResyncs a round.
+	Resync      bool
+	ResyncReads uint64
+	Resynced    uint64
+	// maps is where resync reads mappings: /proc (linux.Host), or a
+	// test's.
+	maps      mapsReader
+	resyncs   int    // reads in the round resyncRound
+	resyncRnd uint64 // the round resyncs counts
+	unwinding unwinding
+	kept      kept
 	// Forget lets go of a process that exited, once no sample of it can
 	// come any more: procs's Forget by default; the daemon's is its
 	// Recorder's, which forgets who the process was too.
@@ -83,11 +106,18 @@ type Ingest struct {
 	// JIT data met a bound in the session.
 	JITData    int64
 	JITBounded int
-	entries    int         // code held in memory, all processes
-	jitTables  int64       // bytes of JIT code's unwinding tables, all processes
-	budget     budget      // the work left for JIT data this round
-	fed        uint64      // Import: the time up to which embedded JIT data is applied
-	order      []*pidState // BeginRound's, kept to not allocate it each round
+	entries    int    // code held in memory, all processes
+	jitTables  int64  // bytes of JIT code's unwinding tables, all processes
+	budget     budget // the work left for JIT data this round
+	fed        uint64 // Import: the time up to which embedded JIT data is applied
+	// tsc is the TSC and CLOCK_MONOTONIC read together when the Ingest
+	// was made, the first pair of the clock PyPy's logs are read with
+	// (tscClock), made again at most once a round with a pair read then.
+	tsc     pypylog.Pair
+	tscOK   bool
+	clock   *pypylog.Clock
+	clockAt uint64      // the round of clock
+	order   []*pidState // BeginRound's, kept to not allocate it each round
 }
 
 // maxPastErrors bounds the errors kept of processes let go.
@@ -116,12 +146,48 @@ type pidState struct {
 	// stacks, once credSet (Ingest.cred).
 	cred    trust.Cred
 	credSet bool
+	// resynced is Ingest.Lost when its mappings were last read again
+	// (resync): once for each loss; resyncAt the sample time then.
+	resynced, resyncAt uint64
 }
+
+// mapsReader reads a running process's mappings and start time from
+// /proc: linux.Proc's.
+type mapsReader interface {
+	Maps(pid int) ([]linux.Mapping, error)
+	Stat(pid int) (start uint64, state byte, err error)
+}
+
+// Bounds on resync's reads of /proc, which run in the drain loop: a
+// read of a process of 65,530 mappings costs milliseconds, and losses
+// come in bursts.
+const (
+	maxResyncs  = 4                   // reads a round, all processes
+	resyncEvery = uint64(time.Second) // sample time between a process's reads
+)
 
 // NewIngest returns an Ingest of samples of event ev into db, with the
 // processes of procs.
 func New(db *sampledb.DB, procs *process.Tracker, ev sampledb.EventID) *Ingest {
-	return &Ingest{db: db, procs: procs, Forget: procs.Forget, event: ev, pids: map[uint32]*pidState{}, now: monotonic, JITErrors: map[uint32]error{}, saved: map[uint32]bool{}}
+	in := &Ingest{db: db, procs: procs, maps: linux.Host, Forget: procs.Forget, event: ev, pids: map[uint32]*pidState{}, now: monotonic, JITErrors: map[uint32]error{}, saved: map[uint32]bool{}}
+	tsc, ns, ok := jitlog.TSCPair()
+	in.tsc, in.tscOK = pypylog.Pair{Tick: tsc, Nanos: ns}, ok
+	return in
+}
+
+// tscClock is the clock of PyPy's TSC stamps: as jitprof record makes
+// it, from pairs of TSC and CLOCK_MONOTONIC readings, the Ingest's first
+// and one read now (a new one each round); nil without a TSC, or while
+// the two are too close to give a rate.
+func (in *Ingest) tscClock() *pypylog.Clock {
+	if !in.tscOK || in.clockAt == in.round && in.clock != nil {
+		return in.clock
+	}
+	tsc, ns, _ := jitlog.TSCPair()
+	if c, err := pypylog.NewClock([]pypylog.Pair{in.tsc, {Tick: tsc, Nanos: ns}}); err == nil {
+		in.clock, in.clockAt = c, in.round
+	}
+	return in.clock
 }
 
 func monotonic() uint64 { return uint64(nanotime()) }
@@ -152,7 +218,7 @@ func (in *Ingest) add(s *perfdata.Sample) []uint64 {
 	var smp sampledb.Sample
 	smp.Event, smp.TGID, smp.TID, smp.CPU = in.event, s.PID, s.TID, s.CPU
 	kernel := s.CPUMode() == perfdata.MiscKernel
-	if !in.place(st, s.PID, s.IP, s.Time, kernel, &smp.Image, &smp.Key1, &smp.Key2) {
+	if !in.place(st, s.PID, s.IP, s.Time, kernel, true, &smp.Image, &smp.Key1, &smp.Key2) {
 		in.Unresolved++
 		return s.Callchain
 	}
@@ -173,8 +239,10 @@ func (in *Ingest) add(s *perfdata.Sample) []uint64 {
 	return chain
 }
 
-// place finds the image and the keys of addr in process pid at time t.
-func (in *Ingest) place(st *pidState, pid uint32, addr, t uint64, kernel bool, image *sampledb.ImageID, k1, k2 *uint64) bool {
+// place finds the image and the keys of addr in process pid at time t;
+// resync says that addr is a sample's own, worth reading the process's
+// mappings again for (resync).
+func (in *Ingest) place(st *pidState, pid uint32, addr, t uint64, kernel, resync bool, image *sampledb.ImageID, k1, k2 *uint64) bool {
 	if kernel {
 		if in.kernel == 0 {
 			id, err := in.db.KernelImage("vmlinux", sampledb.ImageInfo{})
@@ -189,10 +257,13 @@ func (in *Ingest) place(st *pidState, pid uint32, addr, t uint64, kernel bool, i
 	}
 	m := st.last
 	if v := in.procs.Version(); m == nil || st.version != v || addr < m.Start || addr >= m.End {
-		if m = in.procs.Lookup(pid, addr, t, false); m == nil {
+		if m = in.procs.Lookup(pid, addr, t, false); m == nil && resync && in.resync(st, pid, t) {
+			m = in.procs.Lookup(pid, addr, t, false)
+		}
+		if m == nil {
 			return false
 		}
-		st.last, st.version = m, v
+		st.last, st.version = m, in.procs.Version()
 	}
 	if m.Anon {
 		return in.placeAnon(st, pid, m, addr, t, image, k1, k2)
@@ -203,6 +274,50 @@ func (in *Ingest) place(st *pidState, pid uint32, addr, t uint64, kernel bool, i
 	}
 	*image, *k1, *k2 = id, addr-m.Start+m.Pgoff, 0
 	return true
+}
+
+// resync reads the executable mappings of process pid from /proc again,
+// when records were lost since it last did, and tells the tracker of
+// those it does not know at time t (a sample's, which fell in none):
+// from then on, as the kernel's MMAP records would have. It reports
+// whether it found any. A process that started after t is another with
+// the pid (they are reused fast in the fork storms that lose records):
+// its mappings are not the sample's.
+func (in *Ingest) resync(st *pidState, pid uint32, t uint64) bool {
+	if !in.Resync || in.Lost <= st.resynced || st.resyncAt != 0 && t < st.resyncAt+resyncEvery {
+		return false
+	}
+	if in.resyncRnd != in.round {
+		in.resyncRnd, in.resyncs = in.round, 0
+	}
+	if in.resyncs >= maxResyncs {
+		return false // the next round's sample of it may
+	}
+	in.resyncs++
+	st.resynced, st.resyncAt = in.Lost, max(t, 1)
+	if start, _, err := in.maps.Stat(int(pid)); err != nil || startMonotonic(start) > t {
+		return false
+	}
+	in.ResyncReads++
+	maps, err := in.maps.Maps(int(pid))
+	if err != nil {
+		return false
+	}
+	found := false
+	for _, lm := range maps {
+		if lm.Prot&unix.PROT_EXEC == 0 || in.procs.Lookup(pid, lm.Start, t, false) != nil {
+			continue
+		}
+		m := process.FromMmap(&perfdata.Mmap{Common: perfdata.Common{Misc: perfdata.MiscUser, PID: pid, TID: pid}, Version2: true, PID: pid, TID: pid,
+			Addr: lm.Start, Len: lm.End - lm.Start, Pgoff: lm.Pgoff, Maj: lm.Major, Min: lm.Minor, Ino: lm.Inode, Prot: lm.Prot, Flags: lm.Flags, Filename: lm.Path})
+		m.Time = t
+		in.procs.Map(m)
+		found = true
+	}
+	if found {
+		in.Resynced++
+	}
+	return found
 }
 
 func (in *Ingest) fileImage(m *process.Mapping) sampledb.ImageID {
@@ -351,7 +466,7 @@ func (in *Ingest) arcs(st *pidState, s *perfdata.Sample, chain []uint64, leaf *s
 			}
 		}
 		var caller sampledb.Sample
-		if !in.place(st, s.PID, ip, s.Time, kernel, &caller.Image, &caller.Key1, &caller.Key2) {
+		if !in.place(st, s.PID, ip, s.Time, kernel, false, &caller.Image, &caller.Key1, &caller.Key2) {
 			return
 		}
 		arc := sampledb.Sample{Event: in.event, App: leaf.App, Image: caller.Image, CGTo: callee,
@@ -422,6 +537,9 @@ func (in *Ingest) pollJIT(st *pidState) {
 	}
 	share := in.budget.left.share()
 	left := share
+	if j.handler == "pypy" && in.embedded == nil {
+		j.clock = in.tscClock()
+	}
 	added, entries, tables := j.added, j.entries(), j.code.tableBytes
 	err := j.poll(in.now(), &left, in.room(j), func() (*os.Root, error) { return in.jitDir(j) })
 	in.budget.spend(share, left)
@@ -697,16 +815,22 @@ func (in *Ingest) SessionChanged() {
 		j.closeSession()
 		var b *errBound
 		if errors.As(j.bound, &b) {
-			if j.handler == "perfmap" {
+			if j.handler == "perfmap" || j.handler == "pypy" {
 				j.bound = nil // the new session has room for it again
 			} else {
 				in.JITBounded++ // followed no more, but copied again
 			}
 		}
-		if j.handler == "perfmap" {
+		if j.handler == "perfmap" || j.handler == "pypy" && j.f != nil {
 			in.entries -= j.entries()
 			j.ranges, j.code = nil, codeTable{}
-			j.off, j.skip, j.sweep, j.snap, j.added = 0, false, false, j.snap+1, 0
+			// A log's unended line is read again with the rest.
+			j.off, j.skip, j.sweep, j.snap, j.added, j.partial = 0, false, false, j.snap+1, 0, false
+			if j.handler == "pypy" {
+				// The log read again from its start, its code numbered
+				// anew in the new session's dump.
+				j.pypy = pypylog.NewFollower()
+			}
 			delete(in.JITErrors, j.pid)
 			continue
 		}

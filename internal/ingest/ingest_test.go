@@ -5,9 +5,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/jitprof/jitprof/internal/anon"
+	"github.com/jitprof/jitprof/internal/linux"
 	"github.com/jitprof/jitprof/internal/trust"
 
 	"github.com/jitprof/jitprof/internal/process"
@@ -384,5 +389,110 @@ func TestFindRefusalReported(t *testing.T) {
 	in.Add(s)
 	if err := in.JITErrors[pid]; !errors.Is(err, trust.ErrUntrusted) {
 		t.Errorf("the refused map: %v, want a refusal in the process's errors", err)
+	}
+}
+
+// TestResyncAfterLost: a sample of a running process in a mapping whose
+// MMAP the kernel lost is placed once a loss was counted, its mappings
+// read again from /proc (here the test's own process, whose code no
+// record told the tracker of); without a loss since, /proc is not read
+// again for a sample in no mapping.
+func TestResyncAfterLost(t *testing.T) {
+	db, err := sampledb.Create(t.TempDir(), sampledb.Options{Events: []sampledb.Event{{Name: "cpu-clock", Count: 1000, Freq: true}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	in := New(db, process.New(), 0)
+	in.Resync = true
+	pid := uint32(os.Getpid())
+	pc := uint64(reflect.ValueOf(TestResyncAfterLost).Pointer())
+	s := &perfdata.Sample{IP: pc}
+	s.PID, s.TID, s.Time, s.Misc = pid, pid, t0, perfdata.MiscUser
+	in.Add(s)
+	if in.Unresolved != 1 || in.Resynced != 0 {
+		t.Fatalf("before a loss: %d unresolved, %d resynced; want 1, 0", in.Unresolved, in.Resynced)
+	}
+	in.Handle(&perfdata.Lost{Lost: 3})
+	s.Time += 10
+	in.Add(s)
+	exe, _ := os.Readlink("/proc/self/exe")
+	if in.Unresolved != 1 || in.Resynced != 1 {
+		t.Fatalf("after a loss: %d unresolved, %d resynced; want 1, 1", in.Unresolved, in.Resynced)
+	}
+	if m := in.pid(pid).last; m == nil || m.Path != exe {
+		t.Errorf("the sample is placed in %+v, want the test's executable %s", m, exe)
+	}
+	s.IP = 0x10 // no mapping, in /proc either
+	in.Add(s)
+	in.Add(s)
+	if in.Unresolved != 3 || in.Resynced != 1 || in.ResyncReads != 1 {
+		t.Errorf("no loss since: %d unresolved, %d reads, %d resynced; want 3, 1, 1", in.Unresolved, in.ResyncReads, in.Resynced)
+	}
+}
+
+// countedMaps counts the reads of a process's mappings, which it has
+// none of, started at start (ticks since boot, 0 unknown).
+type countedMaps struct {
+	start       uint64
+	maps, stats int
+}
+
+func (c *countedMaps) Maps(int) ([]linux.Mapping, error) { c.maps++; return nil, nil }
+func (c *countedMaps) Stat(int) (uint64, byte, error)    { c.stats++; return c.start, 'S', nil }
+
+// TestResyncBounded: mappings are read again only for a sample's own
+// address (not its callers', which can be any word of a stack), once a
+// loss, once a second of sample time a process, at most maxResyncs
+// processes a round, and not for a process that started after the
+// sample (its pid reused).
+func TestResyncBounded(t *testing.T) {
+	in, _, _ := newTestIngest(t)
+	in.Resync, in.CallGraph = true, true
+	reads := &countedMaps{}
+	in.maps = reads
+	s := &perfdata.Sample{IP: appStart + 0x10, Callchain: []uint64{resolve.ContextUser, appStart + 0x10, 0x20, 0x30}}
+	s.PID, s.TID, s.Time, s.Misc = testPID, testPID, t0, perfdata.MiscUser
+	in.Handle(&perfdata.Lost{Lost: 1})
+	in.Add(s)
+	if reads.stats+reads.maps != 0 {
+		t.Errorf("a sample placed, its callers in no mapping: %d reads of /proc, want none", reads.stats+reads.maps)
+	}
+	s.IP, s.Callchain = 0x10, nil
+	in.Add(s) // read
+	in.Handle(&perfdata.Lost{Lost: 1})
+	s.Time += uint64(time.Second) / 2
+	in.Add(s) // within a second of the last read
+	if reads.maps != 1 {
+		t.Errorf("%d reads, want 1: a read within a second of another", reads.maps)
+	}
+	s.Time += uint64(time.Second)
+	in.Add(s) // read
+	in.Add(s) // no loss since
+	if reads.maps != 2 || in.ResyncReads != 2 || in.Resynced != 0 {
+		t.Errorf("%d reads (%d counted, %d found), want 2, 2, 0", reads.maps, in.ResyncReads, in.Resynced)
+	}
+	in.Handle(&perfdata.Lost{Lost: 1})
+	in.BeginRound()
+	reads.maps = 0
+	for pid := range uint32(2 * maxResyncs) {
+		s.PID = 1000 + pid
+		in.Add(s)
+	}
+	if reads.maps != maxResyncs {
+		t.Errorf("%d processes read in a round, want at most %d", reads.maps, maxResyncs)
+	}
+	in.BeginRound()
+	in.EndRound()
+	// Started 10,000 s from now, in ticks of CLOCK_BOOTTIME.
+	var boot unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_BOOTTIME, &boot); err != nil {
+		t.Fatal(err)
+	}
+	reads.maps, reads.start = 0, uint64(boot.Nano()+1e13)/(1e9/userHZ)
+	s.PID = 2000
+	in.Add(s)
+	if reads.stats == 0 || reads.maps != 0 {
+		t.Errorf("a process started after the sample: %d stats, %d reads of its mappings; want some, none", reads.stats, reads.maps)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/jitprof/jitprof/internal/jitdump"
 	"github.com/jitprof/jitprof/internal/linux"
 	"github.com/jitprof/jitprof/internal/perfmap"
+	"github.com/jitprof/jitprof/internal/pypylog"
 	"github.com/jitprof/jitprof/internal/trust"
 	"github.com/jitprof/jitprof/jitlog"
 )
@@ -25,7 +27,7 @@ import (
 // The JIT data sources the daemon follows, in the order it looks for
 // them (the time-aware ones first, as anon.Builtins orders its
 // handlers): the first a process has is its source of sequence numbers.
-var jitHandlers = []string{"jitlog", "jitdump", "perfmap"}
+var jitHandlers = []string{"jitlog", "jitdump", "pypy", "perfmap"}
 
 // PerfmapSeqKind is the kind, in a session's manifest (jit/PID/process.json),
 // of the jitdump the daemon writes for a process whose JIT writes only a
@@ -56,6 +58,7 @@ const mapChunk = 256 << 10
 // jitProc is what the daemon follows of one process's JIT data.
 type jitProc struct {
 	pid     uint32
+	proc    linux.Proc   // where /proc is: the host's, or a test's copy
 	p       anon.Process // who the process is, for the trust checks
 	handler string       // the source found, "" while none
 	path    string
@@ -63,7 +66,7 @@ type jitProc struct {
 	next    time.Time // when to look for data again, while none
 
 	tail *jitlog.Tail // jitlog
-	f    *os.File     // jitdump, perfmap: kept open, read as it grows
+	f    *os.File     // jitdump, perfmap, pypy: kept open, read as it grows
 	size int64        // the source's size at the last poll
 	mod  time.Time
 	// off is how far the source is applied: the jitdump record after
@@ -81,6 +84,19 @@ type jitProc struct {
 	snap   uint64
 	sweep  bool
 	skip   bool // in a line too long to be one, skipped to its newline
+	// partial: the last poll read to the end of the file and stopped
+	// at a line without its newline, not read again until the file
+	// grows.
+	partial bool
+
+	// pypy: the log read so far (its loops and bridges are numbered
+	// with seq, as a perf map's ranges), whether the process's
+	// environment was asked for PYPYLOG, and the clock of the log's TSC
+	// stamps for this poll (nil without a TSC: code is then stamped with
+	// the poll's time).
+	pypy    *pypylog.Follower
+	envRead bool
+	clock   *pypylog.Clock
 
 	// In the session: the process's directory there, the copy of the
 	// source, the numbered dump of a perf map, whether the manifest is
@@ -128,7 +144,18 @@ func keyOf(s perfmap.Symbol) rangeKey {
 }
 
 // entries is what the process's JIT data holds in memory.
-func (j *jitProc) entries() int { return j.code.len() + len(j.ranges) }
+func (j *jitProc) entries() int { return j.code.len() + j.held() }
+
+// held is what the process's JIT data holds in memory besides its code
+// table, in pieces: a perf map's ranges, what a PyPy log's names need
+// (pypylog.Follower.Held: a piece per pypylog.HeldUnit bytes).
+func (j *jitProc) held() int {
+	n := len(j.ranges)
+	if j.pypy != nil {
+		n += j.pypy.Held()
+	}
+	return n
+}
 
 // stale gives up a source that turned out to be another process's (a
 // file an earlier process with the pid left): the process is taken for
@@ -140,7 +167,7 @@ func (j *jitProc) stale(err error) error {
 	j.rejected[j.path] = true
 	j.close()
 	j.handler, j.path = "", ""
-	j.code, j.off, j.hdr, j.ranges = codeTable{}, 0, nil, nil
+	j.code, j.off, j.hdr, j.ranges, j.pypy = codeTable{}, 0, nil, nil, nil
 	return err
 }
 
@@ -156,13 +183,14 @@ func (j *jitProc) find(now time.Time, procs func(pid uint32) []anon.Mapping) (fo
 	j.next = now.Add(lookAgain)
 	if j.p.PID == 0 {
 		var known *linux.Identity
-		if id, err := linux.Host.Identity(int(j.pid)); err == nil {
+		if id, err := j.proc.Identity(int(j.pid)); err == nil {
 			known = &id
 		}
-		comm, _ := linux.Host.Comm(int(j.pid))
+		comm, _ := j.proc.Comm(int(j.pid))
 		j.p = anon.NewProcess(j.pid, comm, nil, known)
 	}
 	j.p.Mappings = procs(j.pid)
+	j.pypyLog()
 	for _, h := range jitHandlers {
 		for _, path := range anon.Paths(&j.p, h) {
 			if j.rejected[path] {
@@ -171,6 +199,16 @@ func (j *jitProc) find(now time.Time, procs func(pid uint32) []anon.Mapping) (fo
 			err := j.open(h, path)
 			if errors.Is(err, fs.ErrNotExist) {
 				continue
+			}
+			if errors.Is(err, errNotHeld) {
+				// Another process's log (the parent's of a forked
+				// child): not looked at again, and said once. The log is
+				// open before PyPy has code to sample.
+				if j.rejected == nil {
+					j.rejected = map[string]bool{}
+				}
+				j.rejected[path] = true
+				return false, err
 			}
 			if err != nil {
 				return false, err
@@ -182,6 +220,48 @@ func (j *jitProc) find(now time.Time, procs func(pid uint32) []anon.Mapping) (fo
 	}
 	return false, nil
 }
+
+// pypyLog sets, once, the log a PyPy process writes: the file its
+// PYPYLOG names (/proc/PID/environ; only that variable is read of it),
+// relative to its working directory now (PyPy opens its log as it
+// starts, and a program seldom changes directory before). The file is
+// then opened as every JIT data file is, and followed only if the
+// process holds it open (open).
+//
+// The variable's path is the process's: it is taken for the host's
+// only when the process sees the host's files at their paths (its mount
+// namespace, not chrooted); a container's PyPy is not followed. Nor is
+// a process running set-id: its environment is the word of the user
+// who ran it, not of the user its files are judged by.
+func (j *jitProc) pypyLog() {
+	if j.envRead || !j.p.IsPyPy() {
+		return
+	}
+	j.envRead = true
+	pid := int(j.pid)
+	if host, err := j.proc.SeesHostFiles(pid); err != nil || !host {
+		return
+	}
+	if setid, err := j.proc.SetID(pid); err != nil || setid {
+		return
+	}
+	v, ok, err := j.proc.Getenv(pid, "PYPYLOG")
+	file := pypylog.LogFile(v)
+	if err != nil || !ok || file == "" {
+		return
+	}
+	if !filepath.IsAbs(file) {
+		cwd, err := j.proc.Cwd(pid)
+		if err != nil || !filepath.IsAbs(cwd) {
+			return
+		}
+		file = filepath.Join(cwd, file)
+	}
+	j.p.PyPyLog = file
+}
+
+// errNotHeld refuses a PyPy log the process does not hold open.
+var errNotHeld = errors.New("not open in the process")
 
 func (j *jitProc) open(handler, path string) error {
 	if handler == "jitlog" {
@@ -196,7 +276,36 @@ func (j *jitProc) open(handler, path string) error {
 	if err != nil {
 		return err
 	}
+	if handler == "pypy" {
+		// PYPYLOG names the file PyPy opened as it started, not the
+		// one it writes: a child forked from a PyPy keeps its parent's
+		// environment but writes no log, or another (%d in the name), and
+		// a PyPy that could not open the file writes to standard error.
+		// The file the process holds open is the one it writes.
+		if err := j.heldOpen(f.File); err != nil {
+			f.Close()
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		j.pypy = pypylog.NewFollower()
+	}
 	j.f = f.File
+	return nil
+}
+
+// heldOpen checks that the process has f, the file the daemon opened,
+// open (one of its descriptors is f's inode): errNotHeld if not.
+func (j *jitProc) heldOpen(f *os.File) error {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return err
+	}
+	held, err := j.proc.HoldsOpen(int(j.pid), uint64(st.Dev), st.Ino)
+	if err != nil {
+		return err
+	}
+	if !held {
+		return errNotHeld
+	}
 	return nil
 }
 
@@ -211,7 +320,7 @@ func (j *jitProc) poll(now uint64, w *work, room jitRoom, session func() (*os.Ro
 		// more followed.
 		return nil
 	}
-	j.code.limit = room.entries - len(j.ranges)
+	j.code.limit = room.entries - j.held()
 	j.code.tableLimit = room.tables
 	var err error
 	switch j.handler {
@@ -221,6 +330,8 @@ func (j *jitProc) poll(now uint64, w *work, room jitRoom, session func() (*os.Ro
 		err = j.pollJitdump(w, room)
 	case "perfmap":
 		err = j.pollPerfmap(now, w, room, session)
+	case "pypy":
+		err = j.pollPyPy(now, w, room, session)
 	}
 	j.code.prune(now - min(now, keepEnded))
 	if err == nil && j.code.full {
@@ -286,10 +397,12 @@ func (j *jitProc) grown() (grown, replaced bool, err error) {
 	if err != nil {
 		return false, false, err
 	}
-	if now, err := os.Lstat(j.path); err == nil && !os.SameFile(now, fi) {
+	// A PyPy log is the file the process holds open (open): what is at
+	// its path since does not matter, PyPy writes the descriptor's.
+	if now, err := os.Lstat(j.path); err == nil && !os.SameFile(now, fi) && j.handler != "pypy" {
 		if j.handler != "perfmap" {
 			// The descriptor keeps the file the daemon read, which the
-			// session's copy is made of.
+			// session's copy (or numbered dump) is made of.
 			return true, true, nil
 		}
 		if j.sweep && j.off < fi.Size() {
@@ -538,8 +651,121 @@ func (j *jitProc) mapLines(out, b []byte, full bool, now uint64, room *jitRoom, 
 	return out, used, nil
 }
 
-// appendRange appends the numbered dump's record of a perf map's range:
-// a CODE_LOAD whose code_index is the range's sequence number.
+// pollPyPy reads what a PyPy log gained: from the end of the last whole
+// line read, a chunk at a time within w and room, through the process's
+// pypylog.Follower. Each loop or bridge the log gains gets a new
+// sequence number, from its section's time on (the log's TSC stamp on
+// CLOCK_MONOTONIC by j.clock), and a CODE_LOAD with it and its name in
+// the session's numbered dump, as a perf map's ranges do; code it
+// overlaps (PyPy frees loops and reuses their memory) ends then. A log
+// is only appended to: one written anew (shrunk) is not followed
+// further.
+func (j *jitProc) pollPyPy(now uint64, w *work, room jitRoom, session func() (*os.Root, error)) error {
+	grown, rewritten, err := j.grown()
+	if err != nil || !grown && (j.off == j.size || j.partial) {
+		return err
+	}
+	j.partial = false
+	if rewritten && j.off > 0 {
+		return boundErr("%s: written anew after %d bytes were read", j.path, j.off)
+	}
+	if err := trust.CheckDense(j.f, j.path, j.off, j.size); err != nil {
+		return err
+	}
+	var out []byte
+	chunk := chunks.Get().(*[]byte)
+	defer chunks.Put(chunk)
+	for j.off < j.size && w.bytes > 0 && w.records > 0 {
+		n := min(j.size-j.off, mapChunk, w.bytes)
+		buf := (*chunk)[:n]
+		if _, err := j.f.ReadAt(buf, j.off); err != nil && !errors.Is(err, io.EOF) {
+			return fmt.Errorf("%s: %w", j.path, err)
+		}
+		w.bytes -= n
+		var used int
+		var ferr error
+		if j.skip {
+			// A line longer than a chunk, which PyPy never writes
+			// (only text can be long): skipped to its newline.
+			if i := bytes.IndexByte(buf, '\n'); i >= 0 {
+				used, j.skip = i+1, false
+				j.pypy.SkipLine()
+			} else {
+				used = len(buf)
+			}
+		} else {
+			used, ferr = j.pypy.Feed(buf)
+			if used == 0 && n == mapChunk {
+				used, j.skip = len(buf), true
+			}
+		}
+		j.off += int64(used)
+		var lerr error
+		out, lerr = j.pypyCodes(out, now, &room, w)
+		if ferr != nil {
+			return errors.Join(dataBound(j.path, ferr), j.flushDump(out, now, session))
+		}
+		if lerr != nil {
+			return errors.Join(lerr, j.flushDump(out, now, session))
+		}
+		if used == 0 {
+			// A last line not yet whole: PyPy writes whole sections, so
+			// it is read when the file grows.
+			j.partial = j.off+n == j.size
+			break
+		}
+	}
+	if err := j.flushDump(out, now, session); err != nil {
+		return err
+	}
+	if j.entries() > room.entries {
+		return boundErr("%s: more than %d pieces of JIT code and of what names PyPy's (%s)", j.path, room.entries, room.entriesWhy)
+	}
+	return nil
+}
+
+// flushDump appends the numbered dump's new records, if any.
+func (j *jitProc) flushDump(out []byte, now uint64, session func() (*os.Root, error)) error {
+	if len(out) == 0 {
+		return nil
+	}
+	return j.appendDump(out, now, session)
+}
+
+// pypyCodes numbers the loops and bridges the Follower read, loads them
+// into the code table and appends their records to out, each costing a
+// record of w and its bytes of room.
+func (j *jitProc) pypyCodes(out []byte, now uint64, room *jitRoom, w *work) ([]byte, error) {
+	codes, names := j.pypy.Codes()
+	for i := range codes {
+		c := &codes[i]
+		t := now
+		if j.clock != nil {
+			t = j.clock.Nanos(c.Time)
+		}
+		n := len(out)
+		var err error
+		if out, err = j.appendRange(out, perfmap.Symbol{Start: c.Start, Size: c.End - c.Start, Name: names[i]}, j.seq+1, t); err != nil {
+			return out[:n], err
+		}
+		size := int64(len(out) - n)
+		if size > room.bytes {
+			return out[:n], boundErr("%s: past %s of numbered PyPy code (%s)", j.path, mib(j.added), room.bytesWhy)
+		}
+		room.bytes -= size
+		j.added += size
+		w.records--
+		j.seq++
+		if !j.code.load(c.Start, c.End-c.Start, j.seq, t) {
+			return out, boundErr("%s: more than %d pieces of JIT code (%s)", j.path, room.entries, room.entriesWhy)
+		}
+	}
+	return out, nil
+}
+
+// appendRange appends the numbered dump's record of a perf map's range
+// (or a PyPy loop's): a CODE_LOAD whose code_index is the range's
+// sequence number.
 func (j *jitProc) appendRange(out []byte, s perfmap.Symbol, seq, t uint64) ([]byte, error) {
 	return jitdump.AppendRecord(out, binary.LittleEndian, &jitdump.CodeLoad{
 		PID: j.pid, TID: j.pid, VMA: s.Start, CodeAddr: s.Start, CodeSize: s.Size, CodeIndex: seq, Name: s.Name,
@@ -560,7 +786,9 @@ func startMonotonic(ticks uint64) uint64 {
 		return 0
 	}
 	start := ticks * (1e9 / userHZ)
-	if slept := uint64(boot.Nano() - mono.Nano()); start > slept {
+	// The two clocks are read one after the other, and where the
+	// machine never slept CLOCK_BOOTTIME can read a few µs behind.
+	if slept := uint64(max(boot.Nano()-mono.Nano(), 0)); start > slept {
 		return start - slept
 	}
 	return 0

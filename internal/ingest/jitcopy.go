@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/jitprof/jitprof/internal/anon"
 	"github.com/jitprof/jitprof/internal/jitdump"
 	"github.com/jitprof/jitprof/internal/sampledb"
 )
@@ -19,13 +20,26 @@ import (
 // reports name JIT code after /tmp is cleaned: of a jitdump or jitlog
 // database, the source up to where the daemon applied it, appended to at
 // each flush; of a perf map, the numbered dump the daemon writes as it
-// reads the map (the map itself has no numbers, and may be rewritten).
+// reads the map (the map itself has no numbers, and may be rewritten);
+// of a PyPy log, the same of its loops and bridges (the log has no
+// numbers either, and most of it may be other sections).
 // Every file is made in the process's directory, opened relative to it,
 // without following a link, and created exclusively.
 
-// perfmapSeqFile is the numbered dump's name in the process's JIT
-// directory of the session.
-const perfmapSeqFile = "perfmap-seq.dump"
+// The numbered dumps' names in the process's JIT directory of the
+// session: a perf map's, a PyPy log's.
+const (
+	perfmapSeqFile = "perfmap-seq.dump"
+	pypySeqFile    = "pypy-seq.dump"
+)
+
+// seqDump is the numbered dump's kind (in the manifest) and name.
+func (j *jitProc) seqDump() (kind, name string) {
+	if j.handler == "pypy" {
+		return anon.PyPySeq, pypySeqFile
+	}
+	return PerfmapSeqKind, perfmapSeqFile
+}
 
 // createIn creates name in dir for writing: exclusively, under a hidden
 // name renamed into place once ready writes it, so a reader finds the
@@ -54,7 +68,7 @@ func createIn(dir *os.Root, name string, ready func(f *os.File) error) (*os.File
 }
 
 // appendDump appends records to the session's numbered dump of the
-// process's perf map, creating it with its header.
+// process's perf map or PyPy log, creating it with its header.
 func (j *jitProc) appendDump(recs []byte, now uint64, session func() (*os.Root, error)) error {
 	if j.dump == nil {
 		dir, err := session()
@@ -65,7 +79,8 @@ func (j *jitProc) appendDump(recs []byte, now uint64, session func() (*os.Root, 
 		if err != nil {
 			return err
 		}
-		f, err := createIn(dir, perfmapSeqFile, func(f *os.File) error {
+		_, name := j.seqDump()
+		f, err := createIn(dir, name, func(f *os.File) error {
 			_, err := f.Write(hdr)
 			return err
 		})
@@ -100,7 +115,10 @@ func (j *jitProc) save(session func() (*os.Root, error), left *int64) error {
 	if j.handler == "" {
 		return nil
 	}
-	copies := j.handler != "perfmap"
+	// A perf map's and a PyPy log's numbered dumps are written as they
+	// are read; the log itself is not copied (most of it may be the
+	// sections of PyPy's garbage collector).
+	copies := j.handler == "jitlog" || j.handler == "jitdump"
 	if j.manifest && (!copies || j.copied == j.off) {
 		return nil
 	}
@@ -174,7 +192,8 @@ func (j *jitProc) writeManifest(dir *os.Root) error {
 		m.Files = append(m.Files, sampledb.JITFile{Path: j.path, Kind: j.handler, Name: "data." + j.handler})
 	}
 	if j.dump != nil {
-		m.Files = append(m.Files, sampledb.JITFile{Path: j.path + ".seq", Kind: PerfmapSeqKind, Name: perfmapSeqFile})
+		kind, name := j.seqDump()
+		m.Files = append(m.Files, sampledb.JITFile{Path: j.path + ".seq", Kind: kind, Name: name})
 	}
 	b, err := json.MarshalIndent(&m, "", "\t")
 	if err != nil {

@@ -129,3 +129,25 @@ func FuzzParseCPUList(f *testing.F) {
 		}
 	})
 }
+
+// FuzzEnvironValue: environValue finds what splitting the environment
+// at its NULs finds, the first entry NAME=..., for any bytes (a
+// process's environment is its own).
+func FuzzEnvironValue(f *testing.F) {
+	f.Add([]byte("HOME=/root\x00PYPYLOGX=no\x00PYPYLOG=jit:/tmp/a=b.log\x00PYPYLOG=second\x00"), "PYPYLOG")
+	f.Add([]byte("PYPYLOG=\x00=x\x00\x00A=b"), "A")
+	f.Fuzz(func(t *testing.T, env []byte, name string) {
+		got, ok := environValue(env, name)
+		var want string
+		found := false
+		for _, e := range strings.Split(string(env), "\x00") {
+			if v, is := strings.CutPrefix(e, name+"="); is {
+				want, found = v, true
+				break
+			}
+		}
+		if ok != found || got != want {
+			t.Errorf("environValue(%q, %q) = %q, %v; splitting finds %q, %v", env, name, got, ok, want, found)
+		}
+	})
+}

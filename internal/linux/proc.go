@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"slices"
@@ -316,6 +317,33 @@ func (pr Proc) readProcess(pid int) (Process, error) {
 	return p, nil
 }
 
+// maxMaps bounds what Maps reads of /proc/PID/maps: 65,530 mappings
+// (vm.max_map_count's default) of about 100 bytes each.
+const maxMaps = 8 << 20
+
+// Maps reads process pid's mappings, and nothing else of it: at most
+// maxMaps bytes of /proc/PID/maps, whole lines.
+func (p Proc) Maps(pid int) ([]Mapping, error) {
+	path := p.Dir(pid) + "/maps"
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxMaps))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) == maxMaps {
+		b = b[:bytes.LastIndexByte(b, '\n')+1] // the rest is not read
+	}
+	maps, err := parseMaps(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return maps, nil
+}
+
 func readComm(dir string) (string, error) {
 	b, err := os.ReadFile(dir + "/comm")
 	if err != nil {
@@ -437,6 +465,67 @@ func (p Proc) Cmdline(pid int) ([]string, error) {
 	return strings.Split(strings.TrimRight(string(b), "\x00"), "\x00"), nil
 }
 
+// maxEnviron bounds what Getenv reads of a process's environment: the
+// kernel lets a program start with up to a quarter of its stack limit of
+// arguments and environment (2 MiB by default), and a variable past the
+// first MiB is not looked for.
+const maxEnviron = 1 << 20
+
+// maxValue bounds a value Getenv returns: PATH_MAX, for what it is
+// asked for is a path.
+const maxValue = 4096
+
+// Getenv returns the value of the variable name in the environment
+// process pid started with (/proc/PID/environ), the first if it is there
+// twice, as the C library's getenv finds it; ok is false when it is not
+// there, or is past maxEnviron, or its value is longer than maxValue.
+// Nothing else of the environment, which may hold secrets, is kept. Only
+// the process's user and root may read it.
+func (p Proc) Getenv(pid int, name string) (value string, ok bool, err error) {
+	path := p.Dir(pid) + "/environ"
+	f, err := os.Open(path)
+	if err != nil {
+		return "", false, err
+	}
+	defer f.Close()
+	b := make([]byte, 0, 16<<10)
+	for len(b) < maxEnviron {
+		if len(b) == cap(b) {
+			b = slices.Grow(b, len(b))
+		}
+		n, err := f.Read(b[len(b):min(cap(b), maxEnviron)])
+		b = b[:len(b)+n]
+		if err != nil || n == 0 {
+			break
+		}
+	}
+	if len(b) == maxEnviron {
+		// Cut: the last entry may be part of one.
+		b = b[:bytes.LastIndexByte(b, 0)+1]
+	}
+	value, ok = environValue(b, name)
+	return value, ok && len(value) <= maxValue, nil
+}
+
+// environValue finds name=VALUE among the NUL-ended entries of env (the
+// last may lack its NUL).
+func environValue(env []byte, name string) (string, bool) {
+	for len(env) > 0 {
+		entry, rest, _ := bytes.Cut(env, []byte{0})
+		env = rest
+		if v, ok := bytes.CutPrefix(entry, []byte(name)); ok && len(v) > 0 && v[0] == '=' {
+			return string(v[1:]), true
+		}
+	}
+	return "", false
+}
+
+// Cwd returns process pid's working directory, /proc/PID/cwd's target,
+// as a path in this process's mount namespace.
+func (p Proc) Cwd(pid int) (string, error) {
+	return os.Readlink(p.Dir(pid) + "/cwd")
+}
+
 // Stat returns, from /proc/PID/stat, a process's state (field 3: 'R',
 // 'S', 'Z' for a zombie, ...) and its start time (field 22), which tells
 // it from a later process with its pid.
@@ -464,6 +553,86 @@ func (p Proc) SameMountNamespace(pid int) (bool, error) {
 		return false, err
 	}
 	return theirs.Dev == ours.Dev && theirs.Ino == ours.Ino, nil
+}
+
+// SeesHostFiles says whether process pid names files as this process
+// does: it is in this process's mount namespace and not chrooted (its
+// root, /proc/PID/root, is "/"). Then a path it gives, and its working
+// directory as /proc/PID/cwd reads, name the same file for both.
+func (p Proc) SeesHostFiles(pid int) (bool, error) {
+	same, err := p.SameMountNamespace(pid)
+	if err != nil || !same {
+		return false, err
+	}
+	root, err := os.Readlink(p.RootDir(pid))
+	return err == nil && root == "/", err
+}
+
+// SetID says whether process pid runs with ids other than those of the
+// user who started it: a real uid or gid other than its filesystem one
+// (a set-user-ID or set-group-ID program, or one that changed its ids).
+// Its environment is the word of the user who ran it, not of the user
+// its files are judged by.
+func (p Proc) SetID(pid int) (bool, error) {
+	path := p.Dir(pid) + "/status"
+	b, err := readProc(path)
+	if err != nil {
+		return false, err
+	}
+	seen := 0
+	for line := range strings.Lines(string(b)) {
+		k, v, _ := strings.Cut(line, ":")
+		if k != "Uid" && k != "Gid" {
+			continue
+		}
+		// Real, effective, saved set, filesystem.
+		f := strings.Fields(v)
+		if len(f) != 4 {
+			return false, fmt.Errorf("%s: %s: %d fields, want 4", path, k, len(f))
+		}
+		if f[0] != f[3] {
+			return true, nil
+		}
+		seen++
+	}
+	if seen != 2 {
+		return false, fmt.Errorf("%s: no Uid or Gid", path)
+	}
+	return false, nil
+}
+
+// maxFDs bounds the descriptors HoldsOpen looks at: a program opens the
+// files it keeps open for all its life (a log) among its first.
+const maxFDs = 4096
+
+// HoldsOpen says whether process pid has the file (dev, ino) open: one
+// of its first maxFDs descriptors (/proc/PID/fd, in the order of their
+// numbers) is it. Each is stat'ed, never opened: opening a FIFO's would
+// wait for a writer, a device's may do something.
+func (p Proc) HoldsOpen(pid int, dev, ino uint64) (bool, error) {
+	dir := p.Dir(pid) + "/fd"
+	d, err := os.Open(dir)
+	if err != nil {
+		return false, err
+	}
+	defer d.Close()
+	for seen := 0; seen < maxFDs; {
+		names, err := d.Readdirnames(min(256, maxFDs-seen))
+		for _, n := range names {
+			var st unix.Stat_t
+			if unix.Stat(dir+"/"+n, &st) == nil && uint64(st.Dev) == dev && st.Ino == ino {
+				return true, nil
+			}
+		}
+		seen += len(names)
+		if err != nil || len(names) == 0 {
+			if errors.Is(err, io.EOF) {
+				err = nil
+			}
+			return false, err
+		}
+	}
+	return false, nil
 }
 
 // SelfExe is this process's executable as the kernel keeps it open: the

@@ -263,6 +263,7 @@ func TestProcFake(t *testing.T) {
 		"stat":           "4242 (a (jit) b) S 1 " + strings.Repeat("0 ", 17) + "98765 0 0\n",
 		"comm":           "jit\n",
 		"cmdline":        "jitprof\x00daemon\x00run\x00",
+		"environ":        "HOME=/root\x00PYPYLOGX=no\x00PYPYLOG=jit-backend-addr:/tmp/a=b.log\x00PYPYLOG=second\x00PATH=/bin\x00",
 		"maps":           "7f1c00000000-7f1c00001000 r-xs 00000000 00:01 4242                       /memfd:jit (deleted)\n",
 		"task/4242/comm": "jit\n",
 		"task/4243/comm": "worker\n",
@@ -275,6 +276,9 @@ func TestProcFake(t *testing.T) {
 		}
 	}
 	if err := os.Symlink("/opt/jit/bin/jit", filepath.Join(dir, "exe")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/home/jit", filepath.Join(dir, "cwd")); err != nil {
 		t.Fatal(err)
 	}
 	p := Proc{Root: root}
@@ -290,6 +294,15 @@ func TestProcFake(t *testing.T) {
 	if a, err := p.Cmdline(4242); err != nil || !slices.Equal(a, []string{"jitprof", "daemon", "run"}) {
 		t.Errorf("Cmdline = %q, %v", a, err)
 	}
+	if v, ok, err := p.Getenv(4242, "PYPYLOG"); err != nil || !ok || v != "jit-backend-addr:/tmp/a=b.log" {
+		t.Errorf("Getenv(PYPYLOG) = %q, %v, %v: want the first PYPYLOG's value", v, ok, err)
+	}
+	if v, ok, err := p.Getenv(4242, "PYPY"); err != nil || ok {
+		t.Errorf("Getenv(PYPY) = %q, %v, %v: want none", v, ok, err)
+	}
+	if c, err := p.Cwd(4242); err != nil || c != "/home/jit" {
+		t.Errorf("Cwd = %q, %v", c, err)
+	}
 	if e, err := p.Exe(4242); err != nil || e != "/opt/jit/bin/jit" {
 		t.Errorf("Exe = %q, %v", e, err)
 	}
@@ -299,6 +312,9 @@ func TestProcFake(t *testing.T) {
 	pr, err := p.Process(4242)
 	if err != nil || len(pr.Threads) != 2 || pr.Threads[1].Comm != "worker" || len(pr.Maps) != 1 || pr.Maps[0].Path != "/memfd:jit (deleted)" {
 		t.Errorf("Process = %+v, %v", pr, err)
+	}
+	if m, err := p.Maps(4242); err != nil || len(m) != 1 || m[0].Path != "/memfd:jit (deleted)" || m[0].Start != 0x7f1c00000000 {
+		t.Errorf("Maps = %+v, %v", m, err)
 	}
 	if r := p.RootDir(4242); r != root+"/4242/root" {
 		t.Errorf("RootDir = %q", r)
@@ -332,5 +348,102 @@ func TestReadProc(t *testing.T) {
 	}
 	if _, err := readProc(filepath.Join(t.TempDir(), "none")); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("a missing file: %v", err)
+	}
+}
+
+// TestHoldsOpen: this process holds a file it opened, not one it closed
+// or never opened, and the stat of its pipe's descriptors (which an open
+// of would wait) does not stop the search.
+func TestHoldsOpen(t *testing.T) {
+	dir := t.TempDir()
+	held, other := filepath.Join(dir, "held"), filepath.Join(dir, "other")
+	for _, p := range []string{held, other} {
+		if err := os.WriteFile(p, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	f, err := os.Open(held)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for path, want := range map[string]bool{held: true, other: false} {
+		var st unix.Stat_t
+		if err := unix.Stat(path, &st); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := Host.HoldsOpen(os.Getpid(), uint64(st.Dev), st.Ino); err != nil || got != want {
+			t.Errorf("HoldsOpen(%s) = %v, %v; want %v", filepath.Base(path), got, err, want)
+		}
+	}
+}
+
+// TestProcFakeIDsAndRoot: a process whose real uid or gid is not its
+// filesystem one runs set-id; one chrooted, or in another mount
+// namespace, does not see the host's files at their paths.
+func TestProcFakeIDsAndRoot(t *testing.T) {
+	root := t.TempDir()
+	mk := func(pid, status, rootLink, ns string) {
+		dir := filepath.Join(root, pid)
+		if err := os.MkdirAll(filepath.Join(dir, "ns"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "status"), []byte(status), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(rootLink, filepath.Join(dir, "root")); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(ns, filepath.Join(dir, "ns", "mnt")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	plain := "Uid:\t1000\t1000\t1000\t1000\nGid:\t100\t100\t100\t100\n"
+	mk("self", plain, "/", "/proc/self/ns/mnt")
+	mk("1", plain, "/", "/proc/self/ns/mnt")
+	mk("2", "Uid:\t1000\t0\t0\t0\nGid:\t100\t100\t100\t100\n", "/srv/jail", "/proc/self/ns/mnt")
+	mk("3", "Uid:\t1000\t1000\t1000\t1000\nGid:\t100\t50\t50\t50\n", "/", "/proc/self/ns/net")
+	p := Proc{Root: root}
+	for pid, want := range map[int][2]bool{1: {false, true}, 2: {true, false}, 3: {true, false}} {
+		if got, err := p.SetID(pid); err != nil || got != want[0] {
+			t.Errorf("SetID(%d) = %v, %v; want %v", pid, got, err, want[0])
+		}
+		if got, err := p.SeesHostFiles(pid); err != nil || got != want[1] {
+			t.Errorf("SeesHostFiles(%d) = %v, %v; want %v", pid, got, err, want[1])
+		}
+	}
+	if got, err := Host.SeesHostFiles(os.Getpid()); err != nil || !got {
+		t.Errorf("SeesHostFiles(self) = %v, %v", got, err)
+	}
+}
+
+// TestGetenvBounds: an environment cut at maxEnviron drops its last,
+// partial entry, and a value longer than a path is not returned.
+func TestGetenvBounds(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "7")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	pad := "PAD=" + strings.Repeat("x", maxEnviron-len("PAD=")-len("\x00LOG=/tmp/a")) + "\x00"
+	env := pad + "LOG=/tmp/a.log\x00LONG=" + strings.Repeat("y", maxValue+1) + "\x00"
+	if err := os.WriteFile(filepath.Join(dir, "environ"), []byte(env), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := Proc{Root: root}
+	if v, ok, err := p.Getenv(7, "LOG"); err != nil || ok {
+		t.Errorf("Getenv(LOG), cut at the bound: %q, %v, %v; want none", v, ok, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "environ"), []byte("LONG="+strings.Repeat("y", maxValue+1)+"\x00"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if v, ok, err := p.Getenv(7, "LONG"); err != nil || ok {
+		t.Errorf("Getenv(LONG) = %d bytes, %v, %v; want none", len(v), ok, err)
 	}
 }

@@ -93,3 +93,22 @@ func BenchmarkFile(b *testing.B) {
 		})
 	})
 }
+
+// BenchmarkFollow: the same log fed to a Follower in 256 KiB chunks, as
+// the daemon reads a log that grows, its codes named as they come.
+func BenchmarkFollow(b *testing.B) {
+	data := benchLog(b)
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		f := NewFollower()
+		for off := 0; off < len(data); {
+			n, err := f.Feed(data[off:min(off+256<<10, len(data))])
+			if err != nil {
+				b.Fatal(err)
+			}
+			f.Codes()
+			off += n
+		}
+	}
+}

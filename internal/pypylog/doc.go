@@ -38,6 +38,12 @@
 //     them. The seed's example is in hexadecimal like every timestamp:
 //     "200-100=100 ticks" are 0x100 ticks.
 //
+// A Follower reads a log its program is still writing, as the daemon
+// follows it: whole lines fed as they come, each loop and bridge named
+// when its jit-backend-addr section ends, as Log.Names names it in the
+// whole log (a bridge's loop is known by then: the trace whose guard it
+// leaves is logged before it), keeping of the traces only the guards.
+//
 // Sections are parsed by name: the "has address" line of jit-backend-addr
 // also appears inside jit-regalloc-stats, which is skipped.
 //

@@ -62,3 +62,27 @@ func FuzzRead(f *testing.F) {
 		}
 	})
 }
+
+// FuzzFollow: a Follower fed a log in two pieces cut anywhere gives the
+// codes and names Read gives, whenever Read reads the log; it never
+// panics or keeps a trace's operations.
+func FuzzFollow(f *testing.F) {
+	b, err := os.ReadFile("testdata/bridges.log")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(b[:4096], uint16(100))
+	f.Add(b[len(b)/2:], uint16(3000))
+	f.Add([]byte("[10] {jit-backend-addr\nLoop 0 (f;/x.py:1-2~#0 FOR_ITER) has address 0x1000 to 0x1100 (bootstrap 0x1000)\n[11] jit-backend-addr}\n"), uint16(40))
+	f.Fuzz(func(t *testing.T, data []byte, cut uint16) {
+		codes, names, ferr := follow(t, data, []int{int(cut)})
+		l, err := Read(bytes.NewReader(data), Options{})
+		if err != nil {
+			return // Read parses merge points the Follower skips
+		}
+		if ferr != nil {
+			t.Fatalf("Read reads the log, the Follower fails: %v", ferr)
+		}
+		sameCodes(t, codes, names, l)
+	})
+}

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/jitprof/jitprof/internal/jitname"
 )
 
 // Section names Read understands.
@@ -222,12 +224,23 @@ type addrState struct {
 }
 
 type builder struct {
-	opts  Options
-	log   *Log
-	strs  map[string]string
-	addr  *addrState
-	trace *Trace
-	prof  *ProfileEvent
+	opts Options
+	// slim keeps of a trace only what naming bridges needs (a Follower's
+	// builder): the guards its operations name, up to guardRoom of them
+	// in all, and none of its operations, merge points, labels or calls.
+	slim      bool
+	guardRoom int
+	// lines counts the trace's operations and merge points read;
+	// inputs says its input arguments' line was read.
+	lines  int
+	inputs bool
+	log    *Log
+	strs   map[string]string
+	// strBytes is about what strs holds: its strings and entries.
+	strBytes int
+	addr     *addrState
+	trace    *Trace
+	prof     *ProfileEvent
 
 	loops   map[int]int    // loop number -> index in Codes of its latest code
 	bridges map[uint64]int // guard -> index in Codes of its latest bridge
@@ -244,6 +257,7 @@ func (b *builder) intern(s string) string {
 		return v
 	}
 	b.strs[s] = s
+	b.strBytes += len(s) + mapEntry
 	return s
 }
 
@@ -259,7 +273,11 @@ func (b *builder) event(e *Event) error {
 			b.addr = &addrState{line: e.Line, time: e.Time}
 		case SectionOptLoop, SectionOptBridge:
 			b.trace = &Trace{Bridge: e.Section == SectionOptBridge, Code: -1, Time: e.Time, Line: e.Line}
+			b.lines, b.inputs = 0, false
 		case SectionProfileEnter, SectionProfileExit:
+			if b.slim {
+				break // a Follower names code: the events are not kept
+			}
 			b.prof = &ProfileEvent{Time: e.Time, Thread: e.Thread, Exit: e.Section == SectionProfileExit, Line: e.Line}
 		}
 	case End:
@@ -362,9 +380,14 @@ func (b *builder) addrLine(t []byte, line int64) error {
 				return bad(line, "a Loop line with a bad bootstrap address")
 			}
 		}
-		name := string(rest[sp+2 : ha])
+		// A name is a Python position, short: one longer than a
+		// name is kept is cut, as every reader of JIT names cuts.
+		name := jitname.Cap(rest[sp+2 : ha])
 		st.header, st.line, st.a, st.b = true, line, a, bb
-		st.code = Code{Loop: n, Name: b.intern(name), Loc: ParseLocation(name, b.intern), Bootstrap: boot}
+		st.code = Code{Loop: n, Loc: ParseLocation(name, b.intern), Bootstrap: boot}
+		if !b.slim {
+			st.code.Name = b.intern(name) // a Follower's names need Loc only
+		}
 	case bytes.HasPrefix(t, bridgeOut):
 		rest := t[len(bridgeOut):]
 		sp := bytes.IndexByte(rest, ' ')
@@ -480,7 +503,7 @@ func (b *builder) commitAddr() error {
 // traceLine parses one line of a jit-log-opt section.
 func (b *builder) traceLine(t []byte, line int64) error {
 	tr := b.trace
-	if len(tr.Ops) == 0 && len(tr.Points) == 0 && tr.Inputs == "" {
+	if b.lines == 0 && !b.inputs {
 		switch {
 		case tr.Kind == "" && bytes.HasPrefix(t, traceLoop):
 			return b.traceHeader(t[len(traceLoop):], line)
@@ -495,14 +518,18 @@ func (b *builder) traceLine(t []byte, line int64) error {
 			tr.NumOps = opCount(after)
 			b.reserve()
 			return nil
-		case tr.Inputs == "" && len(t) > 0 && t[0] == '[':
-			tr.Inputs = string(t)
+		case len(t) > 0 && t[0] == '[':
+			b.inputs = true
+			if !b.slim {
+				tr.Inputs = string(t)
+			}
 			return nil
 		}
 	}
-	if len(tr.Ops)+len(tr.Points) >= MaxTraceLines {
+	if b.lines >= MaxTraceLines {
 		return bad(line, "a trace of more than %d lines", MaxTraceLines)
 	}
+	b.lines++
 	off := -1
 	if len(t) > 1 && t[0] == '+' {
 		v, n := decDigits(t[1:])
@@ -511,6 +538,9 @@ func (b *builder) traceLine(t []byte, line int64) error {
 		}
 	}
 	if bytes.HasPrefix(t, mergePoint) {
+		if b.slim {
+			return nil
+		}
 		mp, err := b.mergePoint(t[len(mergePoint):])
 		if err != nil {
 			return bad(line, "%v", err)
@@ -520,7 +550,9 @@ func (b *builder) traceLine(t []byte, line int64) error {
 		return nil
 	}
 	op := Op{Offset: int32(off), Point: int32(len(tr.Points) - 1)}
-	b.flow(t)
+	if !b.slim {
+		b.flow(t)
+	}
 	// Only guards name guard descrs.
 	if bytes.HasPrefix(t, guardOp) {
 		if i := bytes.Index(t, guardDescr); i >= 0 {
@@ -531,6 +563,12 @@ func (b *builder) traceLine(t []byte, line int64) error {
 				}
 			}
 		}
+	}
+	if b.slim {
+		if op.Guard != 0 && len(tr.Ops) < b.guardRoom {
+			tr.Ops = append(tr.Ops, op)
+		}
+		return nil
 	}
 	if b.opts.Ops {
 		tr.Text = append(tr.Text, string(t))
@@ -604,14 +642,16 @@ func (b *builder) traceHeader(t []byte, line int64) error {
 		if i < 0 {
 			return bad(line, "a loop trace header whose name does not end")
 		}
-		tr.Name = b.intern(string(rest[1:i]))
+		if !b.slim {
+			tr.Name = b.intern(string(rest[1:i]))
+		}
 		rest = rest[i+2:]
 	}
 	rest = bytes.TrimPrefix(rest, []byte(": "))
 	kind, _, _ := bytes.Cut(rest, []byte(" with "))
-	tr.Kind = b.intern(string(kind))
-	if tr.Kind == "" {
-		tr.Kind = "loop"
+	tr.Kind = "loop"
+	if len(kind) > 0 && !b.slim {
+		tr.Kind = b.intern(string(kind))
 	}
 	tr.NumOps = opCount(rest)
 	b.reserve()
@@ -622,6 +662,9 @@ func (b *builder) traceHeader(t []byte, line int64) error {
 // since a log may say anything.
 func (b *builder) reserve() {
 	tr := b.trace
+	if b.slim {
+		return
+	}
 	n := min(tr.NumOps, 1<<10)
 	tr.Ops = make([]Op, 0, n)
 	tr.Points = make([]MergePoint, 0, n/2)
@@ -696,8 +739,19 @@ func (b *builder) commitTrace() {
 	}
 	for _, op := range tr.Ops {
 		if op.Guard != 0 {
+			if _, ok := b.guards[op.Guard]; !ok && b.slim {
+				if b.guardRoom == 0 {
+					continue
+				}
+				b.guardRoom--
+			}
 			b.guards[op.Guard] = i
 		}
+	}
+	if b.slim {
+		// Naming needs of a trace only its code: its guards are in
+		// b.guards.
+		tr = Trace{Bridge: tr.Bridge, Loop: tr.Loop, Guard: tr.Guard, Code: tr.Code, Time: tr.Time, Line: tr.Line}
 	}
 	b.log.Traces = append(grow(b.log.Traces), tr)
 }
@@ -737,27 +791,42 @@ func (l *Log) Root(i int) (int, bool) {
 // does not say (no jit-log-opt) as PyPy does, "bridge out of guard 0x...".
 func (l *Log) Names() []string {
 	names := make([]string, len(l.Codes))
-	bridges := map[int]int{} // root code -> bridges seen
-	for i, c := range l.Codes {
-		if !c.Bridge {
-			fn := c.Loc.Func
-			if fn == "" {
-				// compile_tmp_callback's stubs have no name.
-				fn = "call to the interpreter"
-			}
-			names[i] = fmt.Sprintf("%s [loop %d]", fn, c.Loop)
-			continue
-		}
-		root, ok := l.Root(i)
-		if !ok {
-			names[i] = fmt.Sprintf("bridge out of guard %#x", c.Guard)
-			continue
-		}
-		bridges[root]++
-		r := l.Codes[root]
-		names[i] = fmt.Sprintf("%s [bridge %d of loop %d]", r.Loc.Func, bridges[root], r.Loop)
+	var n namer
+	for i := range l.Codes {
+		names[i] = n.name(l, i)
 	}
 	return names
+}
+
+// namer names codes in log order, counting each loop's bridges.
+type namer struct {
+	bridges map[int]int // root code -> bridges seen
+}
+
+// name names code i, the codes before it named already. A code's name
+// depends only on the codes and traces before it (the trace whose guard
+// a bridge leaves is logged before the bridge), so a log named as it is
+// read (Follower) gets the names of the whole log.
+func (n *namer) name(l *Log, i int) string {
+	c := &l.Codes[i]
+	if !c.Bridge {
+		fn := c.Loc.Func
+		if fn == "" {
+			// compile_tmp_callback's stubs have no name.
+			fn = "call to the interpreter"
+		}
+		return fmt.Sprintf("%s [loop %d]", fn, c.Loop)
+	}
+	root, ok := l.Root(i)
+	if !ok {
+		return fmt.Sprintf("bridge out of guard %#x", c.Guard)
+	}
+	if n.bridges == nil {
+		n.bridges = map[int]int{}
+	}
+	n.bridges[root]++
+	r := &l.Codes[root]
+	return fmt.Sprintf("%s [bridge %d of loop %d]", r.Loc.Func, n.bridges[root], r.Loop)
 }
 
 // Inner reports whether code i is an inner bridge, one that jumps back

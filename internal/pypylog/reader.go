@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 )
 
 // Kind is the kind of an Event.
@@ -56,11 +58,16 @@ type Event struct {
 
 // Limits on what a Reader accepts. PyPy nests sections at most 63 deep
 // (a bit per level in a machine word) and names them with short
-// identifiers; a line of more than MaxLine bytes is not a log's.
+// identifiers; a line of more than MaxLine bytes is not a log's. Its
+// threads open sections one at a time, under the GIL, and a section left
+// open while others run is a thread's between two GC or JIT steps: a log
+// with sections open in more than MaxThreads threads at once is not a
+// PyPy's.
 const (
-	MaxLine  = 64 << 20
-	MaxDepth = 64
-	MaxName  = 128
+	MaxLine    = 64 << 20
+	MaxDepth   = 64
+	MaxName    = 128
+	MaxThreads = 4096
 )
 
 // ErrFormat is wrapped by every error about a malformed log.
@@ -83,7 +90,10 @@ type open struct {
 	line int64
 }
 
-// stack is one thread's open sections.
+// stack is one thread's open sections. A Reader keeps the stacks of the
+// threads with sections open, by thread (PyPy numbers its threads as
+// they start, so a long run has many): a thread's stack goes when its
+// last section ends.
 type stack struct {
 	thread int
 	open   []open
@@ -102,8 +112,8 @@ type Reader struct {
 	err     error
 	done    bool
 
-	stacks   []stack
-	cur      int // index in stacks of the thread of the last section line
+	stacks   map[int]*stack
+	cur      *stack // the thread of the last section line
 	names    map[string]string
 	warnings []string
 	cut      bool
@@ -115,7 +125,7 @@ type Reader struct {
 
 // NewReader returns a Reader of r.
 func NewReader(r io.Reader) *Reader {
-	return &Reader{r: r, buf: make([]byte, firstBuf), stacks: []stack{{thread: -1}}, names: map[string]string{}}
+	return &Reader{r: r, buf: make([]byte, firstBuf), stacks: map[int]*stack{}, cur: &stack{thread: -1}, names: map[string]string{}}
 }
 
 // Event returns the event Next read.
@@ -207,8 +217,8 @@ func (r *Reader) finish() {
 		r.cut = true
 		r.warnings = append(r.warnings, fmt.Sprintf("line %d is cut short after %d bytes and is ignored: the program was killed, or is still writing", r.line+1, r.n-r.pos))
 	}
-	for _, s := range r.stacks {
-		if len(s.open) > 0 {
+	for _, id := range slices.Sorted(maps.Keys(r.stacks)) {
+		if s := r.stacks[id]; len(s.open) > 0 {
 			r.cut = true
 			o := s.open[0]
 			r.warnings = append(r.warnings, fmt.Sprintf("the log ends inside %d open sections, the outermost %s from line %d: the program was killed, or is still writing", len(s.open), o.name, o.line))
@@ -220,7 +230,7 @@ func (r *Reader) finish() {
 func (r *Reader) parse(line []byte) bool {
 	thread, t, name, kind := marker(line)
 	if kind == Text {
-		s := &r.stacks[r.cur]
+		s := r.cur
 		r.ev = Event{Kind: Text, Line: r.line, Thread: s.thread, Depth: len(s.open), Text: line}
 		if len(s.open) > 0 {
 			r.ev.Section = s.open[len(s.open)-1].name
@@ -231,7 +241,20 @@ func (r *Reader) parse(line []byte) bool {
 		r.first, r.stamped = t, true
 	}
 	r.last = t
-	s := r.thread(thread)
+	s := r.stacks[thread]
+	if s == nil {
+		if kind == End {
+			r.err = fmt.Errorf("pypylog: line %d: a section ends, but none is open: %w", r.line, ErrFormat)
+			return false
+		}
+		if len(r.stacks) >= MaxThreads {
+			r.err = fmt.Errorf("pypylog: line %d: sections open in more than %d threads: %w", r.line, MaxThreads, ErrFormat)
+			return false
+		}
+		s = &stack{thread: thread}
+		r.stacks[thread] = s
+	}
+	r.cur = s
 	switch kind {
 	case Start:
 		if len(s.open) >= MaxDepth {
@@ -242,32 +265,18 @@ func (r *Reader) parse(line []byte) bool {
 		s.open = append(s.open, open{name: n, line: r.line})
 		r.ev = Event{Kind: Start, Line: r.line, Time: t, Thread: thread, Section: n, Depth: len(s.open)}
 	case End:
-		if len(s.open) == 0 {
-			r.err = fmt.Errorf("pypylog: line %d: section %s ends, but none is open: %w", r.line, name, ErrFormat)
-			return false
-		}
 		top := s.open[len(s.open)-1]
 		if top.name != string(name) {
-			r.err = fmt.Errorf("pypylog: line %d: section %s ends, but %s from line %d is open: %w", r.line, name, top.name, top.line, ErrFormat)
+			r.err = fmt.Errorf("pypylog: line %d: a section ends that is not the one open, from line %d: %w", r.line, top.line, ErrFormat)
 			return false
 		}
 		r.ev = Event{Kind: End, Line: r.line, Time: t, Thread: thread, Section: top.name, Depth: len(s.open)}
 		s.open = s.open[:len(s.open)-1]
-	}
-	return true
-}
-
-// thread returns the stack of a thread and makes it the current one.
-func (r *Reader) thread(id int) *stack {
-	for i := range r.stacks {
-		if r.stacks[i].thread == id {
-			r.cur = i
-			return &r.stacks[i]
+		if len(s.open) == 0 {
+			delete(r.stacks, thread)
 		}
 	}
-	r.stacks = append(r.stacks, stack{thread: id})
-	r.cur = len(r.stacks) - 1
-	return &r.stacks[r.cur]
+	return true
 }
 
 func (r *Reader) intern(b []byte) string {

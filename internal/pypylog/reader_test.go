@@ -97,9 +97,10 @@ func TestReaderErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name, log, want string
 	}{
-		{"unmatched end", "[1] {a\n[2] {b\n[3] a}\n", "line 3: section a ends, but b from line 2 is open"},
-		{"end without start", "hello\n[3] a}\n", "line 2: section a ends, but none is open"},
+		{"unmatched end", "[1] {a\n[2] {b\n[3] a}\n", "line 3: a section ends that is not the one open, from line 2"},
+		{"end without start", "hello\n[3] a}\n", "line 2: a section ends, but none is open"},
 		{"too deep", strings.Repeat("[1] {a\n", MaxDepth+1), fmt.Sprintf("line %d: sections nested more than %d deep", MaxDepth+1, MaxDepth)},
+		{"too many threads", manyThreads(MaxThreads + 1), fmt.Sprintf("line %d: sections open in more than %d threads", MaxThreads+1, MaxThreads)},
 		{"read error", "", "reading line 1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -115,6 +116,46 @@ func TestReaderErrors(t *testing.T) {
 				t.Errorf("error %v does not wrap ErrFormat", rd.Err())
 			}
 		})
+	}
+}
+
+// manyThreads is a log in which n threads each open a section.
+func manyThreads(n int) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "%d# [%x] {gc-minor\n", i, i+1)
+	}
+	return b.String()
+}
+
+// TestReaderThreads: a thread's stack goes when its last section ends,
+// so that a log of many threads, each with its sections closed (PyPy
+// numbers threads as they start), keeps none; the sections of threads
+// still open are kept and said, in the order of the threads.
+func TestReaderThreads(t *testing.T) {
+	var b strings.Builder
+	const threads = 100_000 // 25 times MaxThreads
+	for i := range threads {
+		fmt.Fprintf(&b, "%d# [%x] {gc-minor\n%d# [%x] gc-minor}\n", i, 2*i+1, i, 2*i+2)
+	}
+	b.WriteString("7# [ffffff] {jit-a\n3# [ffffff] {jit-b\ntext\n")
+	rd := NewReader(strings.NewReader(b.String()))
+	n := 0
+	for rd.Next() {
+		n++
+	}
+	if rd.Err() != nil || n != 2*threads+3 {
+		t.Fatalf("%d events, %v; want %d, no error", n, rd.Err(), 2*threads+3)
+	}
+	if got := len(rd.stacks); got != 2 {
+		t.Errorf("%d stacks kept, want 2: the threads with a section open", got)
+	}
+	if e := rd.Event(); e.Kind != Text || e.Thread != 3 || e.Section != "jit-b" {
+		t.Errorf("the last text is %+v, want thread 3's in jit-b", e)
+	}
+	w := rd.Warnings()
+	if len(w) != 2 || !strings.Contains(w[0], "jit-b") || !strings.Contains(w[1], "jit-a") {
+		t.Errorf("warnings %q, want thread 3's jit-b, then thread 7's jit-a", w)
 	}
 }
 

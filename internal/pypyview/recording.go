@@ -95,7 +95,7 @@ func ReadRecording(f *perfdata.File, pid uint32) (*Recording, error) {
 // LogName is the log of the recording's PyPy process that the pattern
 // --pypylog takes names: %d is its pid.
 func (r *Recording) LogName(pattern string) string {
-	return strings.ReplaceAll(pattern, "%d", strconv.Itoa(int(r.PID)))
+	return strings.Replace(pattern, "%d", strconv.Itoa(int(r.PID)), 1)
 }
 
 // Loops is what WriteLoops shows.

@@ -10,6 +10,7 @@ import (
 	"github.com/jitprof/jitprof/internal/jitbundle"
 	"github.com/jitprof/jitprof/internal/linux"
 	"github.com/jitprof/jitprof/internal/process"
+	"github.com/jitprof/jitprof/internal/pypylog"
 )
 
 // maxJITData bounds what one recording embeds: JIT data is usually a few
@@ -102,10 +103,9 @@ func runsJIT(p process.Process) bool {
 	return false
 }
 
-// PyPyLogFile is the file PyPy logs to under env's PYPYLOG, as PyPy's
-// debug_print.c reads the variable: "FILE" or "SECTIONS:FILE", where
-// "-" is standard error; relative to the working directory the command
-// starts in, which is the recorder's. "" when there is none.
+// PyPyLogFile is the file PyPy logs to under env's PYPYLOG
+// (pypylog.LogFile), relative to the working directory the command starts
+// in, which is the recorder's. "" when there is none.
 func PyPyLogFile(env []string) string {
 	var v string
 	for _, kv := range env {
@@ -113,10 +113,8 @@ func PyPyLogFile(env []string) string {
 			v = val // the last one wins: os/exec passes the last of duplicates
 		}
 	}
-	if _, file, ok := strings.Cut(v, ":"); ok {
-		v = file
-	}
-	if v == "" || v == "-" {
+	v = pypylog.LogFile(v)
+	if v == "" {
 		return ""
 	}
 	if abs, err := filepath.Abs(v); err == nil {
