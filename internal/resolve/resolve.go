@@ -242,6 +242,17 @@ func (r *Resolver) changed() {
 	r.last = nil
 }
 
+// Forget drops what the Resolver cached of process pid, which exited: a
+// live source's Resolver (the daemon's push), told of processes for
+// weeks, keeps the caches of those that live. The words of its chains
+// stay in the arena until the next reset.
+func (r *Resolver) Forget(pid uint32) {
+	delete(r.pids, pid)
+	if r.lastPID == pid {
+		r.last = nil
+	}
+}
+
 // proc returns what is cached of process pid, dropped first when its
 // Stamp changed.
 func (r *Resolver) proc(pid uint32) *pidCache {
