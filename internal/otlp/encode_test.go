@@ -100,12 +100,12 @@ func TestEncode(t *testing.T) {
 		got = append(got, describe(s, t0))
 	}
 	want := []string{
-		"20 20/minijit [1 1 1]@[0 1 3] main.main(native);fib [gen 3](jit jitlog 3)",
-		"20 21/minijit [1]@[2] main.main(native);fib [gen 5](jit jitlog 5)",
-		"20 20/minijit [1]@[4] main.main(native);__memset_avx2_unaligned_erms(native);asm_sysvec_apic_timer_interrupt(kernel)",
-		"30 30/node [1]@[9] ", // an empty stack: the zero Stack
-		"30 30/node [1 1 1]@[5 6 7] LazyCompile:*hot /app/x.js:3(v8js perfmap <nil>)",
-		"30 30/node [1]@[8] anon (tgid:30 range:0x1000-0x2000)(v8js)",
+		"20 20/minijit []@[0 1 3] main.main(native);fib [gen 3](jit jitlog 3)",
+		"20 21/minijit []@[2] main.main(native);fib [gen 5](jit jitlog 5)",
+		"20 20/minijit []@[4] main.main(native);__memset_avx2_unaligned_erms(native);asm_sysvec_apic_timer_interrupt(kernel)",
+		"30 30/node []@[9] ", // an empty stack: the zero Stack
+		"30 30/node []@[5 6 7] LazyCompile:*hot /app/x.js:3(v8js perfmap <nil>)",
+		"30 30/node []@[8] anon (tgid:30 range:0x1000-0x2000)(v8js)",
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("samples:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
