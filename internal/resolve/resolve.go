@@ -169,6 +169,10 @@ type Resolver struct {
 	mapped  []*loadedImage                // by Mapping.ID
 	sparse  map[int32]*loadedImage        // by Mapping.ID, with Options.SparseMappings
 	ksyms   map[uint64]int32              // frames of the kernel symbols met, by start
+	// byOffset are the frames of the file offsets of images met, of
+	// every process: a program's processes share its images, and each
+	// new one would otherwise look each of its places up again.
+	byOffset map[offsetKey]int32
 
 	kernel       *symbolize.Kernel
 	kernelErr    error
@@ -210,6 +214,8 @@ func New(b *profile.Builder, procs Processes, opts Options) *Resolver {
 		images: map[imageKey]*loadedImage{},
 		inProc: map[procImageKey]*loadedImage{},
 		ksyms:  map[uint64]int32{},
+
+		byOffset: map[offsetKey]int32{},
 	}
 	r.stamps, _ = procs.(Stamped)
 	if opts.SparseMappings {
@@ -547,9 +553,8 @@ func (r *Resolver) callers(s *Sample) int32 {
 func (r *Resolver) frame(pid uint32, addr, tm uint64, mode Mode, ret bool, leaf *Sample) int32 {
 	switch mode {
 	case ModeKernel, ModeHypervisor:
-		if r.opts.LeafOnly {
-			return r.kernelFrame(addr) // stack caches the address already
-		}
+		// Cached by address for every process: stack's cache of
+		// leaves is a process's own.
 		k := cacheKey{cacheKernel, addr}
 		if id, ok := r.cache[k]; ok {
 			return id
@@ -750,9 +755,31 @@ func (r *Resolver) inProcess(m *process.Mapping, host *loadedImage) *loadedImage
 	return li
 }
 
+// offsetKey is a place in an image: its file offset, shifted left by
+// one and the low bit set for a return address that names the call
+// before it (with lines).
+type offsetKey struct {
+	li  *loadedImage
+	off uint64
+}
+
 func (r *Resolver) fileFrame(m *process.Mapping, addr uint64, ret bool) int32 {
 	li := r.image(m)
 	off := addr - m.Start + m.Pgoff
+	ok := offsetKey{li, off << 1}
+	if ret && r.opts.Lines {
+		ok.off |= 1
+	}
+	if id, hit := r.byOffset[ok]; hit {
+		return id
+	}
+	id := r.offsetFrame(li, off, ret)
+	r.byOffset[ok] = id
+	return id
+}
+
+// offsetFrame interns the frame at file offset off of image li.
+func (r *Resolver) offsetFrame(li *loadedImage, off uint64, ret bool) int32 {
 	var sym symbolize.Symbol
 	ok := false
 	if li.err == nil {
