@@ -620,13 +620,15 @@ func (p *pusher) spool() {
 	// The fastest level: on 10 s of a 2-CPU machine's samples (437 KB)
 	// 3.6 times faster than the default, for a tenth more bytes.
 	zw, _ := gzip.NewWriterLevel(&z, gzip.BestSpeed)
+	var req []byte // the request, encoded into one buffer every push
 	for prof := range p.out {
 		var n uint64
 		for _, e := range prof.Entries {
 			n += e.Count
 		}
 		prof.SortEntries()
-		req, err := otlp.Encode(prof, p.cfg.Resource)
+		var err error
+		req, err = otlp.Append(req[:0], prof, p.cfg.Resource)
 		if err == nil {
 			z.Reset()
 			zw.Reset(&z)

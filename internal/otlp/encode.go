@@ -56,8 +56,15 @@ type Machine struct {
 
 // Encode writes p as an ExportProfilesServiceRequest.
 func Encode(p *profile.Profile, opts Options) ([]byte, error) {
+	return Append(nil, p, opts)
+}
+
+// Append appends p as an ExportProfilesServiceRequest to out: a caller
+// that encodes again and again (the daemon's push, every 10 s) reuses
+// one buffer rather than growing a new one to the request's size each
+// time.
+func Append(out []byte, p *profile.Profile, opts Options) ([]byte, error) {
 	e := newEncoder(p, opts)
-	var out []byte
 	for _, r := range e.resources() {
 		out = appendMessage(out, 1, func(b []byte) []byte { return e.resource(b, r) })
 	}
@@ -221,7 +228,15 @@ func (e *encoder) resources() []*resourceData {
 			if uint64(len(ts)) != en.Count {
 				pd.timed = false
 			}
-			s.times = append(s.times, ts...)
+			if s.times == nil && slices.IsSorted(ts) {
+				// The entry's own, as sample sorts them: one
+				// entry a sample when the profile has no CPUs
+				// (the daemon's push), whose times need no copy.
+				// The full slice expression makes an append copy.
+				s.times = ts[:len(ts):len(ts)]
+			} else {
+				s.times = append(s.times, ts...)
+			}
 		}
 		e.typeJIT(en.Stack, th.PID, p.Strings[th.Comm])
 	}

@@ -275,3 +275,32 @@ func TestJITFrameType(t *testing.T) {
 		}
 	}
 }
+
+// TestAppend: Append writes what Encode writes after what the buffer
+// holds, into a buffer used again as the push uses it, and leaves the
+// profile's times as they were (a sample's times may be the entry's
+// own).
+func TestAppend(t *testing.T) {
+	p := jitProfile()
+	times := map[profile.Key][]uint64{}
+	for k, ts := range p.Times {
+		times[k] = slices.Clone(ts)
+	}
+	want, err := Encode(p, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Append([]byte("x"), p, Options{})
+	if err != nil || string(got) != "x"+string(want) {
+		t.Fatalf("Append after a byte: %d bytes (%v), want that byte and Encode's %d", len(got), err, len(want))
+	}
+	got, err = Append(got[:0], p, Options{})
+	if err != nil || string(got) != string(want) {
+		t.Fatalf("Append into a buffer used again: %d bytes (%v), want Encode's %d", len(got), err, len(want))
+	}
+	for k, ts := range p.Times {
+		if !slices.Equal(ts, times[k]) {
+			t.Errorf("times of %+v: %v after encoding, %v before", k, ts, times[k])
+		}
+	}
+}
