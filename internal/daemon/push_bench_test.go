@@ -41,7 +41,6 @@ const (
 // maps it, and the places in it that samples fall in.
 type benchImage struct {
 	path         string
-	base         uint64 // where a position-independent image is loaded
 	start, end   uint64 // the text mapping
 	pgoff        uint64
 	places       []uint64
