@@ -162,9 +162,12 @@ type pusher struct {
 	// push says of them.
 	gone     map[uint32]profile.Process
 	buildIDs map[string]cachedBuildID // by executable path
-	forgetf  func(pid uint32)
-	cutAt    time.Time
-	symAt    time.Time // when sym last let go of the images it read
+	// rounds counts endRound's calls: an executable is stat'd once a
+	// round (buildID).
+	rounds  uint64
+	forgetf func(pid uint32)
+	cutAt   time.Time
+	symAt   time.Time // when sym last let go of the images it read
 
 	out  chan *profile.Profile
 	done chan struct{}
@@ -354,6 +357,7 @@ func (p *pusher) forgetLater(pid uint32) { p.forget = append(p.forget, pid) }
 // lets go of the processes that waited for it; and hands the Builder on
 // every Push.Every.
 func (p *pusher) endRound() {
+	p.rounds++
 	now := time.Now()
 	due := !now.Before(p.cutAt)
 	// A process without samples since the last push is let go of at
@@ -586,27 +590,37 @@ const maxBuildIDs = 4096
 // buildID is the build-id of the executable at path, "" when it has none
 // or cannot be read. The daemon reads no build-ids as it records
 // (record.Config.NoBuildIDs); the push reads an executable's notes once,
-// and again only when the file changes (a stat a push per process).
+// and again only when the file changes: a stat a round per executable,
+// not one for each of its processes (a build runs the same compiler
+// hundreds of times a minute). Any answer may be a file changed since
+// the process ran; one of the same round is as late as the exit that
+// asks.
 func (p *pusher) buildID(path string) string {
+	if c, ok := p.buildIDs[path]; ok && c.round == p.rounds {
+		return c.id
+	}
 	var st unix.Stat_t
 	if unix.Stat(path, &st) != nil {
 		return ""
 	}
 	f := exeFile{dev: st.Dev, ino: st.Ino, size: st.Size, mtime: st.Mtim}
 	if c, ok := p.buildIDs[path]; ok && c.file == f {
+		c.round = p.rounds
+		p.buildIDs[path] = c
 		return c.id
 	}
 	id, _ := symbolize.FileBuildID(path, trust.Unknown)
 	if len(p.buildIDs) >= maxBuildIDs {
 		clear(p.buildIDs)
 	}
-	p.buildIDs[path] = cachedBuildID{f, id}
+	p.buildIDs[path] = cachedBuildID{f, id, p.rounds}
 	return id
 }
 
 type cachedBuildID struct {
-	file exeFile
-	id   string
+	file  exeFile
+	id    string
+	round uint64 // when file was last stat'd
 }
 
 // spool encodes the pushes, compresses them and puts them in the spool,
