@@ -158,9 +158,6 @@ type Resolver struct {
 	procs   Processes
 	stamps  Stamped // procs, when it says which processes changed
 	version uint64
-	// churned says procs changed since the Resolver began: it is told
-	// as it goes, and LeafOnly frames are cached by mapping too.
-	churned bool
 	opts    Options
 	b       *profile.Builder
 	cache   map[cacheKey]int32
@@ -239,7 +236,6 @@ func (r *Resolver) reset() {
 // cache is checked against its Stamp when next asked for (proc); else,
 // or past the bounds of what is kept, all is dropped.
 func (r *Resolver) changed() {
-	r.churned = true
 	if r.stamps == nil || len(r.pids) > maxPIDCaches || len(r.arena) > maxArenaBlocks {
 		r.reset()
 		return
@@ -297,15 +293,8 @@ const (
 	cacheKernel  int64 = -2
 )
 
-// mappingKey is cacheKey.mapping for the frames of mapping m: of its
-// return addresses, when ret, or of the others.
-func mappingKey(m *process.Mapping, ret bool) int64 {
-	k := int64(m.ID) << 1
-	if ret {
-		k |= 1
-	}
-	return k
-}
+// mappingKey is cacheKey.mapping for the anon bucket of mapping m.
+func mappingKey(m *process.Mapping) int64 { return int64(m.ID) }
 
 type imageKey struct{ path, buildID string }
 
@@ -583,7 +572,7 @@ func (r *Resolver) frame(pid uint32, addr, tm uint64, mode Mode, ret bool, leaf 
 			}
 			return r.b.Frame(fr)
 		}
-		k := cacheKey{mappingKey(m, false), 0}
+		k := cacheKey{mappingKey(m), 0}
 		if r.opts.Addresses {
 			k.addr = addr
 		}
@@ -600,21 +589,11 @@ func (r *Resolver) frame(pid uint32, addr, tm uint64, mode Mode, ret bool, leaf 
 		r.cache[k] = id
 		return id
 	}
-	if r.opts.LeafOnly && !r.churned {
-		// stack caches the address already, as long as procs does
-		// not change; once it does, the frame of an address of a
-		// mapping, which never changes, is cached too.
-		return r.fileFrame(m, addr, ret)
-	}
-	// With lines, a return address names the call before it, and the
-	// sampled address its own line: two frames for one address.
-	k := cacheKey{mappingKey(m, ret && r.opts.Lines), addr}
-	if id, ok := r.cache[k]; ok {
-		return id
-	}
-	id := r.fileFrame(m, addr, ret)
-	r.cache[k] = id
-	return id
+	// Cached by image and file offset (fileFrame), not by mapping: the
+	// processes of one program share the first, and a live source's
+	// Resolver would keep an entry for each place of each process the
+	// machine ever ran.
+	return r.fileFrame(m, addr, ret)
 }
 
 // anon asks the AnonResolver about JIT code at addr: by the leaf's
