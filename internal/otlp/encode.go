@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"hash/fnv"
 	"path/filepath"
 	"slices"
@@ -55,8 +56,15 @@ type Machine struct {
 
 // Encode writes p as an ExportProfilesServiceRequest.
 func Encode(p *profile.Profile, opts Options) ([]byte, error) {
+	return Append(nil, p, opts)
+}
+
+// Append appends p as an ExportProfilesServiceRequest to out: a caller
+// that encodes again and again (the daemon's push, every 10 s) reuses
+// one buffer rather than growing a new one to the request's size each
+// time.
+func Append(out []byte, p *profile.Profile, opts Options) ([]byte, error) {
 	e := newEncoder(p, opts)
-	var out []byte
 	for _, r := range e.resources() {
 		out = appendMessage(out, 1, func(b []byte) []byte { return e.resource(b, r) })
 	}
@@ -67,10 +75,10 @@ func Encode(p *profile.Profile, opts Options) ([]byte, error) {
 type encoder struct {
 	p    *profile.Profile
 	opts Options
-	// wallOf converts a time of the recording's clock to Unix
-	// nanoseconds.
-	wallOf func(uint64) uint64
-	procs  map[uint32]profile.Process
+	// wallOff converts a time of the recording's clock to Unix
+	// nanoseconds: added to it, modulo 2^64 (wallOf).
+	wallOff uint64
+	procs   map[uint32]profile.Process
 
 	strs    map[string]int32
 	strTab  []string
@@ -112,17 +120,20 @@ func newEncoder(p *profile.Profile, opts Options) *encoder {
 	}
 	e.images, e.funcs, e.frames, e.nodes = fresh(len(p.Images)), fresh(len(p.Funcs)), fresh(len(p.Frames)), fresh(len(p.Nodes))
 	if p.WallNS != 0 {
-		e.wallOf = func(t uint64) uint64 { w, _ := p.WallTime(t); return w }
+		e.wallOff, _ = p.WallTime(0)
 	} else {
 		end := opts.End
 		if end.IsZero() {
 			end = time.Now()
 		}
 		endNS := uint64(end.UnixNano())
-		e.wallOf = func(t uint64) uint64 { return endNS - (p.EndNS - t) }
+		e.wallOff = endNS - p.EndNS
 	}
 	return e
 }
+
+// wallOf converts a time of the recording's clock to Unix nanoseconds.
+func (e *encoder) wallOf(t uint64) uint64 { return t + e.wallOff }
 
 func (e *encoder) str(s string) int32 {
 	if id, ok := e.strs[s]; ok {
@@ -217,7 +228,15 @@ func (e *encoder) resources() []*resourceData {
 			if uint64(len(ts)) != en.Count {
 				pd.timed = false
 			}
-			s.times = append(s.times, ts...)
+			if s.times == nil && slices.IsSorted(ts) {
+				// The entry's own, as sample sorts them: one
+				// entry a sample when the profile has no CPUs
+				// (the daemon's push), whose times need no copy.
+				// The full slice expression makes an append copy.
+				s.times = ts[:len(ts):len(ts)]
+			} else {
+				s.times = append(s.times, ts...)
+			}
 		}
 		e.typeJIT(en.Stack, th.PID, p.Strings[th.Comm])
 	}
@@ -322,6 +341,10 @@ func appendAnyValue(b []byte, a attr) []byte {
 	return appendString(b, 1, a.s)
 }
 
+// castagnoli is CRC-32C's table, which amd64's and arm64's CRC
+// instructions compute.
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
 // Sample, value and period types.
 const (
 	typeSamples = "samples"
@@ -340,9 +363,14 @@ func (e *encoder) profile(b []byte, r *resourceData, pd *profileData) []byte {
 	for _, s := range pd.samples {
 		b = appendMessage(b, 2, func(b []byte) []byte { return e.sample(b, s, pd.timed) })
 	}
+	// The ID is a hash of the content: of who and when, and of the
+	// samples' bytes through their CRC-32C (the processor's CRC
+	// instruction; FNV-128 over the bytes themselves cost some 25
+	// instructions a byte, 5M a push of BenchmarkPushChurn) and their
+	// length.
 	id := fnv.New128a()
-	fmt.Fprintf(id, "%s\x00%d\x00%s\x00%d\x00%d\x00", cmp.Or(p.Hostname, e.opts.Machine.Name), r.pid, ev.Name, p.StartNS, p.WallNS)
-	id.Write(b[at:])
+	fmt.Fprintf(id, "%s\x00%d\x00%s\x00%d\x00%d\x00%d\x00%d\x00", cmp.Or(p.Hostname, e.opts.Machine.Name), r.pid, ev.Name, p.StartNS, p.WallNS,
+		crc32.Checksum(b[at:], castagnoli), len(b)-at)
 	start := e.wallOf(p.StartNS)
 	b = appendFixed64(b, 3, start)
 	// The samples' times fall in [time, time+duration): the last one
@@ -383,8 +411,11 @@ func (e *encoder) valueType(b []byte, typ, unit string) []byte {
 	return appendVarint(b, 2, uint64(e.str(unit)))
 }
 
-// sample appends a Sample message's body: the count of samples, or one
-// sample at each of their times.
+// sample appends a Sample message's body: the count of samples, or
+// their times alone, each a sample of value 1 as the profiles proto
+// says of a sample with timestamps and no values (what the
+// OpenTelemetry eBPF profiler sends, and Pyroscope reads: one value for
+// each time it rejects as a length other than the sample types').
 func (e *encoder) sample(b []byte, s *sampleData, timed bool) []byte {
 	p := e.p
 	th := &p.Threads[s.thread]
@@ -394,13 +425,11 @@ func (e *encoder) sample(b []byte, s *sampleData, timed bool) []byte {
 		return appendPacked(b, 4, []int64{int64(s.count)})
 	}
 	slices.Sort(s.times)
-	ones := make([]int64, len(s.times))
-	ts := make([]uint64, len(s.times))
-	for i, t := range s.times {
-		ones[i], ts[i] = 1, e.wallOf(t)
+	b = binary.AppendUvarint(appendTag(b, 5, wireBytes), uint64(8*len(s.times)))
+	for _, t := range s.times {
+		b = binary.LittleEndian.AppendUint64(b, e.wallOf(t))
 	}
-	b = appendPacked(b, 4, ones)
-	return appendPackedFixed64(b, 5, ts)
+	return b
 }
 
 // stack returns the dictionary's stack of the stack ending at node.

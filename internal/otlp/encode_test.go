@@ -100,12 +100,12 @@ func TestEncode(t *testing.T) {
 		got = append(got, describe(s, t0))
 	}
 	want := []string{
-		"20 20/minijit [1 1 1]@[0 1 3] main.main(native);fib [gen 3](jit jitlog 3)",
-		"20 21/minijit [1]@[2] main.main(native);fib [gen 5](jit jitlog 5)",
-		"20 20/minijit [1]@[4] main.main(native);__memset_avx2_unaligned_erms(native);asm_sysvec_apic_timer_interrupt(kernel)",
-		"30 30/node [1]@[9] ", // an empty stack: the zero Stack
-		"30 30/node [1 1 1]@[5 6 7] LazyCompile:*hot /app/x.js:3(v8js perfmap <nil>)",
-		"30 30/node [1]@[8] anon (tgid:30 range:0x1000-0x2000)(v8js)",
+		"20 20/minijit []@[0 1 3] main.main(native);fib [gen 3](jit jitlog 3)",
+		"20 21/minijit []@[2] main.main(native);fib [gen 5](jit jitlog 5)",
+		"20 20/minijit []@[4] main.main(native);__memset_avx2_unaligned_erms(native);asm_sysvec_apic_timer_interrupt(kernel)",
+		"30 30/node []@[9] ", // an empty stack: the zero Stack
+		"30 30/node []@[5 6 7] LazyCompile:*hot /app/x.js:3(v8js perfmap <nil>)",
+		"30 30/node []@[8] anon (tgid:30 range:0x1000-0x2000)(v8js)",
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("samples:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
@@ -272,6 +272,35 @@ func TestJITFrameType(t *testing.T) {
 	} {
 		if got := jitFrameType(c.handler, c.exe, c.comm); got != c.want {
 			t.Errorf("%s in %s (%s): %s, want %s", c.handler, c.exe, c.comm, got, c.want)
+		}
+	}
+}
+
+// TestAppend: Append writes what Encode writes after what the buffer
+// holds, into a buffer used again as the push uses it, and leaves the
+// profile's times as they were (a sample's times may be the entry's
+// own).
+func TestAppend(t *testing.T) {
+	p := jitProfile()
+	times := map[profile.Key][]uint64{}
+	for k, ts := range p.Times {
+		times[k] = slices.Clone(ts)
+	}
+	want, err := Encode(p, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Append([]byte("x"), p, Options{})
+	if err != nil || string(got) != "x"+string(want) {
+		t.Fatalf("Append after a byte: %d bytes (%v), want that byte and Encode's %d", len(got), err, len(want))
+	}
+	got, err = Append(got[:0], p, Options{})
+	if err != nil || string(got) != string(want) {
+		t.Fatalf("Append into a buffer used again: %d bytes (%v), want Encode's %d", len(got), err, len(want))
+	}
+	for k, ts := range p.Times {
+		if !slices.Equal(ts, times[k]) {
+			t.Errorf("times of %+v: %v after encoding, %v before", k, ts, times[k])
 		}
 	}
 }

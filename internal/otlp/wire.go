@@ -59,19 +59,6 @@ func appendPacked[T int32 | int64](b []byte, field int, vs []T) []byte {
 	return b
 }
 
-// appendPackedFixed64 appends a packed repeated fixed64 field, left out
-// when empty.
-func appendPackedFixed64(b []byte, field int, vs []uint64) []byte {
-	if len(vs) == 0 {
-		return b
-	}
-	b = binary.AppendUvarint(appendTag(b, field, wireBytes), uint64(8*len(vs)))
-	for _, v := range vs {
-		b = binary.LittleEndian.AppendUint64(b, v)
-	}
-	return b
-}
-
 // appendMessage appends a message field whose body enc appends. The
 // length goes before the body, which is written in place: a byte is
 // kept for the length, and a body of 128 bytes or more moves up by the

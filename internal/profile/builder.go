@@ -147,6 +147,27 @@ func (b *Builder) AddTimes(k Key, period uint64, times []uint64) {
 	}
 }
 
+// TakeEntries hands over the entries added since the Builder began or
+// last handed them over, and their times when it keeps them, and goes
+// on with none, the events' counts 0: its tables, which the entries'
+// keys index, stay and keep growing. A source that cuts a stream of
+// samples into intervals (the daemon's push) thus resolves a place once
+// whatever interval it falls in, while each interval's profile has its
+// own entries, without going through the entries of those before.
+func (b *Builder) TakeEntries() ([]Entry, map[Key][]uint64) {
+	es, ts := b.p.Entries, b.p.Times
+	b.p.Entries = make([]Entry, 0, len(es))
+	if ts != nil {
+		b.p.Times = make(map[Key][]uint64, len(ts))
+	}
+	clear(b.entries)
+	b.last, b.lastID = Key{}, 0
+	for i := range b.p.Events {
+		b.p.Events[i].Count, b.p.Events[i].Total = 0, 0
+	}
+	return es, ts
+}
+
 // Meta returns the profile's recording fields for the caller to fill.
 func (b *Builder) Meta() *Profile { return &b.p }
 

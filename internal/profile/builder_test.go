@@ -138,3 +138,40 @@ func TestAddTimes(t *testing.T) {
 		t.Errorf("times %v, want [5 7 9 8]", ts)
 	}
 }
+
+// TestTakeEntries: the entries handed over are those added since the
+// last time, with their times and counts alone; the Builder goes on
+// with the same ids for its tables and counts the next interval from 0.
+func TestTakeEntries(t *testing.T) {
+	b := NewBuilder()
+	b.KeepTimes()
+	b.Event(Event{Name: "cpu-clock", Period: 10})
+	im := b.Image(Image{Name: "/app"})
+	main := b.Push(-1, b.Frame(Frame{Func: b.Func(Func{Name: "main", Image: im})}))
+	th := b.Thread(Thread{PID: 1, TID: 1, Comm: b.String("app")})
+	k := Key{Stack: main, Thread: th, CPU: -1}
+	b.AddTimes(k, 20, []uint64{5, 6})
+	es, ts := b.TakeEntries()
+	if want := []Entry{{k, Value{2, 20}}}; !reflect.DeepEqual(es, want) || !slices.Equal(ts[k], []uint64{5, 6}) {
+		t.Fatalf("first interval: %v %v, want %v and times [5 6]", es, ts, want)
+	}
+	if ev := b.Meta().Events[0]; ev.Count != 0 || ev.Total != 0 {
+		t.Errorf("the event's counts after TakeEntries: %+v, want 0", ev)
+	}
+	// The same place again: the same ids, a new entry of its own.
+	if b.Push(-1, b.Frame(Frame{Func: b.Func(Func{Name: "main", Image: im})})) != main {
+		t.Errorf("the stack got another id after TakeEntries")
+	}
+	b.AddAt(k, 1, 10, 7)
+	other := b.Push(main, b.Frame(Frame{Func: b.Func(Func{Name: "work", Image: im})}))
+	k2 := Key{Stack: other, Thread: th, CPU: -1}
+	b.AddAt(k2, 1, 10, 8)
+	es, ts = b.TakeEntries()
+	if want := []Entry{{k, Value{1, 10}}, {k2, Value{1, 10}}}; !reflect.DeepEqual(es, want) ||
+		!slices.Equal(ts[k], []uint64{7}) || !slices.Equal(ts[k2], []uint64{8}) {
+		t.Errorf("second interval: %v %v, want %v with times [7] and [8]", es, ts, want)
+	}
+	if es, _ := b.TakeEntries(); len(es) != 0 {
+		t.Errorf("an empty interval: %v", es)
+	}
+}

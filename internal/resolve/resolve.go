@@ -158,9 +158,6 @@ type Resolver struct {
 	procs   Processes
 	stamps  Stamped // procs, when it says which processes changed
 	version uint64
-	// churned says procs changed since the Resolver began: it is told
-	// as it goes, and LeafOnly frames are cached by mapping too.
-	churned bool
 	opts    Options
 	b       *profile.Builder
 	cache   map[cacheKey]int32
@@ -169,6 +166,10 @@ type Resolver struct {
 	mapped  []*loadedImage                // by Mapping.ID
 	sparse  map[int32]*loadedImage        // by Mapping.ID, with Options.SparseMappings
 	ksyms   map[uint64]int32              // frames of the kernel symbols met, by start
+	// byOffset are the frames of the file offsets of images met, of
+	// every process: a program's processes share its images, and each
+	// new one would otherwise look each of its places up again.
+	byOffset map[offsetKey]int32
 
 	kernel       *symbolize.Kernel
 	kernelErr    error
@@ -210,6 +211,8 @@ func New(b *profile.Builder, procs Processes, opts Options) *Resolver {
 		images: map[imageKey]*loadedImage{},
 		inProc: map[procImageKey]*loadedImage{},
 		ksyms:  map[uint64]int32{},
+
+		byOffset: map[offsetKey]int32{},
 	}
 	r.stamps, _ = procs.(Stamped)
 	if opts.SparseMappings {
@@ -233,13 +236,23 @@ func (r *Resolver) reset() {
 // cache is checked against its Stamp when next asked for (proc); else,
 // or past the bounds of what is kept, all is dropped.
 func (r *Resolver) changed() {
-	r.churned = true
 	if r.stamps == nil || len(r.pids) > maxPIDCaches || len(r.arena) > maxArenaBlocks {
 		r.reset()
 		return
 	}
 	r.version = r.procs.Version()
 	r.last = nil
+}
+
+// Forget drops what the Resolver cached of process pid, which exited: a
+// live source's Resolver (the daemon's push), told of processes for
+// weeks, keeps the caches of those that live. The words of its chains
+// stay in the arena until the next reset.
+func (r *Resolver) Forget(pid uint32) {
+	delete(r.pids, pid)
+	if r.lastPID == pid {
+		r.last = nil
+	}
 }
 
 // proc returns what is cached of process pid, dropped first when its
@@ -280,15 +293,8 @@ const (
 	cacheKernel  int64 = -2
 )
 
-// mappingKey is cacheKey.mapping for the frames of mapping m: of its
-// return addresses, when ret, or of the others.
-func mappingKey(m *process.Mapping, ret bool) int64 {
-	k := int64(m.ID) << 1
-	if ret {
-		k |= 1
-	}
-	return k
-}
+// mappingKey is cacheKey.mapping for the anon bucket of mapping m.
+func mappingKey(m *process.Mapping) int64 { return int64(m.ID) }
 
 type imageKey struct{ path, buildID string }
 
@@ -536,9 +542,8 @@ func (r *Resolver) callers(s *Sample) int32 {
 func (r *Resolver) frame(pid uint32, addr, tm uint64, mode Mode, ret bool, leaf *Sample) int32 {
 	switch mode {
 	case ModeKernel, ModeHypervisor:
-		if r.opts.LeafOnly {
-			return r.kernelFrame(addr) // stack caches the address already
-		}
+		// Cached by address for every process: stack's cache of
+		// leaves is a process's own.
 		k := cacheKey{cacheKernel, addr}
 		if id, ok := r.cache[k]; ok {
 			return id
@@ -567,7 +572,7 @@ func (r *Resolver) frame(pid uint32, addr, tm uint64, mode Mode, ret bool, leaf 
 			}
 			return r.b.Frame(fr)
 		}
-		k := cacheKey{mappingKey(m, false), 0}
+		k := cacheKey{mappingKey(m), 0}
 		if r.opts.Addresses {
 			k.addr = addr
 		}
@@ -584,21 +589,11 @@ func (r *Resolver) frame(pid uint32, addr, tm uint64, mode Mode, ret bool, leaf 
 		r.cache[k] = id
 		return id
 	}
-	if r.opts.LeafOnly && !r.churned {
-		// stack caches the address already, as long as procs does
-		// not change; once it does, the frame of an address of a
-		// mapping, which never changes, is cached too.
-		return r.fileFrame(m, addr, ret)
-	}
-	// With lines, a return address names the call before it, and the
-	// sampled address its own line: two frames for one address.
-	k := cacheKey{mappingKey(m, ret && r.opts.Lines), addr}
-	if id, ok := r.cache[k]; ok {
-		return id
-	}
-	id := r.fileFrame(m, addr, ret)
-	r.cache[k] = id
-	return id
+	// Cached by image and file offset (fileFrame), not by mapping: the
+	// processes of one program share the first, and a live source's
+	// Resolver would keep an entry for each place of each process the
+	// machine ever ran.
+	return r.fileFrame(m, addr, ret)
 }
 
 // anon asks the AnonResolver about JIT code at addr: by the leaf's
@@ -739,9 +734,31 @@ func (r *Resolver) inProcess(m *process.Mapping, host *loadedImage) *loadedImage
 	return li
 }
 
+// offsetKey is a place in an image: its file offset, shifted left by
+// one and the low bit set for a return address that names the call
+// before it (with lines).
+type offsetKey struct {
+	li  *loadedImage
+	off uint64
+}
+
 func (r *Resolver) fileFrame(m *process.Mapping, addr uint64, ret bool) int32 {
 	li := r.image(m)
 	off := addr - m.Start + m.Pgoff
+	ok := offsetKey{li, off << 1}
+	if ret && r.opts.Lines {
+		ok.off |= 1
+	}
+	if id, hit := r.byOffset[ok]; hit {
+		return id
+	}
+	id := r.offsetFrame(li, off, ret)
+	r.byOffset[ok] = id
+	return id
+}
+
+// offsetFrame interns the frame at file offset off of image li.
+func (r *Resolver) offsetFrame(li *loadedImage, off uint64, ret bool) int32 {
 	var sym symbolize.Symbol
 	ok := false
 	if li.err == nil {

@@ -456,9 +456,11 @@ func TestCachesAcrossChanges(t *testing.T) {
 				case "kmap":
 					tr.Map(process.Mapping{Kernel: true, Start: e.addr, End: e.addr + e.len, Pgoff: e.addr, Path: e.path, Time: e.time, Exec: true})
 				case "forget":
+					// The Resolver that lives on forgets it too,
+					// as the push does; the process's samples are
+					// gone with it (the push resolved them before).
 					tr.Forget(e.pid)
-					// The forgotten process's samples are gone
-					// with it (the push resolved them before).
+					live.Forget(e.pid)
 					samples = slices.DeleteFunc(samples, func(sm resolve.Sample) bool { return sm.PID == e.pid })
 				case "sample":
 					sm := resolve.Sample{PID: e.pid, TID: e.tid, Time: e.time, Mode: e.mode, IP: e.ip, Callchain: e.chain, Count: 1, Period: 1}

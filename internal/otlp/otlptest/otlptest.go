@@ -28,8 +28,13 @@ type Sample struct {
 	Stack                  []Frame // leaf first
 }
 
-// Count is the number of samples it stands for: its values' sum.
+// Count is the number of samples it stands for: its values' sum, or,
+// a sample with times and no values, one a time (the profiles proto's
+// Sample).
 func (s *Sample) Count() int64 {
+	if len(s.Values) == 0 {
+		return int64(len(s.Times))
+	}
 	var n int64
 	for _, v := range s.Values {
 		n += v
@@ -194,7 +199,8 @@ func Flatten(pd pprofile.Profiles) ([]Sample, error) {
 					smp := Sample{Resource: res, Scope: sp.Scope().Name(), SampleType: st, PeriodType: pt, Period: p.Period(),
 						Time: uint64(p.Time()), Duration: p.DurationNano(), ProfileID: p.ProfileID(),
 						Values: s.Values().AsRaw(), Times: s.TimestampsUnixNano().AsRaw()}
-					if len(smp.Times) > 0 && len(smp.Values) != len(smp.Times) {
+					// Values, times, or as many of each.
+					if len(smp.Values) == 0 && len(smp.Times) == 0 || len(smp.Times) > 0 && len(smp.Values) > 0 && len(smp.Values) != len(smp.Times) {
 						return nil, fmt.Errorf("otlptest: a sample has %d values and %d timestamps", len(smp.Values), len(smp.Times))
 					}
 					for _, t := range smp.Times {

@@ -1,0 +1,305 @@
+package daemon
+
+import (
+	"context"
+	"debug/elf"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/jitprof/jitprof/internal/delivery"
+	"github.com/jitprof/jitprof/internal/linux"
+	"github.com/jitprof/jitprof/internal/otlp"
+	"github.com/jitprof/jitprof/internal/process"
+	"github.com/jitprof/jitprof/perfdata"
+)
+
+// The machine BenchmarkPushChurn pushes from: as bench/daemon/push.sh's
+// beside test runs, every CPU sampled (no callchains, as the daemon's
+// default) while processes come and go all the time. A push interval is
+// pushRounds rounds of a drain each 500 ms (resolveEvery): at 1 kHz on
+// two CPUs, 1,000 samples a round; churnPerRound processes start each
+// round and exit churnLife rounds later (480 a minute: a build or a
+// test run), half the samples theirs, half of longLived processes that
+// run throughout. A quarter of the samples are in the kernel.
+const (
+	pushRounds      = 20
+	samplesPerRound = 1000
+	churnPerRound   = 4
+	churnLife       = 3
+	longLived       = 2
+	kernelShare     = 0.25
+)
+
+// benchImage is the text of an ELF file on this machine as a process
+// maps it, and the places in it that samples fall in.
+type benchImage struct {
+	path         string
+	start, end   uint64 // the text mapping
+	pgoff        uint64
+	places       []uint64
+	positionIndp bool
+}
+
+// loadBenchImage reads the executable segment of path and picks n
+// places in it.
+func loadBenchImage(tb testing.TB, path string, base uint64, n int, rng *rand.Rand) *benchImage {
+	f, err := elf.Open(path)
+	if err != nil {
+		tb.Skipf("%s: %v", path, err)
+	}
+	defer f.Close()
+	im := &benchImage{path: path, positionIndp: f.Type == elf.ET_DYN}
+	if !im.positionIndp {
+		base = 0
+	}
+	for _, p := range f.Progs {
+		if p.Type != elf.PT_LOAD || p.Flags&elf.PF_X == 0 {
+			continue
+		}
+		im.start = base + p.Vaddr&^0xfff
+		im.end = base + (p.Vaddr+p.Memsz+0xfff)&^0xfff
+		im.pgoff = p.Off &^ 0xfff
+		for range n {
+			im.places = append(im.places, base+p.Vaddr+rng.Uint64N(p.Filesz))
+		}
+		return im
+	}
+	tb.Skipf("%s: no executable segment", path)
+	return nil
+}
+
+// pick returns one of the image's places, the first ones more often: a
+// program spends most of its time in few places.
+func (im *benchImage) pick(rng *rand.Rand) uint64 {
+	u := rng.Float64()
+	return im.places[int(u*u*u*float64(len(im.places)))]
+}
+
+// firstGlob returns the first file the patterns match, "" for none.
+func firstGlob(patterns ...string) string {
+	for _, p := range patterns {
+		if ms, _ := filepath.Glob(p); len(ms) > 0 {
+			return ms[0]
+		}
+	}
+	return ""
+}
+
+// kernelPlaces returns n addresses of the running kernel's text, from
+// its symbols (none when they are hidden from this user).
+func kernelPlaces(n int, rng *rand.Rand) []uint64 {
+	data, err := os.ReadFile("/proc/kallsyms")
+	if err != nil {
+		return nil
+	}
+	var addrs []uint64
+	for line := range strings.Lines(string(data)) {
+		fs := strings.Fields(line)
+		if len(fs) < 3 || len(fs) > 3 || (fs[1] != "t" && fs[1] != "T") {
+			continue // a module's symbols, data
+		}
+		if a, err := strconv.ParseUint(fs[0], 16, 64); err == nil && a != 0 {
+			addrs = append(addrs, a)
+		}
+	}
+	if len(addrs) == 0 {
+		return nil
+	}
+	out := make([]uint64, n)
+	for i := range out {
+		out[i] = addrs[rng.IntN(len(addrs))] + rng.Uint64N(64)
+	}
+	return out
+}
+
+// churn is the machine: its processes, told of to the Tracker as the
+// Recorder tells it (fork, exec, mmaps), sampled into the pusher.
+type churn struct {
+	t      *process.Tracker
+	p      *pusher
+	rng    *rand.Rand
+	kinds  [][]*benchImage // the images each kind of program maps
+	comms  []string
+	kernel []uint64
+	pid    uint32
+	tm     uint64         // CLOCK_MONOTONIC, ns
+	kind   map[uint32]int // of each process
+	long   []uint32
+	short  []shortProc
+	attr   *perfdata.Attr
+	// sent has a value for each batch the exporter took.
+	sent chan int
+}
+
+type shortProc struct {
+	pid   uint32
+	exits int // the round it exits in
+}
+
+// start starts a process of kind k.
+func (c *churn) start(k int) uint32 {
+	c.pid++
+	pid := c.pid
+	c.tm += 1000
+	c.kind[pid] = k
+	c.t.Fork(pid, 1, pid, 1, c.tm)
+	c.t.SetComm(pid, pid, c.tm, c.comms[k], true)
+	for _, im := range c.kinds[k] {
+		c.t.Map(process.Mapping{PID: pid, Start: im.start, End: im.end, Pgoff: im.pgoff, Path: im.path, Time: c.tm, Exec: true})
+	}
+	return pid
+}
+
+// round is one drain of the rings: processes start and exit, and the
+// round's samples go to the pusher. Exits are forgotten as ingest
+// forgets them (a round after); the last round of an interval pushes.
+func (c *churn) round(r int, push bool) {
+	left := c.short[:0]
+	for _, sp := range c.short {
+		if sp.exits <= r {
+			c.p.forgetLater(sp.pid)
+			delete(c.kind, sp.pid)
+			continue
+		}
+		left = append(left, sp)
+	}
+	c.short = left
+	for range churnPerRound {
+		k := c.rng.IntN(len(c.kinds))
+		c.short = append(c.short, shortProc{c.start(k), r + churnLife})
+	}
+	const tick = 500 * time.Millisecond / samplesPerRound
+	var s perfdata.Sample
+	s.Attr = c.attr
+	s.Period = 1000000
+	for range samplesPerRound {
+		c.tm += uint64(tick)
+		var pid uint32
+		if c.rng.IntN(2) == 0 {
+			pid = c.long[c.rng.IntN(len(c.long))]
+		} else {
+			pid = c.short[c.rng.IntN(len(c.short))].pid
+		}
+		s.PID, s.TID, s.Time = pid, pid, c.tm
+		if len(c.kernel) > 0 && c.rng.Float64() < kernelShare {
+			s.Misc = perfdata.MiscKernel
+			s.IP = c.kernel[c.rng.IntN(len(c.kernel))]
+		} else {
+			s.Misc = perfdata.MiscUser
+			ims := c.kinds[c.kind[pid]]
+			s.IP = ims[c.rng.IntN(len(ims))].pick(c.rng)
+		}
+		c.p.add(&s)
+	}
+	c.p.resolvedAt = time.Time{} // resolveEvery has passed: a round is 500 ms
+	if push {
+		c.p.cutAt = time.Time{}
+	}
+	c.p.endRound()
+}
+
+// interval runs the rounds of one push and waits for the batch to be
+// exported.
+func (c *churn) interval(r *int) {
+	for i := range pushRounds {
+		c.round(*r, i == pushRounds-1)
+		*r++
+	}
+	<-c.sent
+}
+
+// cpuTime returns the CPU time this process used, user and system, in
+// nanoseconds.
+func cpuTime() int64 {
+	var ru unix.Rusage
+	unix.Getrusage(unix.RUSAGE_SELF, &ru)
+	return ru.Utime.Nano() + ru.Stime.Nano()
+}
+
+// signalling is an Exporter that takes every batch and says so.
+type signalling chan int
+
+func (s signalling) Export(_ context.Context, batch []byte) delivery.Result {
+	s <- len(batch)
+	return delivery.Result{Outcome: delivery.Sent}
+}
+
+func (s signalling) Close() error { return nil }
+
+// BenchmarkPushChurn measures a push interval of the daemon on a machine
+// whose processes come and go (churn's constants): the samples kept by
+// place, resolved at exits and at the push, the push's profile cut from
+// the Builder, encoded, compressed and spooled, and the batch exported.
+// Ten intervals run first, so that what the pusher keeps across pushes
+// (the Builder, the Symbolizer's images) is as a running daemon's. The
+// programs are this test (a Go executable with its symbol table) and
+// the shell with the C library and the dynamic loader (stripped: only
+// their exported symbols), the executables a build or test run starts.
+func BenchmarkPushChurn(b *testing.B) {
+	b.Setenv("JITPROF_CACHE_DIR", b.TempDir())
+	rng := rand.New(rand.NewPCG(1, 2))
+	self, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	kinds := [][]*benchImage{{loadBenchImage(b, self, 0, 400, rng)}}
+	comms := []string{filepath.Base(self)[:min(15, len(filepath.Base(self)))]}
+	libc := firstGlob("/lib/x86_64-linux-gnu/libc.so.6", "/lib/*/libc.so.6", "/usr/lib/*/libc.so.6", "/lib64/libc.so.6", "/usr/lib/libc.so.6")
+	ld := firstGlob("/lib/x86_64-linux-gnu/ld-linux*.so.*", "/lib/*/ld-linux*.so.*", "/lib64/ld-linux*.so.*", "/usr/lib/ld-linux*.so.*")
+	if sh, err := filepath.EvalSymlinks("/bin/sh"); err == nil && libc != "" && ld != "" {
+		kinds = append(kinds, []*benchImage{loadBenchImage(b, sh, 0x555555554000, 150, rng),
+			loadBenchImage(b, libc, 0x7f0000000000, 200, rng), loadBenchImage(b, ld, 0x7f0000400000, 30, rng)})
+		comms = append(comms, filepath.Base(sh))
+	}
+	attr := &perfdata.Attr{Type: perfdata.TypeSoftware, SampleType: perfdata.SampleIP | perfdata.SampleTID | perfdata.SampleTime | perfdata.SamplePeriod,
+		Flags: perfdata.FlagSampleIDAll, SamplePeriod: 1000000, Name: "cpu-clock"}
+	root, err := os.OpenRoot(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer root.Close()
+	t := process.New()
+	sent := make(signalling, 1)
+	p, err := newPusher(root, Push{Every: time.Hour, Delivery: delivery.Config{Endpoint: "bench", Protocol: delivery.ProtocolHTTP}, Resource: otlp.Options{ServiceName: "bench"}},
+		sent, attr, false, t, func(uint32) (linux.Identity, bool) { return linux.Identity{}, false }, t.Forget)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() {
+		go func() {
+			for range sent {
+			}
+		}()
+		p.close()
+		close(sent)
+	}()
+	c := &churn{t: t, p: p, rng: rng, kinds: kinds, comms: comms, kind: map[uint32]int{}, kernel: kernelPlaces(300, rng), pid: 5000000, tm: 1e9, attr: attr, sent: sent}
+	for range longLived {
+		c.long = append(c.long, c.start(rng.IntN(len(kinds))))
+	}
+	r := 0
+	for range 10 {
+		c.interval(&r)
+	}
+	b.ReportAllocs()
+	cpu0 := cpuTime()
+	b.ResetTimer()
+	for range b.N {
+		c.interval(&r)
+	}
+	b.StopTimer()
+	// CPU time, the process's: on a loaded machine the wall clock
+	// counts the time others had the CPU.
+	b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+	st := p.status()
+	b.ReportMetric(float64(st.SentBytes)/float64(st.Sent), "B/push")
+	m := p.b.Meta()
+	b.ReportMetric(float64(len(m.Nodes)+len(m.Threads)), "nodes+threads")
+}
