@@ -83,6 +83,21 @@ func load(f *perfdata.File, opts Options, nchunks, workers int) (*profile.Profil
 			return p, nil
 		}
 	}
+	if onePassOK(f, opts) {
+		p, ok, err := loadOnePass(f, opts)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			return p, nil
+		}
+	}
+	return loadTwoPass(f, opts, nchunks, workers)
+}
+
+// loadTwoPass is load reading the timeline first, then the samples in
+// parallel parts.
+func loadTwoPass(f *perfdata.File, opts Options, nchunks, workers int) (*profile.Profile, error) {
 	tl := opts.Timeline
 	if tl == nil {
 		var err error
