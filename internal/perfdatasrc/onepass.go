@@ -86,10 +86,11 @@ func (op *onePass) take(tl *Timeline, rec perfdata.Record) bool {
 	if !takes(rec) {
 		return true
 	}
-	if tm := recordTime(rec); op.n > 0 && tm <= op.latest || op.some && tm <= op.resolved {
-		if op.some && tm <= op.resolved {
-			return false
-		}
+	tm := recordTime(rec)
+	if op.some && tm <= op.resolved {
+		return false
+	}
+	if op.n > 0 && tm <= op.latest {
 		for i := range op.n {
 			w := &op.ring[(op.first+i)%window]
 			if w.stack && w.s.Time >= tm {
