@@ -14,6 +14,13 @@
 // sample never names it, however the per-CPU buffers interleaved in the
 // file.
 //
+// A recording with user stacks to unwind (--call-graph dwarf), which is
+// mostly the stacks' bytes, is read once instead where it can be
+// (onepass.go): each sample unwound as it comes and resolved a window of
+// samples later, those a late record of another CPU's buffer reaches
+// unwound again, to the same profile; JIT code, or a record reaching a
+// sample already resolved, sends it the two-pass way.
+//
 // Flat profiles (Options.LeafOnly) are read in one pass instead: parts
 // of the file, found by perfdata.Resync, are read in parallel, summing
 // the samples of each place (process, thread, CPU, address, event) with

@@ -48,15 +48,22 @@ func newStackWalker(u *unwind.Unwinder) *stackWalker {
 // sample's stack (unwind.Walker.Callchain), or s.Callchain when it has
 // none to unwind. The slice is the walker's until the next call.
 func (sw *stackWalker) callchain(s *perfdata.Sample) []uint64 {
+	chain, _, _ := sw.unwind(s)
+	return chain
+}
+
+// unwind is callchain, and says how the unwinding stopped and whether
+// there was a stack to unwind.
+func (sw *stackWalker) unwind(s *perfdata.Sample) ([]uint64, unwind.Stop, bool) {
 	if sw == nil {
-		return s.Callchain
+		return s.Callchain, unwind.StopEnd, false
 	}
-	chain, _, ok := sw.w.Callchain(s, sw.chain[:0])
+	chain, stop, ok := sw.w.Callchain(s, sw.chain[:0])
 	if !ok {
-		return s.Callchain
+		return s.Callchain, stop, false
 	}
 	sw.chain = chain
-	return chain
+	return chain, stop, true
 }
 
 // flush adds the walker's counts to its Unwinder's.

@@ -83,13 +83,19 @@ var (
 // fuzzRecording turns the fuzzer's bytes into a valid recording: each
 // operation writes one record (or moves the clock) with values from the
 // lists above. It returns the file and the number of samples in it.
-func fuzzRecording(t *testing.T, prog []byte) (*perfdata.File, uint64) {
+func fuzzRecording(t *testing.T, prog []byte, stacks bool) (*perfdata.File, uint64) {
 	a := &perfdata.Attr{
 		Type: perfdata.TypeSoftware, SamplePeriod: 1000,
 		SampleType: perfdata.SampleIP | perfdata.SampleTID | perfdata.SampleTime | perfdata.SampleCPU |
 			perfdata.SamplePeriod | perfdata.SampleCallchain,
 		Flags: perfdata.FlagSampleIDAll,
 		IDs:   []uint64{1},
+	}
+	if stacks {
+		// --call-graph dwarf's fields, with three registers: BP, SP
+		// and IP (perf's x86 numbers 6, 7 and 8).
+		a.SampleType |= perfdata.SampleRegsUser | perfdata.SampleStackUser
+		a.SampleRegsUser, a.SampleStackUser = 0x1c0, 64
 	}
 	var out memFile
 	w, err := perfdata.NewWriter(&out, []*perfdata.Attr{a})
@@ -145,6 +151,16 @@ func fuzzRecording(t *testing.T, prog []byte) (*perfdata.File, uint64) {
 				} else {
 					s.Callchain = append(s.Callchain, addr())
 				}
+			}
+			if stacks {
+				// A stack of words, some of them addresses, and
+				// registers pointing into it or anywhere.
+				sp := 0x7ffffff000 + uint64(o.byte())*8
+				s.RegsUserABI, s.RegsUser = 2, []uint64{sp + uint64(o.byte())*8, sp, s.IP}
+				for range o.byte() % 9 {
+					s.StackUser = binary.LittleEndian.AppendUint64(s.StackUser, addr())
+				}
+				s.StackDyn = uint64(o.byte()) % uint64(len(s.StackUser)+1)
 			}
 			rec = s
 			samples++
@@ -257,6 +273,26 @@ func FuzzReplay(f *testing.F) {
 			f.Add(cat(byte(opts), recs...))
 		}
 	}
+	// With user stacks (an options byte past replayOptions): pid 1 maps
+	// busy and samples in it, a stack of two words, one an address in
+	// busy; then, a round later in the file but earlier in time (time
+	// going backwards), 2 is forked and maps anonymous memory, and a
+	// sample of 1 comes after.
+	stack := func(pid byte, ip ...byte) []byte {
+		r := rec(pid, 4, ip...)
+		return append(r, 0, 0x14, 0, 1, 2, 2, 0, 0x18, 0x10, 3, 0, 0x20, 16)
+	}
+	for opts := range replayOptions {
+		f.Add(cat(byte(len(replayOptions)+opts),
+			rec(0, 3, 0x0b, 0, 0, 0, 1, 0, 0), // MMAP2 r-x busy at base, 64 KB
+			stack(0, 0, 0x14, 0),
+			rec(0, 9),     // a round
+			rec(0, 5, 10), // time going backwards
+			rec(1, 1, 0),  // fork 2 from 1
+			rec(1, 3, 0x0f, 1, 0, 0, 0, 0, 1),
+			stack(0, 0, 0x14, 0x20),
+		))
+	}
 	f.Fuzz(func(t *testing.T, in []byte) { replay(t, sym, in) })
 }
 
@@ -269,7 +305,8 @@ func replay(t *testing.T, sym *symbolize.Symbolizer, in []byte) {
 	// loads, not a dozen: the fuzzer's speed is what finds bugs.
 	opts := replayOptions[int(in[0])%len(replayOptions)]
 	opts.Symbolizer = sym
-	file, samples := fuzzRecording(t, in[1:])
+	stacks := int(in[0])/len(replayOptions)%2 == 1
+	file, samples := fuzzRecording(t, in[1:], stacks)
 	tl, err := BuildTimeline(file)
 	if err != nil {
 		t.Fatalf("BuildTimeline: %v", err)
@@ -285,6 +322,17 @@ func replay(t *testing.T, sym *symbolize.Symbolizer, in []byte) {
 	}
 	if n != samples {
 		t.Fatalf("%+v: %d samples in the profile, %d in the recording", opts, n, samples)
+	}
+	if onePassOK(file, opts) {
+		// Read in one pass, unwound as read: the same as two.
+		got, err := loadTwoPass(file, opts, 3, 2)
+		if err != nil {
+			t.Fatalf("%+v in two passes: %v", opts, err)
+		}
+		if !reflect.DeepEqual(content(got), content(want)) || got.Unwound != want.Unwound {
+			t.Fatalf("%+v: read in two passes, the profile differs: %s (unwound %+v, in one pass %+v)",
+				opts, firstDifference(got, want), got.Unwound, want.Unwound)
+		}
 	}
 	others := []Options{opts}
 	if flatOK(file, opts) {

@@ -24,12 +24,15 @@ type Options struct {
 	// Bind, when set, is called with the recording's timeline before
 	// any sample is resolved, and returns the Anon to use: how a caller
 	// chooses JIT handlers by the recorded processes when the timeline
-	// and the samples come in one pass, as in a stream.
+	// and the samples come in one pass, as in a stream. (A DWARF
+	// recording read in one pass has no JIT code: its samples are
+	// resolved first, and no handler is asked about them.)
 	Bind func(*Timeline) (resolve.AnonResolver, error)
 	// Live, when set, is called with the recording's timeline and
 	// returns where a process that still runs sees its own files
 	// (resolve.Options.Live): images the host's paths do not give are
-	// read there.
+	// read there. (A DWARF recording read in one pass that needs it is
+	// read again the two-pass way.)
 	Live func(*Timeline) func(pid uint32) (symbolize.Place, bool)
 	// Lines resolves a source line for every frame (DWARF).
 	Lines bool
@@ -83,6 +86,21 @@ func load(f *perfdata.File, opts Options, nchunks, workers int) (*profile.Profil
 			return p, nil
 		}
 	}
+	if onePassOK(f, opts) {
+		p, ok, err := loadOnePass(f, opts)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			return p, nil
+		}
+	}
+	return loadTwoPass(f, opts, nchunks, workers)
+}
+
+// loadTwoPass is load reading the timeline first, then the samples in
+// parallel parts.
+func loadTwoPass(f *perfdata.File, opts Options, nchunks, workers int) (*profile.Profile, error) {
 	tl := opts.Timeline
 	if tl == nil {
 		var err error

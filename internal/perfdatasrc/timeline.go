@@ -19,6 +19,9 @@ type Timeline struct {
 	// goroutines may ask it at once.
 	Tracker *process.Tracker
 	lost    uint64 // samples lost, from LOST and LOST_SAMPLES records
+	// anonCode says a process mapped anonymous executable memory (JIT
+	// code): without it no address is one to ask the JIT handlers of.
+	anonCode bool
 	// bounds are the offsets of the non-sample records, where the data
 	// can be split for reading in parallel.
 	bounds []int64
@@ -59,6 +62,11 @@ func (t *Timeline) take(rec perfdata.Record) {
 		t.lost += r.Lost
 	case *perfdata.LostSamples:
 		t.lost += r.Lost
+	case *perfdata.Mmap:
+		if m := process.FromMmap(r); m.Anon && m.Exec {
+			t.anonCode = true
+		}
+		t.Tracker.Take(rec)
 	default:
 		t.Tracker.Take(rec)
 	}

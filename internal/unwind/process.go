@@ -298,6 +298,15 @@ func (w *Walker) Unwind(pid uint32, time uint64, regs Regs, stack *Stack, out []
 	return out, stop
 }
 
+// Uncount takes out of the Walker's counts a chain it unwound that
+// ended in stop: a report that unwinds a sample again (a record that
+// came later in the file changed its process's mappings at its time)
+// counts its chain once. It must come before the Walker's next Flush.
+func (w *Walker) Uncount(stop Stop) {
+	w.stats.Chains--
+	w.stats.Stops[stop]--
+}
+
 // Flush adds the Walker's counts to its Unwinder's Stats.
 func (w *Walker) Flush() {
 	w.u.statsMu.Lock()

@@ -1,0 +1,223 @@
+package perfdatasrc
+
+import (
+	"github.com/jitprof/jitprof/internal/profile"
+	"github.com/jitprof/jitprof/internal/resolve"
+	"github.com/jitprof/jitprof/internal/symbolize"
+	"github.com/jitprof/jitprof/internal/unwind"
+	"github.com/jitprof/jitprof/perfdata"
+)
+
+// A recording with user stacks (--call-graph dwarf) is mostly the
+// stacks' bytes: a million samples of 8 KiB stacks are 12 GB, and
+// copying them from the system's cache was half of a report's time when
+// the file was read twice (the timeline's pass, then the samples'). So
+// loadOnePass reads such a file once, as perf report does: it takes the
+// timeline's records as they come, unwinds each sample against the
+// mappings told of so far, and resolves it once it is window samples
+// old, in file order, as loadChunk would have.
+//
+// The Tracker's answer at a time depends only on the records of that
+// time or before, so a sample unwound and resolved that way has the
+// stack the two passes give when no record read after it changes the
+// processes at its time. perf writes each CPU's buffer in time order, a
+// round at a time, so a record comes after samples of later times only
+// when another CPU's buffer was written first: a process's exec or mmap
+// on one CPU, samples of any process on another, within a round or two.
+// A record whose time is not after every sample read marks the samples
+// of its time or later in the window to be unwound again, from the file,
+// before they are resolved; one that reaches a sample already resolved
+// sends the file the two-pass way.
+//
+// The samples are resolved before the whole timeline is known, so
+// before the JIT handlers are bound (Options.Bind, which chooses them
+// by the recorded processes): a recording with anonymous executable
+// memory, where the unwinder and the Resolver ask them, is read the
+// two-pass way from the record that tells of it. So is one with an
+// image found only in a process that still runs (Options.Live, which
+// says who each process was by the whole timeline).
+
+// window is how many samples wait to be resolved: the reach of a late
+// record, a round or two of perf's buffers (each CPU's holds a few
+// hundred samples of 8 KiB stacks).
+const window = 1 << 14
+
+// onePassOK reports whether load tries loadOnePass for f: a file, whole
+// (a killed one may stop at a torn record, and its warning would be
+// given twice), with stacks to unwind, not read for leaves only.
+func onePassOK(f *perfdata.File, opts Options) bool {
+	return !f.Pipe && !f.Truncated && !opts.LeafOnly && opts.Timeline == nil && hasStacks(f)
+}
+
+// onePass is what loadOnePass keeps while it reads: the samples that
+// wait to be resolved, in a ring.
+type onePass struct {
+	ring  [window]waiting
+	first int // the oldest in ring
+	n     int // how many wait
+	// latest is the latest time of the samples read; resolved that of
+	// those resolved: a record of that time or before gives up.
+	latest, resolved uint64
+	some             bool // a sample was resolved
+	redone           int  // samples unwound again
+}
+
+// waiting is a sample that waits to be resolved, with its chain, its
+// offset (to read it again) and how its unwinding stopped.
+type waiting struct {
+	s     resolve.Sample
+	chain []uint64 // s.Callchain's words, kept
+	off   int64
+	stop  unwind.Stop
+	stack bool // it had a stack, unwound
+	late  bool // to unwind again
+}
+
+// take gives tl a record other than a sample, marking the samples it
+// makes late. It reports false when the file is to be read the
+// two-pass way: the record reaches a sample already resolved, or tells
+// of JIT code.
+func (op *onePass) take(tl *Timeline, rec perfdata.Record) bool {
+	switch rec.(type) {
+	case *perfdata.Lost, *perfdata.LostSamples:
+		tl.take(rec) // counted, not a change of the processes
+		return true
+	}
+	if !takes(rec) {
+		return true
+	}
+	tm := recordTime(rec)
+	if op.some && tm <= op.resolved {
+		return false
+	}
+	if op.n > 0 && tm <= op.latest {
+		for i := range op.n {
+			w := &op.ring[(op.first+i)%window]
+			if w.stack && w.s.Time >= tm {
+				w.late = true
+			}
+		}
+	}
+	tl.take(rec)
+	return !tl.anonCode
+}
+
+// recordTime is the time at which the Tracker takes rec (process.Take).
+func recordTime(rec perfdata.Record) uint64 {
+	if r, ok := rec.(*perfdata.Fork); ok && r.Timestamp() == 0 {
+		return r.ForkTime
+	}
+	return rec.Base().Timestamp()
+}
+
+// hold keeps sample s, read at off, unwound to chain (stack: it had one
+// to unwind), to be resolved; the ring must have room.
+func (op *onePass) hold(s *perfdata.Sample, off int64, events *eventIndex, chain []uint64, stop unwind.Stop, stack bool) {
+	w := &op.ring[(op.first+op.n)%window]
+	op.n++
+	toSample(s, events, &w.s)
+	w.chain = append(w.chain[:0], chain...)
+	w.s.Callchain = w.chain
+	w.off, w.stop, w.stack, w.late = off, stop, stack, false
+	op.latest = max(op.latest, w.s.Time)
+}
+
+// oldest takes the oldest waiting sample out of the ring; it is valid
+// until the next hold.
+func (op *onePass) oldest() *waiting {
+	w := &op.ring[op.first]
+	op.first = (op.first + 1) % window
+	op.n--
+	op.resolved, op.some = max(op.resolved, w.s.Time), true
+	return w
+}
+
+// loadOnePass is load for onePassOK files. It returns false, having
+// read no more than it must, when the file is to be read the two-pass
+// way: it has JIT code or an image only a live process has, a record
+// reaches a sample already resolved, or a record cannot be read (the
+// two passes then report it as they always have). An error is
+// opts.Bind's, which is not asked twice.
+func loadOnePass(f *perfdata.File, opts Options) (*profile.Profile, bool, error) {
+	return new(onePass).load(f, opts)
+}
+
+func (op *onePass) load(f *perfdata.File, opts Options) (*profile.Profile, bool, error) {
+	tl := newTimeline(f)
+	u := unwind.New(unwind.Options{Symbolizer: opts.Symbolizer, Procs: tl.Tracker, Cache: true})
+	sw := newStackWalker(u)
+	ropts := opts
+	ropts.Anon, ropts.Live = nil, nil // neither is asked without JIT code
+	liveAsked := false
+	if opts.Live != nil {
+		ropts.Live = func(*Timeline) func(uint32) (symbolize.Place, bool) {
+			return func(uint32) (symbolize.Place, bool) {
+				liveAsked = true
+				return symbolize.Place{}, false
+			}
+		}
+	}
+	res, b, events := newResolver(f, tl, ropts)
+	meta := b.Meta()
+	again := f.RecordsIn(perfdata.Chunk{Start: f.DataOffset, End: f.DataOffset + f.DataSize})
+	again.Sequential = true
+	resolveOldest := func() bool {
+		w := op.oldest()
+		if w.late {
+			again.JumpTo(w.off)
+			if !again.Next() {
+				return false // read once already: it cannot fail now
+			}
+			s, ok := again.Record().(*perfdata.Sample)
+			if !ok {
+				return false
+			}
+			sw.w.Uncount(w.stop)
+			chain, _, _ := sw.unwind(s)
+			w.chain = append(w.chain[:0], chain...)
+			w.s.Callchain = w.chain
+			op.redone++
+		}
+		widen(meta, w.s.Time)
+		res.Add(&w.s)
+		return !liveAsked
+	}
+	total := f.DataSize
+	r := f.Records()
+	r.Sequential = true // a sample is unwound before the next is read
+	rel := releaser{f: f, at: f.DataOffset}
+	for n := 0; r.Next(); n++ {
+		off := r.Offset()
+		if s, ok := r.Record().(*perfdata.Sample); ok {
+			if op.n == window && !resolveOldest() {
+				return nil, false, nil
+			}
+			chain, stop, stack := sw.unwind(s)
+			op.hold(s, off, events, chain, stop, stack)
+		} else if !op.take(tl, r.Record()) {
+			return nil, false, nil
+		}
+		rel.readTo(r.NextOffset())
+		if opts.Progress != nil && n&0xffff == 0 {
+			opts.Progress(off-f.DataOffset, total)
+		}
+	}
+	if r.Err() != nil {
+		return nil, false, nil
+	}
+	rel.finish(f.DataOffset + f.DataSize)
+	tl.Tracker.Settle()
+	for op.n > 0 {
+		if !resolveOldest() {
+			return nil, false, nil
+		}
+	}
+	sw.flush()
+	if opts.Bind != nil {
+		var err error
+		if opts.Anon, err = opts.Bind(tl); err != nil {
+			return nil, true, err
+		}
+	}
+	return finishProfile(f, b, tl, u, opts, total), true, nil
+}
