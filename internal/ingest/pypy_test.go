@@ -133,17 +133,7 @@ func TestPyPyLogRewritten(t *testing.T) {
 	if err := os.WriteFile(path, log, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	j := &jitProc{pid: 4242, handler: "pypy", path: path, f: f, pypy: pypylog.NewFollower(), p: anon.Process{PID: 4242, UID: trust.UnknownOwner}}
-	root, err := os.OpenRoot(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer root.Close()
-	sess := func() (*os.Root, error) { return root, nil }
+	j, sess := followedLog(t, path)
 	if err := pollAll(j, 1, sess); err != nil {
 		t.Fatal(err)
 	}
@@ -404,18 +394,7 @@ func TestPyPyLogPartialLine(t *testing.T) {
 	if err := os.WriteFile(path, append(slices.Clip(log), bytes.Repeat([]byte("x"), 200<<10)...), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	j := &jitProc{pid: 4242, handler: "pypy", path: path, f: f, pypy: pypylog.NewFollower(), p: anon.Process{PID: 4242, UID: trust.UnknownOwner}}
-	defer j.close()
-	root, err := os.OpenRoot(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer root.Close()
-	sess := func() (*os.Root, error) { return root, nil }
+	j, sess := followedLog(t, path)
 	for i := range 3 {
 		w := work{1 << 62, 1 << 62}
 		if err := j.poll(uint64(i+1), &w, unbounded, sess); err != nil {
@@ -463,23 +442,12 @@ func TestPyPyLogPathReplaced(t *testing.T) {
 			if err := os.WriteFile(path, log[:cut], 0o600); err != nil {
 				t.Fatal(err)
 			}
-			f, err := os.Open(path)
-			if err != nil {
-				t.Fatal(err)
-			}
+			j, sess := followedLog(t, path)
 			a, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer a.Close()
-			j := &jitProc{pid: 4242, handler: "pypy", path: path, f: f, pypy: pypylog.NewFollower(), p: anon.Process{PID: 4242, UID: trust.UnknownOwner}}
-			defer j.close()
-			root, err := os.OpenRoot(t.TempDir())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer root.Close()
-			sess := func() (*os.Root, error) { return root, nil }
 			if !early {
 				if err := pollAll(j, 1, sess); err != nil || j.seq == 0 {
 					t.Fatalf("first part: %d codes, %v", j.seq, err)
@@ -580,20 +548,29 @@ func TestPyPyLogMalformed(t *testing.T) {
 	if err := os.WriteFile(path, []byte("[1] {jit-backend-addr\n[2] gc-minor}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	j, sess := followedLog(t, path)
+	err := pollAll(j, 1, sess)
+	var b *errBound
+	if !errors.As(err, &b) || !errors.Is(err, pypylog.ErrFormat) || j.bound == nil {
+		t.Errorf("a malformed log: %v, bound %v; want a bound wrapping pypylog.ErrFormat", err, j.bound)
+	}
+}
+
+// followedLog is a PyPy process's log at path as the daemon follows it
+// (opened, a Follower, an owner the tests do not check), closed at the
+// test's end, and a session directory for pollAll.
+func followedLog(t *testing.T, path string) (*jitProc, func() (*os.Root, error)) {
+	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	j := &jitProc{pid: 4242, handler: "pypy", path: path, f: f, pypy: pypylog.NewFollower(), p: anon.Process{PID: 4242, UID: trust.UnknownOwner}}
-	defer j.close()
+	t.Cleanup(j.close)
 	root, err := os.OpenRoot(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer root.Close()
-	err = pollAll(j, 1, func() (*os.Root, error) { return root, nil })
-	var b *errBound
-	if !errors.As(err, &b) || !errors.Is(err, pypylog.ErrFormat) || j.bound == nil {
-		t.Errorf("a malformed log: %v, bound %v; want a bound wrapping pypylog.ErrFormat", err, j.bound)
-	}
+	t.Cleanup(func() { root.Close() })
+	return j, func() (*os.Root, error) { return root, nil }
 }
