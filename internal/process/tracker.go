@@ -340,25 +340,35 @@ func (t *Tracker) Version() uint64 { return t.version }
 // keep what it cached of pid across them. A value once given is never
 // given for another state of pid (0: the Tracker knows nothing of pid).
 func (t *Tracker) Stamp(pid uint32) uint64 {
-	return t.stamp(pid, 0)
-}
-
-func (t *Tracker) stamp(pid uint32, depth int) uint64 {
-	p := t.procs[pid]
-	if p == nil {
+	if t.procs[pid] == nil {
 		return 0
 	}
-	s := max(p.changed, p.named)
-	if depth >= 64 { // bounds a cycle in corrupt fork records
-		return s
-	}
-	for _, st := range p.starts {
-		if !st.exec && st.ppid != pid {
-			s = max(s, t.stamp(st.ppid, depth+1))
+	// The stamp is the latest change of any process pid was forked
+	// from, so each is visited once: following fork records as a tree
+	// took exponential time when corrupt ones made two processes each
+	// the other's parent twice (a fuzzed file took seconds a sample).
+	// At most stampReach processes: real ancestries are shallower, and
+	// a hostile file's chain of forks costs no more than that.
+	var buf [16]uint32
+	seen := append(buf[:0], pid)
+	var s uint64
+	for i := 0; i < len(seen); i++ {
+		p := t.procs[seen[i]]
+		if p == nil {
+			continue
+		}
+		s = max(s, p.changed, p.named)
+		for _, st := range p.starts {
+			if !st.exec && len(seen) < stampReach && !slices.Contains(seen, st.ppid) {
+				seen = append(seen, st.ppid)
+			}
 		}
 	}
 	return s
 }
+
+// stampReach bounds the processes Stamp visits.
+const stampReach = 64
 
 // Settle computes what the Tracker derives from what it was told, so
 // that goroutines may ask it at once until the next record.

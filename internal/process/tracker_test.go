@@ -417,3 +417,31 @@ func TestExecutable(t *testing.T) {
 		}
 	}
 }
+
+// TestStampForkCycles: corrupt fork records that make two processes each
+// the other's parent many times cost Stamp a visit of each, not a walk of
+// every path between them (20^64 with a recursion bounded only by
+// depth, which a fuzzed file found); and a change to either still
+// changes the stamp of both.
+func TestStampForkCycles(t *testing.T) {
+	tr := New()
+	for i := range uint64(20) {
+		tr.Fork(1, 2, 1, 2, 100+i)
+		tr.Fork(2, 1, 2, 1, 100+i)
+	}
+	before := tr.Stamp(1)
+	if before == 0 {
+		t.Fatal("Stamp(1) = 0: the Tracker knows nothing of a forked process")
+	}
+	tr.Map(Mapping{PID: 2, Start: 0x1000, End: 0x2000, Path: "/lib", Time: 500, Exec: true})
+	after := tr.Stamp(1)
+	if after == before {
+		t.Errorf("Stamp(1) = %d before and after a mapping of its parent 2", after)
+	}
+	if s := tr.Stamp(2); s != after {
+		t.Errorf("Stamp(2) = %d, Stamp(1) = %d: each is the other's parent, so both see the latest change", s, after)
+	}
+	if s := tr.Stamp(3); s != 0 {
+		t.Errorf("Stamp(3) = %d for a pid never told of, want 0", s)
+	}
+}
