@@ -399,18 +399,29 @@ type chainEntry struct {
 	node          int32
 }
 
-// arenaBlock is the size in words of a block of Resolver.arena. Blocks
-// of a fixed size, rather than one slice that grows, allocate each word
-// once: append grows a big slice by a quarter, so one arena of n words
+// arenaBlock is the largest size in words of a block of Resolver.arena.
+// Blocks, rather than one slice that grows, allocate each word once:
+// append grows a big slice by a quarter, so one arena of n words
 // allocated about 5n, all of it fresh memory, which a VM faults in at
-// great cost (a tenth of a DWARF report's time).
-const arenaBlock = 1 << 16
+// great cost (a tenth of a DWARF report's time). The first block is
+// arenaFirst words and each next one twice the last, up to arenaBlock:
+// a resolver of a few chains (a daemon's push, a small recording, a
+// fuzz input, which loads one several times) would otherwise allocate
+// and clear half a megabyte it never uses, most of such a run's time.
+const (
+	arenaFirst = 1 << 9
+	arenaBlock = 1 << 16
+)
 
 // keep copies key into the arena and returns where it is.
 func (r *Resolver) keep(key []uint64, node int32) chainEntry {
 	n := len(r.arena)
 	if n == 0 || len(r.arena[n-1])+len(key) > cap(r.arena[n-1]) {
-		r.arena = append(r.arena, make([]uint64, 0, max(arenaBlock, len(key))))
+		size := arenaFirst
+		if n > 0 {
+			size = min(2*cap(r.arena[n-1]), arenaBlock)
+		}
+		r.arena = append(r.arena, make([]uint64, 0, max(size, len(key))))
 		n++
 	}
 	b := r.arena[n-1]
