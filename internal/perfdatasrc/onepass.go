@@ -52,7 +52,10 @@ func onePassOK(f *perfdata.File, opts Options) bool {
 // onePass is what loadOnePass keeps while it reads: the samples that
 // wait to be resolved, in a ring.
 type onePass struct {
-	ring  [window]waiting
+	// ring grows by doubling, up to window samples: a small recording
+	// (or a fuzz input, loaded several times) would otherwise clear
+	// megabytes for a few samples, most of its load's time.
+	ring  []waiting
 	first int // the oldest in ring
 	n     int // how many wait
 	// latest is the latest time of the samples read; resolved that of
@@ -92,7 +95,7 @@ func (op *onePass) take(tl *Timeline, rec perfdata.Record) bool {
 	}
 	if op.n > 0 && tm <= op.latest {
 		for i := range op.n {
-			w := &op.ring[(op.first+i)%window]
+			w := &op.ring[(op.first+i)%len(op.ring)]
 			if w.stack && w.s.Time >= tm {
 				w.late = true
 			}
@@ -113,7 +116,10 @@ func recordTime(rec perfdata.Record) uint64 {
 // hold keeps sample s, read at off, unwound to chain (stack: it had one
 // to unwind), to be resolved; the ring must have room.
 func (op *onePass) hold(s *perfdata.Sample, off int64, events *eventIndex, chain []uint64, stop unwind.Stop, stack bool) {
-	w := &op.ring[(op.first+op.n)%window]
+	if op.n == len(op.ring) {
+		op.grow()
+	}
+	w := &op.ring[(op.first+op.n)%len(op.ring)]
 	op.n++
 	toSample(s, events, &w.s)
 	w.chain = append(w.chain[:0], chain...)
@@ -122,11 +128,20 @@ func (op *onePass) hold(s *perfdata.Sample, off int64, events *eventIndex, chain
 	op.latest = max(op.latest, w.s.Time)
 }
 
+// grow doubles the ring, its waiting samples first in their order.
+func (op *onePass) grow() {
+	ring := make([]waiting, max(64, min(2*len(op.ring), window)))
+	for i := range op.n {
+		ring[i] = op.ring[(op.first+i)%len(op.ring)]
+	}
+	op.ring, op.first = ring, 0
+}
+
 // oldest takes the oldest waiting sample out of the ring; it is valid
 // until the next hold.
 func (op *onePass) oldest() *waiting {
 	w := &op.ring[op.first]
-	op.first = (op.first + 1) % window
+	op.first = (op.first + 1) % len(op.ring)
 	op.n--
 	op.resolved, op.some = max(op.resolved, w.s.Time), true
 	return w
