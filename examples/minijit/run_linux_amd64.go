@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"runtime"
 	"time"
@@ -35,8 +36,7 @@ func jit(opts options, out io.Writer) (truth *Truth, err error) {
 
 	r := &runner{c: c, lg: lg, tid: uint32(unix.Gettid()), truth: &Truth{PID: os.Getpid()}}
 	if opts.PerfMap {
-		path := fmt.Sprintf("/tmp/perf-%d.map", os.Getpid())
-		if r.perfMap, err = os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND|os.O_EXCL, 0o644); err != nil {
+		if r.perfMap, err = createPerfMap(fmt.Sprintf("/tmp/perf-%d.map", os.Getpid())); err != nil {
 			return nil, fmt.Errorf("minijit: %w", err)
 		}
 		defer func() { err = errors.Join(err, r.perfMap.Close()) }()
@@ -179,4 +179,30 @@ func (r *runner) call(g *Generation, arg uint64) int64 {
 	g.CPUNs += ns
 	r.truth.CPUNs += ns
 	return ns
+}
+
+// createPerfMap creates the perf map at path, a new file: never one that
+// a symbolic link or another user's file put there. A map of our own
+// that is there already is an earlier process's of the same pid (maps
+// stay after their process exits, as perf reads them later, and pids
+// are reused): it is replaced, as V8 replaces it.
+func createPerfMap(path string) (*os.File, error) {
+	const flags = os.O_WRONLY | os.O_CREATE | os.O_APPEND | os.O_EXCL | unix.O_NOFOLLOW
+	f, err := os.OpenFile(path, flags, 0o644)
+	if !errors.Is(err, fs.ErrExist) {
+		return f, err
+	}
+	var st unix.Stat_t
+	if err := unix.Lstat(path, &st); err != nil {
+		return nil, fmt.Errorf("perf map: %w", err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG || int(st.Uid) != os.Geteuid() {
+		return nil, fmt.Errorf("perf map %s exists and is not a file of this user's: not replaced", path)
+	}
+	// In a sticky directory such as /tmp only its owner (this user) can
+	// remove or rename the name, so what O_EXCL creates next is new.
+	if err := os.Remove(path); err != nil {
+		return nil, fmt.Errorf("perf map: removing an earlier process's: %w", err)
+	}
+	return os.OpenFile(path, flags, 0o644)
 }
