@@ -60,19 +60,8 @@ func TestPyPyLogFollowed(t *testing.T) {
 	if err := os.WriteFile(path, log[:cut], 0o600); err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	j := &jitProc{pid: 4242, handler: "pypy", path: path, f: f, pypy: pypylog.NewFollower(), clock: ticksAsNanos(t),
-		p: anon.Process{PID: 4242, NSPID: 4242, UID: trust.UnknownOwner}}
-	session := t.TempDir()
-	root, err := os.OpenRoot(session)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer root.Close()
-	sess := func() (*os.Root, error) { return root, nil }
+	j, sess := followedLog(t, path)
+	j.clock, j.p.NSPID = ticksAsNanos(t), 4242
 	if err := pollAll(j, 1, sess); err != nil {
 		t.Fatal(err)
 	}
@@ -103,10 +92,7 @@ func TestPyPyLogFollowed(t *testing.T) {
 		}
 	}
 	j.close()
-	dump, err := os.ReadFile(filepath.Join(session, pypySeqFile))
-	if err != nil {
-		t.Fatal(err)
-	}
+	dump := readDump(t, sess)
 	p := anon.Process{PID: 4242, NSPID: 4242, UID: trust.UnknownOwner, Comm: "pypy3",
 		Embedded: map[string][]byte{path + ".seq": dump}, Kinds: map[string]string{path + ".seq": anon.PyPySeq}}
 	r, h, errs := anon.Claim(anon.Builtins(), &p)
@@ -252,26 +238,13 @@ func TestPyPyReusedAddress(t *testing.T) {
 	if err := os.WriteFile(path, []byte(log), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	j := &jitProc{pid: 4242, handler: "pypy", path: path, f: f, pypy: pypylog.NewFollower(), clock: ticksAsNanos(t),
-		p: anon.Process{PID: 4242, NSPID: 4242, UID: trust.UnknownOwner}}
-	session := t.TempDir()
-	root, err := os.OpenRoot(session)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer root.Close()
-	if err := pollAll(j, 6000, func() (*os.Root, error) { return root, nil }); err != nil {
+	j, sess := followedLog(t, path)
+	j.clock, j.p.NSPID = ticksAsNanos(t), 4242
+	if err := pollAll(j, 6000, sess); err != nil {
 		t.Fatal(err)
 	}
 	j.close()
-	dump, err := os.ReadFile(filepath.Join(session, pypySeqFile))
-	if err != nil {
-		t.Fatal(err)
-	}
+	dump := readDump(t, sess)
 	p := anon.Process{PID: 4242, NSPID: 4242, UID: trust.UnknownOwner, Comm: "pypy3",
 		Embedded: map[string][]byte{path + ".seq": dump}, Kinds: map[string]string{path + ".seq": anon.PyPySeq}}
 	r, _, errs := anon.Claim(anon.Builtins(), &p)
@@ -554,6 +527,17 @@ func TestPyPyLogMalformed(t *testing.T) {
 	if !errors.As(err, &b) || !errors.Is(err, pypylog.ErrFormat) || j.bound == nil {
 		t.Errorf("a malformed log: %v, bound %v; want a bound wrapping pypylog.ErrFormat", err, j.bound)
 	}
+}
+
+// readDump reads the numbered dump of a followed log from its session.
+func readDump(t *testing.T, sess func() (*os.Root, error)) []byte {
+	t.Helper()
+	root, _ := sess()
+	dump, err := root.ReadFile(pypySeqFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dump
 }
 
 // followedLog is a PyPy process's log at path as the daemon follows it
