@@ -39,6 +39,16 @@ echo "== go test -race"
 # -timeout is the hang detector of each package, not a speed target (a
 # CI run's 30 minutes are): cmd/jitprof takes about 10 minutes alone on
 # 2 cores, twice that with a CPU hog beside it (fresh-check.sh --load).
+# A test that leaves /tmp/perf-PID.map behind is a defect: once the pid
+# comes round again, a JIT run as another user cannot write its own map
+# there (a sticky /tmp), and a test that needs it fails (it did, in CI).
+ls /tmp/perf-*.map 2>/dev/null | sort >"$scratch/maps-before" || true
 go test -race -count=1 -timeout 45m ./...
+ls /tmp/perf-*.map 2>/dev/null | sort >"$scratch/maps-after" || true
+left=$(comm -13 "$scratch/maps-before" "$scratch/maps-after")
+if [ -n "$left" ]; then
+	echo "warning: these perf maps appeared in /tmp while the tests ran, and are still there (a test that does not remove its JIT's map, or another program's):" >&2
+	echo "$left" >&2
+fi
 echo "== fuzz smoke"
 ./scripts/fuzz-smoke.sh

@@ -31,9 +31,12 @@ func recordJIT(t *testing.T, jitprof string, uid, gid int) (data string, pid int
 	if uid != 0 {
 		args = append(args, perftest.Need(t, "setpriv"), "--reuid", strconv.Itoa(uid), "--regid", strconv.Itoa(gid), "--clear-groups", "--")
 	}
-	out, err := exec.Command(jitprof, append(args, jit, "1", "map")...).Output()
+	var stderr strings.Builder
+	cmd := exec.Command(jitprof, append(args, jit, "1", "map")...)
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("jitprof record: %v\n%s", err, out)
+		t.Fatalf("jitprof record: %v\n%s%s", err, out, stderr.String())
 	}
 	for sc := bufio.NewScanner(strings.NewReader(string(out))); sc.Scan(); {
 		if _, err := fmt.Sscanf(sc.Text(), "ready %d %v", &pid, &addr); err == nil {

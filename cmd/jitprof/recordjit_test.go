@@ -53,6 +53,15 @@ func wroteMB(t *testing.T, stderr string) float64 {
 	return v
 }
 
+// removeAfter removes path when the test ends. A helper, not a closure
+// over the caller's variable: a test that reuses the variable for its next
+// map would remove that one twice and leave this one (half a GB of sparse
+// file a run) in /tmp, where a later process given the same pid cannot
+// write its own.
+func removeAfter(t *testing.T, path string) {
+	t.Cleanup(func() { os.Remove(path) })
+}
+
 // TestRecordJITDataSize: jitprof record refuses a sparse perf map (500
 // MiB of which the disk holds 4 KB were embedded whole, 1.78 GB of
 // memory, while it said "wrote 0.447 MB"), streams a large dense one
@@ -66,7 +75,7 @@ func TestRecordJITDataSize(t *testing.T) {
 
 	pid := startJIT(t, exec.Command(jit, "60", "map"))
 	mp := fmt.Sprintf("/tmp/perf-%d.map", pid)
-	t.Cleanup(func() { os.Remove(mp) })
+	removeAfter(t, mp)
 	if err := os.Truncate(mp, 500<<20); err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +94,7 @@ func TestRecordJITDataSize(t *testing.T) {
 	// A dense map of 128 MiB: embedded, streamed.
 	pid = startJIT(t, exec.Command(jit, "60", "map"))
 	mp = fmt.Sprintf("/tmp/perf-%d.map", pid)
-	t.Cleanup(func() { os.Remove(mp) })
+	removeAfter(t, mp)
 	f, err := os.OpenFile(mp, os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
 		t.Fatal(err)

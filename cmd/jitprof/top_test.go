@@ -133,14 +133,16 @@ func TestTopFollows(t *testing.T) {
 	eventually("refresh", func() bool { return strings.Contains(stdout.String(), "# jitprof top:") })
 	mj := exec.Command(minijit, "-duration", "2s", "-quiet", "-perfmap")
 	mj.Env = env
-	if out, err := mj.CombinedOutput(); err != nil {
+	out, err := mj.CombinedOutput()
+	removeAfter(t, fmt.Sprintf("/tmp/perf-%d.map", mj.Process.Pid))
+	if err != nil {
 		t.Fatalf("minijit: %v\n%s", err, out)
 	}
 	eventually("xorshift, generated last", func() bool { return strings.Contains(stdout.String(), "xorshift [gen 6]") })
 	if err := cmd.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
 	}
-	err := cmd.Wait()
+	err = cmd.Wait()
 	stopped = true
 	if err != nil {
 		t.Errorf("jitprof top after SIGINT: %v\n%s", err, stderr.String())
@@ -163,12 +165,15 @@ func TestTopFollows(t *testing.T) {
 	// The perf map alone: read again as it grows, it names what was
 	// added to it while top ran (the slots minijit re-used are
 	// ambiguous, as a map has no times, and say so).
-	cmd = exec.Command(jitprof, "top", "--stdio", "-z", "-d", "0.5", "--anon-handler", "perfmap", "--", minijit, "-duration", "2s", "-quiet", "-perfmap")
+	truth := filepath.Join(dir, "truth.json")
+	cmd = exec.Command(jitprof, "top", "--stdio", "-z", "-d", "0.5", "--anon-handler", "perfmap", "--", minijit, "-duration", "2s", "-quiet", "-perfmap", "-truth", truth)
 	cmd.Env = append(os.Environ(), "JITPROF_JITLOG_DIR="+filepath.Join(dir, "jitlog2"))
-	out, err := cmd.Output()
+	out, err = cmd.Output()
 	if err != nil {
 		t.Fatal(err)
 	}
+	pid, _ := readTruth(t, truth)
+	removeAfter(t, fmt.Sprintf("/tmp/perf-%d.map", pid))
 	if !strings.Contains(string(out), "[JIT perfmap] minijit") || !strings.Contains(string(out), "xorshift") {
 		t.Errorf("top with the perf map names no xorshift, added last:\n%s", out)
 	}
