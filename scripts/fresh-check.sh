@@ -121,6 +121,9 @@ one() {
 			fail "$tmp/test.out" "run $run: ./test.sh failed in a fresh clone${how:+ (${how[*]})}"
 		fi
 		echo "fresh-check: run $run: ./test.sh in a fresh clone${how:+ (${how[*]})}: $(($(date +%s) - start))s"
+		# What test.sh warns of (perf maps the tests left in /tmp) is kept
+		# in sight when it passes.
+		sed -n '/^warning: /,/^== /p' "$tmp/test.out" | grep -v '^== ' || true
 		if [ -n "$count" ]; then
 			local pkgs
 			pkgs=$(cd "$tmp/src" && go list -f '{{.ImportPath}} {{join .TestImports " "}} {{join .XTestImports " "}}' ./... |
