@@ -38,14 +38,12 @@ var dumpName = regexp.MustCompile(`^jit-[0-9]+\.dump$`)
 // where JITs write it by default.
 func jitdumpPaths(p *Process) []string {
 	var paths []string
-	for _, m := range p.Mappings {
-		if dumpName.MatchString(filepath.Base(m.Path)) && filepath.IsAbs(m.Path) {
-			// The kernel names the file as the process sees it.
-			if p.Root != "" && p.Root != "/" {
-				paths = append(paths, filepath.Join(p.Root, m.Path))
-			}
-			paths = append(paths, m.Path)
+	for _, path := range markerPaths(p) {
+		// The kernel names the file as the process sees it.
+		if p.Root != "" && p.Root != "/" {
+			paths = append(paths, filepath.Join(p.Root, path))
 		}
+		paths = append(paths, path)
 	}
 	paths = append(paths, filePaths(p, func(pid int) string { return "/tmp/jit-" + itoa(pid) + ".dump" })...)
 	name := func(pid int) string { return "jit-" + itoa(pid) + ".dump" }

@@ -85,6 +85,11 @@ type procState struct {
 	claim Claim // all but Ambiguous, ResolveErr and the counts are set once
 	r     anon.Resolver
 	image string
+	// key is what the handlers read of the process's timeline when
+	// they claimed it (anon.TimelineKey), and stamp when Processes last
+	// told it (stamper), for Settled.
+	key   string
+	stamp uint64
 
 	// Answers that Prepare got in batches: qs sorted, ans[i] the index in
 	// syms of qs[i]'s answer, or -1 for an unknown address.
@@ -308,6 +313,10 @@ func (st *procState) name(sym *anon.Symbol) string {
 
 func (b *Binder) claim(pid uint32, st *procState) {
 	p := b.procs.Process(pid)
+	st.key, _ = anon.TimelineKey(b.opts.Handlers, &p)
+	if sp, ok := b.procs.(stamper); ok {
+		st.stamp = sp.Stamp(pid)
+	}
 	p.Force = b.opts.Force
 	p.FillLive(b.opts.Proc)
 	st.claim = Claim{PID: pid, Comm: p.Comm}

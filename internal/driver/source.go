@@ -143,18 +143,41 @@ func (r *Recording) Load(ctx context.Context, opts LoadOptions, bind func(anonbi
 	}
 	ropts := perfdatasrc.Options{Lines: opts.Lines, Addresses: opts.Addresses, LeafOnly: opts.LeafOnly, Times: opts.Times, Progress: opts.Progress, Symbolizer: opts.Symbolizer}
 	if bind != nil {
-		ropts.Bind = func(tl *perfdatasrc.Timeline) (resolve.AnonResolver, error) {
+		// The processes with the recorder's bundle and the recording's
+		// span (for handlers that ask: protocol 2's range line; a
+		// stream has no features to say it).
+		binder := func(tl *perfdatasrc.Timeline) (*anonbind.Binder, error) {
 			bundle, err := jitbundle.Load(r.f)
 			if err != nil {
 				return nil, fmt.Errorf("jitprof's JIT data: %w", err)
 			}
-			// The recording's span, for handlers that ask (protocol 2's
-			// range line); a stream has no features to say it.
 			var span anon.TimeRange
 			if first, last, err := r.f.Features.SampleTime(); err == nil && first <= last {
 				span = anon.TimeRange{From: first, To: last}
 			}
-			b := bind(anonbind.Recorded(tl.Tracker, bundle, span))
+			return bind(anonbind.Recorded(tl.Tracker, bundle, span)), nil
+		}
+		// A DWARF recording read in one pass binds its handlers before
+		// the timeline is whole; if it is read the two-pass way after
+		// all, Bind binds them again and the early Binder is closed.
+		var early *anonbind.Binder
+		ropts.BindEarly = func(tl *perfdatasrc.Timeline) (perfdatasrc.EarlyAnon, error) {
+			b, err := binder(tl)
+			if err != nil || !b.Early() {
+				return nil, err
+			}
+			early = b
+			return b, nil
+		}
+		ropts.Bind = func(tl *perfdatasrc.Timeline) (resolve.AnonResolver, error) {
+			if early != nil {
+				early.Close()
+				early = nil
+			}
+			b, err := binder(tl)
+			if err != nil {
+				return nil, err
+			}
 			if b.Batches() {
 				qs := map[uint32][]anon.Query{}
 				perfdatasrc.ScanAnon(r.f, tl, opts.LeafOnly, func(pid uint32, addr, time uint64) {

@@ -18,8 +18,11 @@
 // mostly the stacks' bytes, is read once instead where it can be
 // (onepass.go): each sample unwound as it comes and resolved a window of
 // samples later, those a late record of another CPU's buffer reaches
-// unwound again, to the same profile; JIT code, or a record reaching a
-// sample already resolved, sends it the two-pass way.
+// unwound again, to the same profile. Its JIT handlers are bound early
+// and claim processes as the timeline grows; a record that changes what
+// a claim read (Options.BindEarly), JIT code of handlers that cannot be
+// bound so, or a record reaching a sample already resolved, sends it the
+// two-pass way.
 //
 // Flat profiles (Options.LeafOnly) are read in one pass instead: parts
 // of the file, found by perfdata.Resync, are read in parallel, summing

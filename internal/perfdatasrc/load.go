@@ -25,9 +25,16 @@ type Options struct {
 	// any sample is resolved, and returns the Anon to use: how a caller
 	// chooses JIT handlers by the recorded processes when the timeline
 	// and the samples come in one pass, as in a stream. (A DWARF
-	// recording read in one pass has no JIT code: its samples are
-	// resolved first, and no handler is asked about them.)
+	// recording read in one pass asks BindEarly instead, or Bind once
+	// its samples are resolved when it has no JIT code.)
 	Bind func(*Timeline) (resolve.AnonResolver, error)
+	// BindEarly, when set, is how a DWARF recording read in one pass
+	// (onepass.go) binds the JIT handlers: it is called with the
+	// timeline before the first record is read into it, and returns the
+	// Anon to name JIT code with while the timeline grows, or nil when
+	// its handlers cannot be bound so (the file is then read the
+	// two-pass way if it has JIT code, and Bind asked).
+	BindEarly func(*Timeline) (EarlyAnon, error)
 	// Live, when set, is called with the recording's timeline and
 	// returns where a process that still runs sees its own files
 	// (resolve.Options.Live): images the host's paths do not give are

@@ -29,13 +29,40 @@ import (
 // before they are resolved; one that reaches a sample already resolved
 // sends the file the two-pass way.
 //
-// The samples are resolved before the whole timeline is known, so
-// before the JIT handlers are bound (Options.Bind, which chooses them
-// by the recorded processes): a recording with anonymous executable
-// memory, where the unwinder and the Resolver ask them, is read the
-// two-pass way from the record that tells of it. So is one with an
+// The samples are resolved before the whole timeline is known. Without
+// JIT handlers (a report without --anon-samples) JIT code is left in
+// OProfile's anon buckets, whatever the timeline. The JIT handlers,
+// which the unwinder and the Resolver ask about anonymous executable
+// memory, choose by the recorded processes: by a process's
+// last command name (its JIT image is named "[JIT jitdump] node") and
+// by its mappings over the whole recording (jitdump's marker mapping,
+// PyPy's JIT memory, which its log's loops must lie in; an external
+// handler is sent them all). So the handlers are bound early
+// (Options.BindEarly, internal/anonbind): a process is claimed at its
+// first JIT address by what the timeline says of it so far, and after
+// each record the claims are checked (EarlyAnon.Settled) against what
+// the handlers read of the timeline now (anon.TimelineKey); a record
+// that changes it (a rename after the first JIT sample, a PyPy process
+// mapping more JIT memory) sends the file the two-pass way, where the
+// handlers claim with the whole timeline. In recordings of Node (perf
+// record of node --perf-prof), PyPy and minijit (jitprof record) the
+// JIT process mapped no executable memory and was not renamed after its
+// first JIT sample (its later mappings, 451 in Node's, were of data,
+// which no handler reads). Handlers that cannot be bound early (an
+// external handler) send a recording with JIT code the two-pass way; an
 // image found only in a process that still runs (Options.Live, which
-// says who each process was by the whole timeline).
+// says who each process was by the whole timeline), any recording.
+
+// EarlyAnon names JIT code for a DWARF recording read in one pass
+// (Options.BindEarly): an AnonResolver and the unwinder's JITInfo whose
+// handlers claim processes while the timeline is read, and Settled
+// reports whether every claim made so far is the one the timeline read
+// so far gives (anonbind.Binder).
+type EarlyAnon interface {
+	resolve.AnonResolver
+	unwind.JITInfo
+	Settled() bool
+}
 
 // window is how many samples wait to be resolved: the reach of a late
 // record, a round or two of perf's buffers (each CPU's holds a few
@@ -63,6 +90,12 @@ type onePass struct {
 	latest, resolved uint64
 	some             bool // a sample was resolved
 	redone           int  // samples unwound again
+	// early names JIT code while the timeline is read; nil when the
+	// JIT handlers could not be bound early.
+	early EarlyAnon
+	// bindLate says the JIT handlers are bound by the whole timeline
+	// (Options.Bind without early): JIT code gives the one pass up.
+	bindLate bool
 }
 
 // waiting is a sample that waits to be resolved, with its chain, its
@@ -78,8 +111,9 @@ type waiting struct {
 
 // take gives tl a record other than a sample, marking the samples it
 // makes late. It reports false when the file is to be read the
-// two-pass way: the record reaches a sample already resolved, or tells
-// of JIT code.
+// two-pass way: the record reaches a sample already resolved, tells of
+// JIT code without handlers bound early, or changes what they claimed
+// a process by.
 func (op *onePass) take(tl *Timeline, rec perfdata.Record) bool {
 	switch rec.(type) {
 	case *perfdata.Lost, *perfdata.LostSamples:
@@ -102,7 +136,10 @@ func (op *onePass) take(tl *Timeline, rec perfdata.Record) bool {
 		}
 	}
 	tl.take(rec)
-	return !tl.anonCode
+	if op.early != nil {
+		return op.early.Settled()
+	}
+	return !op.bindLate || !tl.anonCode
 }
 
 // recordTime is the time at which the Tracker takes rec (process.Take).
@@ -149,20 +186,37 @@ func (op *onePass) oldest() *waiting {
 
 // loadOnePass is load for onePassOK files. It returns false, having
 // read no more than it must, when the file is to be read the two-pass
-// way: it has JIT code or an image only a live process has, a record
-// reaches a sample already resolved, or a record cannot be read (the
-// two passes then report it as they always have). An error is
-// opts.Bind's, which is not asked twice.
+// way: it has JIT code its handlers cannot name early or an image only
+// a live process has, a record reaches a sample already resolved, or a
+// record cannot be read (the two passes then report it as they always
+// have). An error is opts.BindEarly's or opts.Bind's, which are not
+// asked again.
 func loadOnePass(f *perfdata.File, opts Options) (*profile.Profile, bool, error) {
 	return new(onePass).load(f, opts)
 }
 
 func (op *onePass) load(f *perfdata.File, opts Options) (*profile.Profile, bool, error) {
 	tl := newTimeline(f)
-	u := unwind.New(unwind.Options{Symbolizer: opts.Symbolizer, Procs: tl.Tracker, Cache: true})
-	sw := newStackWalker(u)
+	// JIT code is named by handlers bound early, or by handlers that do
+	// not depend on the timeline (opts.Anon without Bind), or not at all.
+	uopts := unwind.Options{Symbolizer: opts.Symbolizer, Procs: tl.Tracker, Cache: true}
+	uopts.JIT, _ = opts.Anon.(unwind.JITInfo)
 	ropts := opts
-	ropts.Anon, ropts.Live = nil, nil // neither is asked without JIT code
+	if opts.BindEarly != nil {
+		var err error
+		if op.early, err = opts.BindEarly(tl); err != nil {
+			return nil, true, err
+		}
+		if op.early != nil {
+			uopts.JIT, ropts.Anon = op.early, op.early
+		}
+	}
+	if op.early == nil && opts.Bind != nil {
+		op.bindLate = true
+		uopts.JIT, ropts.Anon = nil, nil // bound after the samples: asked of none
+	}
+	u := unwind.New(uopts)
+	sw := newStackWalker(u)
 	liveAsked := false
 	if opts.Live != nil {
 		ropts.Live = func(*Timeline) func(uint32) (symbolize.Place, bool) {
@@ -228,7 +282,7 @@ func (op *onePass) load(f *perfdata.File, opts Options) (*profile.Profile, bool,
 		}
 	}
 	sw.flush()
-	if opts.Bind != nil {
+	if op.early == nil && opts.Bind != nil {
 		var err error
 		if opts.Anon, err = opts.Bind(tl); err != nil {
 			return nil, true, err

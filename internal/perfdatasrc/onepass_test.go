@@ -5,9 +5,11 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/jitprof/jitprof/internal/perftest"
+	"github.com/jitprof/jitprof/internal/resolve"
 	"github.com/jitprof/jitprof/internal/symbolize"
 	"github.com/jitprof/jitprof/internal/unwind"
 	"github.com/jitprof/jitprof/perfdata"
@@ -134,12 +136,9 @@ func withLateRecords(t *testing.T, f *perfdata.File, n int) string {
 	return path
 }
 
-// TestOnePassGivesUp: a recording with JIT code (anonymous executable
-// memory), whose unwinding asks the JIT handlers bound by the whole
-// timeline, and a record reaching back to a sample resolved, are read
-// the two-pass way.
-func TestOnePassGivesUp(t *testing.T) {
-	a := &perfdata.Attr{
+// dwarfAttr is the attr of a recording with user stacks to unwind.
+func dwarfAttr() *perfdata.Attr {
+	return &perfdata.Attr{
 		Type: perfdata.TypeSoftware, SamplePeriod: 1000,
 		SampleType: perfdata.SampleIP | perfdata.SampleTID | perfdata.SampleTime | perfdata.SamplePeriod |
 			perfdata.SampleRegsUser | perfdata.SampleStackUser,
@@ -147,6 +146,15 @@ func TestOnePassGivesUp(t *testing.T) {
 		Flags: perfdata.FlagSampleIDAll,
 		IDs:   []uint64{1},
 	}
+}
+
+// TestOnePassGivesUp: a recording with JIT code (anonymous executable
+// memory), whose unwinding asks the JIT handlers, with handlers bound
+// by the whole timeline (Bind) and not early, and a record reaching
+// back to a sample resolved, are read the two-pass way. Without JIT
+// handlers, JIT code does not give the one pass up.
+func TestOnePassGivesUp(t *testing.T) {
+	a := dwarfAttr()
 	f := synthWith(t, a, []perfdata.Record{
 		comm(a, 10, 1, "jit", false),
 		sample(a, 10, 10, 2, 0x400010),
@@ -156,8 +164,17 @@ func TestOnePassGivesUp(t *testing.T) {
 	if !onePassOK(f, Options{}) {
 		t.Fatal("a recording with stacks is not one for the one pass")
 	}
-	if _, ok, err := loadOnePass(f, Options{Symbolizer: symbolize.New(symbolize.Options{})}); ok || err != nil {
-		t.Errorf("a recording with JIT code was read in one pass (error %v)", err)
+	sym := symbolize.New(symbolize.Options{})
+	if _, ok, err := loadOnePass(f, Options{Symbolizer: sym}); !ok || err != nil {
+		t.Errorf("a recording with JIT code and no JIT handlers was not read in one pass (error %v)", err)
+	}
+	bind := func(*Timeline) (resolve.AnonResolver, error) { return fakeJIT{}, nil }
+	if _, ok, err := loadOnePass(f, Options{Symbolizer: sym, Bind: bind}); ok || err != nil {
+		t.Errorf("a recording with JIT code was read in one pass with handlers bound by the whole timeline (error %v)", err)
+	}
+	early := func(*Timeline) (EarlyAnon, error) { return nil, nil }
+	if _, ok, err := loadOnePass(f, Options{Symbolizer: sym, Bind: bind, BindEarly: early}); ok || err != nil {
+		t.Errorf("a recording with JIT code was read in one pass, its handlers not bound early (error %v)", err)
 	}
 
 	// Records of the time of samples waiting (a late mapping) mark them;
@@ -188,5 +205,76 @@ func TestOnePassGivesUp(t *testing.T) {
 	}
 	if op.take(tl, mmap(a, 10, 109, 0x700000, 0x1000, "/lib/z.so")) {
 		t.Error("a mapping of the time of a sample resolved was taken")
+	}
+}
+
+// earlyJIT is fakeJIT bound early, whose claims are settled until the
+// unsettle'th time it is asked (never when 0).
+type earlyJIT struct {
+	fakeJIT
+	asked, unsettle int
+}
+
+func (*earlyJIT) UnwindTable(uint32, uint64, uint64) (*unwind.Table, uint64, bool) {
+	return nil, 0, false
+}
+func (*earlyJIT) Named(uint32, uint64, uint64) bool { return true }
+func (e *earlyJIT) Settled() bool {
+	e.asked++
+	return e.asked != e.unsettle
+}
+
+// TestOnePassBindsEarly: a recording with JIT code reads in one pass
+// with handlers bound early, asked whether their claims are settled
+// after each record of the timeline, to the profile the two passes
+// give with handlers bound by the whole timeline; Bind is not asked. A
+// record after which the claims are not settled gives the one pass up.
+func TestOnePassBindsEarly(t *testing.T) {
+	a := dwarfAttr()
+	f := synthWith(t, a, []perfdata.Record{
+		comm(a, 10, 1, "jit", false),
+		sample(a, 10, 10, 2, 0x400010),
+		mmap(a, 10, 3, 0x7f0000, 0x1000, "//anon"),
+		sample(a, 10, 10, 4, 0x7f0010),
+		comm(a, 10, 5, "jit2", false),
+		sample(a, 10, 10, 6, 0x7f0010),
+	})
+	binds := 0
+	e := &earlyJIT{}
+	opts := Options{
+		Symbolizer: symbolize.New(symbolize.Options{}),
+		BindEarly:  func(*Timeline) (EarlyAnon, error) { return e, nil },
+		Bind: func(*Timeline) (resolve.AnonResolver, error) {
+			binds++
+			return fakeJIT{}, nil
+		},
+	}
+	got, ok, err := loadOnePass(f, opts)
+	if !ok || err != nil {
+		t.Fatalf("a recording with JIT code and handlers bound early was not read in one pass (error %v)", err)
+	}
+	if binds != 0 || e.asked != 3 {
+		t.Errorf("Bind asked %d times, Settled %d; want 0 and 3 (after each record of the timeline)", binds, e.asked)
+	}
+	want, err := loadTwoPass(f, opts, 1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(content(got), content(want)) {
+		t.Errorf("the one pass's profile differs from the two passes': %s", firstDifference(got, want))
+	}
+	named := 0
+	for k := range content(got) {
+		if strings.HasPrefix(k, "jit@4|[JIT fake]|") || strings.HasPrefix(k, "jit@6|[JIT fake]|") {
+			named++
+		}
+	}
+	if named != 2 {
+		t.Errorf("%d of the 2 JIT samples named by the handlers bound early: %v", named, content(got))
+	}
+
+	e = &earlyJIT{unsettle: 3} // the rename after the JIT sample
+	if _, ok, err := loadOnePass(f, opts); ok || err != nil {
+		t.Errorf("the one pass went on past a record after which the claims were not settled (error %v)", err)
 	}
 }
