@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 )
 
@@ -33,7 +34,10 @@ const maxKeptLine = 1 << 20
 
 // KeepTo writes what Keep keeps of the log r to w, a line at a time, and
 // returns the bytes written: a log of gigabytes is never whole in
-// memory. Lines longer than a MiB are dropped.
+// memory. Lines longer than a MiB are dropped. It keeps a count for
+// each thread inside a kept section, and only while it is: a log with
+// more than MaxThreads threads inside kept sections at once, which Read
+// refuses too, is an error wrapping ErrFormat.
 func KeepTo(w io.Writer, r io.Reader) (int64, error) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	var n int64
@@ -41,13 +45,14 @@ func KeepTo(w io.Writer, r io.Reader) (int64, error) {
 	tooLong := false       // in a line longer than maxKeptLine
 	depth := map[int]int{} // open sections, by thread, inside a kept one
 	cur := -1              // the thread of the last section line
+	var line int64         // the line's number, for an error
 	for {
-		line, err := br.ReadSlice('\n')
+		text, err := br.ReadSlice('\n')
 		if errors.Is(err, bufio.ErrBufferFull) {
-			if tooLong = tooLong || len(long)+len(line) > maxKeptLine; tooLong {
+			if tooLong = tooLong || len(long)+len(text) > maxKeptLine; tooLong {
 				long = nil
 			} else {
-				long = append(long, line...)
+				long = append(long, text...)
 			}
 			continue
 		}
@@ -57,17 +62,18 @@ func KeepTo(w io.Writer, r io.Reader) (int64, error) {
 			}
 			return n, err
 		}
+		line++
 		if tooLong {
 			tooLong = false
 			continue
 		}
 		if long != nil {
-			line, long = append(long, line...), nil
+			text, long = append(long, text...), nil
 		}
-		thread, _, name, kind := marker(line[:len(line)-1])
+		thread, _, name, kind := marker(text[:len(text)-1])
 		if kind == Text {
 			if depth[cur] > 0 {
-				m, err := w.Write(line)
+				m, err := w.Write(text)
 				if n += int64(m); err != nil {
 					return n, err
 				}
@@ -78,15 +84,20 @@ func KeepTo(w io.Writer, r io.Reader) (int64, error) {
 		d := depth[thread]
 		switch {
 		case d == 0 && kind == Start && kept[string(name)]:
+			if len(depth) >= MaxThreads {
+				return n, fmt.Errorf("pypylog: line %d: sections open in more than %d threads: %w", line, MaxThreads, ErrFormat)
+			}
 			depth[thread] = 1
 		case d == 0:
 			continue
 		case kind == Start:
 			depth[thread] = d + 1
+		case kind == End && d == 1:
+			delete(depth, thread) // the thread's kept section ended
 		case kind == End:
 			depth[thread] = d - 1
 		}
-		m, err := w.Write(line)
+		m, err := w.Write(text)
 		if n += int64(m); err != nil {
 			return n, err
 		}
