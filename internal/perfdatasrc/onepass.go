@@ -39,10 +39,11 @@ import (
 // PyPy's JIT memory, which its log's loops must lie in; an external
 // handler is sent them all). So the handlers are bound early
 // (Options.BindEarly, internal/anonbind): a process is claimed at its
-// first JIT address by what the timeline says of it so far, and after
-// each record the claims are checked (EarlyAnon.Settled) against what
-// the handlers read of the timeline now (anon.TimelineKey); a record
-// that changes it (a rename after the first JIT sample, a PyPy process
+// first JIT address by what the timeline says of it so far, and once
+// the timeline is read the claims are checked (EarlyAnon.Settled)
+// against what the handlers read of the whole timeline (anon.TimelineKey;
+// also every settleEvery bytes, to give up early): a record that
+// changed it (a rename after the first JIT sample, a PyPy process
 // mapping more JIT memory) sends the file the two-pass way, where the
 // handlers claim with the whole timeline. In recordings of Node (perf
 // record of node --perf-prof), PyPy and minijit (jitprof record) the
@@ -96,6 +97,29 @@ type onePass struct {
 	// bindLate says the JIT handlers are bound by the whole timeline
 	// (Options.Bind without early): JIT code gives the one pass up.
 	bindLate bool
+	// told says the timeline took a record since early was last asked
+	// whether its claims hold, at checked, an offset in the file.
+	told    bool
+	checked int64
+}
+
+// settleEvery is how many bytes of records the one pass reads between
+// the times it asks whether the claims of the handlers bound early
+// hold, besides once at the end, which alone decides: asking reads a
+// claimed process's mappings again, and Node maps data every few
+// samples (451 times in a recording of 1,985). A claim that no longer
+// holds gives the pass up within settleEvery bytes.
+const settleEvery = 4 << 20
+
+// settled reports whether the claims of the handlers bound early hold,
+// asking them when the timeline took a record since they were last
+// asked, at off, and always when final.
+func (op *onePass) settled(off int64, final bool) bool {
+	if op.early == nil || !op.told || !final && off-op.checked < settleEvery {
+		return true
+	}
+	op.told, op.checked = false, off
+	return op.early.Settled()
 }
 
 // waiting is a sample that waits to be resolved, with its chain, its
@@ -111,9 +135,8 @@ type waiting struct {
 
 // take gives tl a record other than a sample, marking the samples it
 // makes late. It reports false when the file is to be read the
-// two-pass way: the record reaches a sample already resolved, tells of
-// JIT code without handlers bound early, or changes what they claimed
-// a process by.
+// two-pass way: the record reaches a sample already resolved, or tells
+// of JIT code to be named by handlers bound by the whole timeline.
 func (op *onePass) take(tl *Timeline, rec perfdata.Record) bool {
 	switch rec.(type) {
 	case *perfdata.Lost, *perfdata.LostSamples:
@@ -136,9 +159,7 @@ func (op *onePass) take(tl *Timeline, rec perfdata.Record) bool {
 		}
 	}
 	tl.take(rec)
-	if op.early != nil {
-		return op.early.Settled()
-	}
+	op.told = true
 	return !op.bindLate || !tl.anonCode
 }
 
@@ -263,7 +284,7 @@ func (op *onePass) load(f *perfdata.File, opts Options) (*profile.Profile, bool,
 			}
 			chain, stop, stack := sw.unwind(s)
 			op.hold(s, off, events, chain, stop, stack)
-		} else if !op.take(tl, r.Record()) {
+		} else if !op.take(tl, r.Record()) || !op.settled(off, false) {
 			return nil, false, nil
 		}
 		rel.readTo(r.NextOffset())
@@ -271,7 +292,7 @@ func (op *onePass) load(f *perfdata.File, opts Options) (*profile.Profile, bool,
 			opts.Progress(off-f.DataOffset, total)
 		}
 	}
-	if r.Err() != nil {
+	if r.Err() != nil || !op.settled(r.NextOffset(), true) {
 		return nil, false, nil
 	}
 	rel.finish(f.DataOffset + f.DataSize)
