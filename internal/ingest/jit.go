@@ -542,30 +542,16 @@ func (j *jitProc) pollPerfmap(now uint64, w *work, room jitRoom, session func() 
 	if !grown && j.off == j.size && !j.sweep {
 		return nil
 	}
-	if err := trust.CheckDense(j.f, j.path, j.off, j.size); err != nil {
-		return err
-	}
 	var out []byte
-	chunk := chunks.Get().(*[]byte)
-	defer chunks.Put(chunk)
-	for j.off < j.size && w.bytes > 0 && w.records > 0 {
-		n := min(j.size-j.off, mapChunk, w.bytes)
-		buf := (*chunk)[:n]
-		if _, err := j.f.ReadAt(buf, j.off); err != nil && !errors.Is(err, io.EOF) {
-			return fmt.Errorf("%s: %w", j.path, err)
-		}
-		w.bytes -= n
-		var lerr error
+	if rerr := j.readChunks(w, func(buf []byte, full bool) int64 {
 		var used int64
-		out, used, lerr = j.mapLines(out, buf, n == mapChunk, now, &room, w)
-		j.off += used
-		if lerr != nil {
-			err = lerr
-			break
+		out, used, err = j.mapLines(out, buf, full, now, &room, w)
+		if err != nil {
+			return -used - 1
 		}
-		if used == 0 {
-			break // a torn last line: the rest is not written yet
-		}
+		return used // none: a torn last line, the rest is not written yet
+	}); rerr != nil {
+		return rerr
 	}
 	if err == nil && j.off == j.size && j.sweep {
 		// The new map is read: what it no longer has is gone.
@@ -578,6 +564,38 @@ func (j *jitProc) pollPerfmap(now uint64, w *work, room jitRoom, session func() 
 		}
 	}
 	return err
+}
+
+// readChunks reads j's file from j.off, once the range to read is
+// checked dense, a chunk of at most mapChunk bytes at a time while w has
+// bytes and records left, giving each chunk to use (full: as long as a
+// chunk can be). use returns how many of the chunk's bytes it used, by
+// which j.off moves on, or -used-1 to stop after them; using none stops
+// too (a last line not yet whole). An error is a read's.
+func (j *jitProc) readChunks(w *work, use func(buf []byte, full bool) int64) error {
+	if err := trust.CheckDense(j.f, j.path, j.off, j.size); err != nil {
+		return err
+	}
+	chunk := chunks.Get().(*[]byte)
+	defer chunks.Put(chunk)
+	for j.off < j.size && w.bytes > 0 && w.records > 0 {
+		n := min(j.size-j.off, mapChunk, w.bytes)
+		buf := (*chunk)[:n]
+		if _, err := j.f.ReadAt(buf, j.off); err != nil && !errors.Is(err, io.EOF) {
+			return fmt.Errorf("%s: %w", j.path, err)
+		}
+		w.bytes -= n
+		used := use(buf, n == mapChunk)
+		if used < 0 {
+			j.off += -used - 1
+			break
+		}
+		j.off += used
+		if used == 0 {
+			break
+		}
+	}
+	return nil
 }
 
 // sweepBefore ends the ranges last seen before snapshot snap.
@@ -669,19 +687,8 @@ func (j *jitProc) pollPyPy(now uint64, w *work, room jitRoom, session func() (*o
 	if rewritten && j.off > 0 {
 		return boundErr("%s: written anew after %d bytes were read", j.path, j.off)
 	}
-	if err := trust.CheckDense(j.f, j.path, j.off, j.size); err != nil {
-		return err
-	}
 	var out []byte
-	chunk := chunks.Get().(*[]byte)
-	defer chunks.Put(chunk)
-	for j.off < j.size && w.bytes > 0 && w.records > 0 {
-		n := min(j.size-j.off, mapChunk, w.bytes)
-		buf := (*chunk)[:n]
-		if _, err := j.f.ReadAt(buf, j.off); err != nil && !errors.Is(err, io.EOF) {
-			return fmt.Errorf("%s: %w", j.path, err)
-		}
-		w.bytes -= n
+	if rerr := j.readChunks(w, func(buf []byte, full bool) int64 {
 		var used int
 		var ferr error
 		if j.skip {
@@ -695,25 +702,28 @@ func (j *jitProc) pollPyPy(now uint64, w *work, room jitRoom, session func() (*o
 			}
 		} else {
 			used, ferr = j.pypy.Feed(buf)
-			if used == 0 && n == mapChunk {
+			if used == 0 && full {
 				used, j.skip = len(buf), true
 			}
 		}
-		j.off += int64(used)
-		var lerr error
-		out, lerr = j.pypyCodes(out, now, &room, w)
+		out, err = j.pypyCodes(out, now, &room, w)
 		if ferr != nil {
-			return errors.Join(dataBound(j.path, ferr), j.flushDump(out, now, session))
+			err = dataBound(j.path, ferr)
 		}
-		if lerr != nil {
-			return errors.Join(lerr, j.flushDump(out, now, session))
+		if err != nil {
+			return -int64(used) - 1
 		}
 		if used == 0 {
 			// A last line not yet whole: PyPy writes whole sections, so
 			// it is read when the file grows.
-			j.partial = j.off+n == j.size
-			break
+			j.partial = j.off+int64(len(buf)) == j.size
 		}
+		return int64(used)
+	}); rerr != nil {
+		return rerr
+	}
+	if err != nil {
+		return errors.Join(err, j.flushDump(out, now, session))
 	}
 	if err := j.flushDump(out, now, session); err != nil {
 		return err
