@@ -94,46 +94,69 @@ func withLateRecords(t *testing.T, f *perfdata.File, n int) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	mmaps := 0
+	moveLate(t, f, w, n, 0, func(rec perfdata.Record) perfdata.Record {
+		switch rec := rec.(type) {
+		case *perfdata.Mmap:
+			mmaps++
+			c := *rec
+			return &c
+		case *perfdata.Comm:
+			c := *rec
+			return &c
+		}
+		return nil
+	})
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if mmaps == 0 {
+		t.Fatal("no mappings in the recording")
+	}
+	return path
+}
+
+// moveLate writes f's records to w, each that late returns a copy of
+// (the reader reuses its records) n records later, as another CPU's
+// buffer written first puts it. With round not 0, a FINISHED_ROUND
+// follows every round records written, in place of f's.
+func moveLate(t *testing.T, f *perfdata.File, w interface{ WriteRecord(perfdata.Record) error }, n, round int, late func(perfdata.Record) perfdata.Record) {
+	t.Helper()
 	type held struct {
 		rec perfdata.Record
 		at  int
 	}
 	var pending []held
-	i := 0
+	written := 0
 	write := func(rec perfdata.Record) {
 		if err := w.WriteRecord(rec); err != nil {
 			t.Fatal(err)
 		}
-		i++
+		if written++; round > 0 && written%round == 0 {
+			if err := w.WriteRecord(&perfdata.FinishedRound{}); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
-	moved := 0
 	for r := f.Records(); r.Next(); {
-		switch rec := r.Record().(type) {
-		case *perfdata.Mmap:
-			c := *rec // the reader reuses its records
-			pending = append(pending, held{&c, i + n})
-			moved++
-		case *perfdata.Comm:
-			c := *rec
-			pending = append(pending, held{&c, i + n})
-		default:
+		rec := r.Record()
+		if _, ok := rec.(*perfdata.FinishedRound); ok && round > 0 {
+			continue
+		}
+		if c := late(rec); c != nil {
+			pending = append(pending, held{c, written + n})
+		} else {
 			write(rec)
 		}
-		for len(pending) > 0 && pending[0].at <= i {
-			write(pending[0].rec)
+		for len(pending) > 0 && pending[0].at <= written {
+			p := pending[0].rec
 			pending = pending[1:]
+			write(p)
 		}
 	}
 	for _, p := range pending {
 		write(p.rec)
 	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if moved == 0 {
-		t.Fatal("no mappings in the recording")
-	}
-	return path
 }
 
 // dwarfAttr is the attr of a recording with user stacks to unwind.

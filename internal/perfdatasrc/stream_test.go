@@ -220,42 +220,15 @@ func TestStreamLateMappings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	type late struct {
-		rec perfdata.Record
-		at  int
-	}
-	var pending []late
-	n, moved := 0, 0
-	var write func(rec perfdata.Record)
-	write = func(rec perfdata.Record) {
-		if err := w.WriteRecord(rec); err != nil {
-			t.Fatal(err)
-		}
-		if n++; n%1000 == 0 {
-			if err := w.WriteRecord(&perfdata.FinishedRound{}); err != nil {
-				t.Fatal(err)
-			}
-		}
-		for len(pending) > 0 && pending[0].at <= n {
-			p := pending[0].rec
-			pending = pending[1:]
-			write(p)
-		}
-	}
-	for r := f.Records(); r.Next(); {
-		switch rec := r.Record().(type) {
-		case *perfdata.FinishedRound:
-		case *perfdata.Mmap:
-			c := *rec // the reader reuses its records
-			pending = append(pending, late{&c, n + 200})
+	moved := 0
+	moveLate(t, f, w, 200, 1000, func(rec perfdata.Record) perfdata.Record {
+		if m, ok := rec.(*perfdata.Mmap); ok {
 			moved++
-		default:
-			write(rec)
+			c := *m
+			return &c
 		}
-	}
-	for _, p := range pending {
-		write(p.rec)
-	}
+		return nil
+	})
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
