@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -96,7 +97,12 @@ type jitProc struct {
 	// the poll's time).
 	pypy    *pypylog.Follower
 	envRead bool
-	clock   *pypylog.Clock
+	// pypyRoot is where the PyPy log's path is resolved, for a process
+	// that does not see the host's files at their paths: its root
+	// (/proc/PID/root) or, for a relative path, its working directory
+	// (/proc/PID/cwd); "" for the host's paths.
+	pypyRoot string
+	clock    *pypylog.Clock
 
 	// In the session: the process's directory there, the copy of the
 	// source, the numbered dump of a perf map, whether the manifest is
@@ -229,17 +235,23 @@ func (j *jitProc) find(now time.Time, procs func(pid uint32) []anon.Mapping) (fo
 // process holds it open (open).
 //
 // The variable's path is the process's: it is taken for the host's
-// only when the process sees the host's files at their paths (its mount
-// namespace, not chrooted); a container's PyPy is not followed. Nor is
-// a process running set-id: its environment is the word of the user
-// who ran it, not of the user its files are judged by.
+// when the process sees the host's files at their paths (its mount
+// namespace, not chrooted). For a process in a container (another mount
+// namespace) or chrooted, it names a file in the process's view: it is
+// resolved inside the process's root (/proc/PID/root) or, relative,
+// inside its working directory (/proc/PID/cwd), as the process sees
+// them, without following a symlink or going above that directory
+// (internal/trust's OpenIn, rule 2 of docs/security.md). A process
+// running set-id is not followed: its environment is the word of the
+// user who ran it, not of the user its files are judged by.
 func (j *jitProc) pypyLog() {
 	if j.envRead || !j.p.IsPyPy() {
 		return
 	}
 	j.envRead = true
 	pid := int(j.pid)
-	if host, err := j.proc.SeesHostFiles(pid); err != nil || !host {
+	host, err := j.proc.SeesHostFiles(pid)
+	if err != nil {
 		return
 	}
 	if setid, err := j.proc.SetID(pid); err != nil || setid {
@@ -248,6 +260,18 @@ func (j *jitProc) pypyLog() {
 	v, ok, err := j.proc.Getenv(pid, "PYPYLOG")
 	file := pypylog.LogFile(v)
 	if err != nil || !ok || file == "" {
+		return
+	}
+	if !host {
+		base := j.proc.RootDir(pid)
+		if !filepath.IsAbs(file) {
+			base = j.proc.Dir(pid) + "/cwd"
+		}
+		// A path that climbs above its base ("/../x") is not the
+		// process's file as the base resolves it: not followed.
+		if path := filepath.Join(base, file); strings.HasPrefix(path, base+"/") {
+			j.pypyRoot, j.p.PyPyLog = base, path
+		}
 		return
 	}
 	if !filepath.IsAbs(file) {
@@ -272,7 +296,15 @@ func (j *jitProc) open(handler, path string) error {
 		j.tail = t
 		return nil
 	}
-	f, err := anon.OpenData(&j.p, path)
+	p := &j.p
+	if handler == "pypy" && j.pypyRoot != "" {
+		// The log of a process in a container, resolved in its root
+		// or working directory (pypyLog).
+		in := j.p
+		in.Root = j.pypyRoot
+		p = &in
+	}
+	f, err := anon.OpenData(p, path)
 	if err != nil {
 		return err
 	}

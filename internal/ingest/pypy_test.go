@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -308,16 +309,29 @@ func fakePyPy(t *testing.T, environ, cwd, fd3, uidLine, rootLink string) linux.P
 // TestPyPyLogFound: the daemon follows the log PYPYLOG names (relative to
 // the working directory, %d its pid) only if the process holds it open:
 // a child forked from a PyPy has its parent's PYPYLOG but not its log.
-// Nor does it take the path of a chrooted or set-id process's PYPYLOG.
+// Nor does it take the path of a set-id process's PYPYLOG. A chrooted
+// process's path is resolved in its root, or relative in its working
+// directory, through /proc/PID/root or /proc/PID/cwd, never above them
+// or through a symlink.
 func TestPyPyLogFound(t *testing.T) {
 	dir := t.TempDir()
 	log := filepath.Join(dir, "pypy.log")
 	pidLog := filepath.Join(dir, "pypy-4242.log")
 	other := filepath.Join(dir, "other")
-	for _, p := range []string{log, pidLog, other} {
+	// A chroot: jail/work/pypy.log is /work/pypy.log inside it, and
+	// jail/work/link a symlink to it.
+	jail := filepath.Join(dir, "jail")
+	jailed := filepath.Join(jail, "work", "pypy.log")
+	if err := os.MkdirAll(filepath.Dir(jailed), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{log, pidLog, other, jailed} {
 		if err := os.WriteFile(p, nil, 0o600); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if err := os.Symlink("pypy.log", filepath.Join(jail, "work", "link")); err != nil {
+		t.Fatal(err)
 	}
 	env := "PYPYLOG=jit-backend-addr:" + log
 	uid := strconv.Itoa(os.Getuid())
@@ -325,6 +339,7 @@ func TestPyPyLogFound(t *testing.T) {
 		name                         string
 		environ, cwd, fd3, uid, root string
 		want                         string // the log followed
+		wantProc                     string // the log followed, in the test's /proc
 		notHeld, refused             bool
 	}{
 		{name: "unset", environ: "PYPY=" + log, cwd: "/", fd3: log, root: "/"},
@@ -334,17 +349,27 @@ func TestPyPyLogFound(t *testing.T) {
 		{name: "relative", environ: "PYPYLOG=jit-backend-addr,jit-log-opt:pypy.log", cwd: dir, fd3: log, root: "/", want: log},
 		{name: "pid", environ: "PYPYLOG=jit-backend-addr:" + filepath.Join(dir, "pypy-%d.log"), cwd: "/", fd3: pidLog, root: "/", want: pidLog},
 		{name: "forked child", environ: env, cwd: "/", fd3: other, root: "/", notHeld: true},
-		{name: "chrooted", environ: env, cwd: "/", fd3: log, root: "/srv/jail"},
+		{name: "chrooted, gone", environ: env, cwd: "/", fd3: log, root: "/srv/jail"},
+		{name: "chrooted", environ: "PYPYLOG=jit-backend-addr:/work/pypy.log", cwd: "/", fd3: jailed, root: jail, wantProc: "4242/root/work/pypy.log"},
+		{name: "chrooted, relative", environ: "PYPYLOG=jit-backend-addr:pypy.log", cwd: filepath.Dir(jailed), fd3: jailed, root: jail, wantProc: "4242/cwd/pypy.log"},
+		{name: "chrooted, a host path", environ: env, cwd: "/", fd3: log, root: jail},
+		{name: "chrooted, above its root", environ: "PYPYLOG=jit-backend-addr:/../" + log, cwd: "/", fd3: log, root: jail},
+		{name: "chrooted, above its directory", environ: "PYPYLOG=jit-backend-addr:../work/pypy.log", cwd: filepath.Dir(jailed), fd3: jailed, root: jail},
+		{name: "chrooted, a symlink", environ: "PYPYLOG=jit-backend-addr:/work/link", cwd: "/", fd3: jailed, root: jail, refused: true},
 		{name: "set-uid", environ: env, cwd: "/", fd3: log, uid: "1\t" + uid + "\t" + uid + "\t" + uid, root: "/"},
 		{name: "standard error", environ: "PYPYLOG=jit-backend-addr:-", cwd: "/", fd3: log, root: "/"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			j := &jitProc{pid: 4242, proc: fakePyPy(t, tc.environ, tc.cwd, tc.fd3, tc.uid, tc.root)}
+			proc := fakePyPy(t, tc.environ, tc.cwd, tc.fd3, tc.uid, tc.root)
+			j := &jitProc{pid: 4242, proc: proc}
 			defer j.close()
 			now := time.Now()
 			found, err := j.find(now, func(uint32) []anon.Mapping { return nil })
 			if tc.notHeld != errors.Is(err, errNotHeld) || tc.refused != errors.Is(err, trust.ErrUntrusted) || !tc.notHeld && !tc.refused && err != nil {
 				t.Fatalf("find: %v", err)
+			}
+			if tc.wantProc != "" {
+				tc.want = filepath.Join(proc.Root, tc.wantProc)
 			}
 			if got := map[bool]string{true: j.path}[found]; got != tc.want || found && j.handler != "pypy" {
 				t.Fatalf("followed %s %q, want %q", j.handler, got, tc.want)
@@ -558,3 +583,82 @@ func followedLog(t *testing.T, path string) (*jitProc, func() (*os.Root, error))
 	t.Cleanup(func() { root.Close() })
 	return j, func() (*os.Root, error) { return root, nil }
 }
+
+// TestPyPyInContainer: a real PyPy in a mount namespace of its own (as
+// in a container), whose log is on a file system the host does not see
+// at that path: the daemon finds the log through /proc/PID/root, checks
+// the process holds it open and follows it as it grows. unshare -r makes
+// the namespaces without privilege (the process is the test's user on
+// the host, as the log's owner is).
+func TestPyPyInContainer(t *testing.T) {
+	pypy := perftest.Need(t, "pypy3")
+	unshare := perftest.Need(t, "unshare")
+	dir := t.TempDir()
+	hidden, script, pidFile := filepath.Join(dir, "hidden"), filepath.Join(dir, "gen.py"), filepath.Join(dir, "pid")
+	if err := os.Mkdir(hidden, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(script, []byte(generatingPyPy), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	log := filepath.Join(hidden, "pypy.log")
+	cmd := exec.Command(unshare, "-r", "-m", "sh", "-c", `mount -t tmpfs none "$1" && exec "$2" "$3" "$4"`, "sh", hidden, pypy, script, pidFile)
+	cmd.Env = append(os.Environ(), "PYPYLOG=jit-backend-addr,jit-log-opt:"+log)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	}()
+	pid := 0
+	// Bounded by a loaded machine's start of PyPy, not a count.
+	for deadline := time.Now().Add(2 * time.Minute); pid == 0 && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if b, err := os.ReadFile(pidFile); err == nil {
+			pid, _ = strconv.Atoi(string(b))
+		}
+	}
+	if pid == 0 {
+		t.Fatal("the PyPy wrote no pid in 2 minutes")
+	}
+	if _, err := os.Stat(log); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("the host sees the PyPy's log at its path (%v): not another mount namespace", err)
+	}
+	j := &jitProc{pid: uint32(pid)}
+	defer j.close()
+	found, err := j.find(time.Now(), func(uint32) []anon.Mapping { return nil })
+	if want := fmt.Sprintf("/proc/%d/root%s", pid, log); !found || err != nil || j.path != want {
+		t.Fatalf("found %v at %q (%v); want %s", found, j.path, err, want)
+	}
+	root, err := os.OpenRoot(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	// PyPy writes its log through stdio's buffer: the loops come as it
+	// fills, bounded by time on a loaded machine.
+	for deadline := time.Now().Add(2 * time.Minute); j.code.len() == 0 && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		w := work{1 << 62, 1 << 62}
+		if err := j.poll(uint64(time.Now().UnixNano()), &w, unbounded, func() (*os.Root, error) { return root, nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if j.code.len() == 0 {
+		t.Fatalf("no loop read from the log in 2 minutes (%d bytes read)", j.off)
+	}
+}
+
+// generatingPyPy writes its pid to argv[1], then compiles new loops
+// without end, so that its log grows past stdio's buffer.
+const generatingPyPy = `
+import os, sys
+with open(sys.argv[1] + ".tmp", "w") as f:
+    f.write(str(os.getpid()))
+os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+i = 0
+while True:
+    ns = {}
+    exec("def f%d(n):\n    s = 0\n    for k in range(n):\n        s += k * %d %% 7\n    return s\n" % (i, i), ns)
+    ns["f%d" % i](20000)
+    i += 1
+`
