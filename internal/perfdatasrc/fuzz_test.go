@@ -14,6 +14,7 @@ import (
 	"github.com/jitprof/jitprof/internal/process"
 	"github.com/jitprof/jitprof/internal/resolve"
 	"github.com/jitprof/jitprof/internal/symbolize"
+	"github.com/jitprof/jitprof/internal/unwind"
 	"github.com/jitprof/jitprof/perfdata"
 )
 
@@ -202,6 +203,16 @@ func (fuzzAnon) Resolve(pid uint32, addr, time uint64) (resolve.AnonFrame, bool)
 	return resolve.AnonFrame{Func: fmt.Sprintf("jit_%x", addr>>6), Image: "[JIT] fuzz", Start: addr &^ 63, Code: []byte{0x90}}, true
 }
 
+// fuzzAnon is the unwinder's JITInfo too: it names what it resolves,
+// and has no tables.
+func (fuzzAnon) UnwindTable(uint32, uint64, uint64) (*unwind.Table, uint64, bool) {
+	return nil, 0, false
+}
+func (fuzzAnon) Named(pid uint32, addr, time uint64) bool { return addr%3 != 0 }
+
+// Settled: what fuzzAnon says does not depend on the timeline.
+func (fuzzAnon) Settled() bool { return true }
+
 // replaySymbolizer finds images under a root of its own: busy as
 // /bin/busy, and a kallsyms of three symbols. FuzzReplay shares it between
 // inputs: it caches the images, read-only once loaded, so an input costs
@@ -306,6 +317,13 @@ func replay(t *testing.T, sym *symbolize.Symbolizer, in []byte) {
 	opts := replayOptions[int(in[0])%len(replayOptions)]
 	opts.Symbolizer = sym
 	stacks := int(in[0])/len(replayOptions)%2 == 1
+	if opts.Anon != nil && int(in[0])/len(replayOptions)/2%2 == 1 {
+		// JIT code named by handlers bound by the timeline (report
+		// --anon-samples): early, for a DWARF recording read in one pass.
+		opts.Anon = nil
+		opts.BindEarly = func(*Timeline) (EarlyAnon, error) { return fuzzAnon{}, nil }
+		opts.Bind = func(*Timeline) (resolve.AnonResolver, error) { return fuzzAnon{}, nil }
+	}
 	file, samples := fuzzRecording(t, in[1:], stacks)
 	tl, err := BuildTimeline(file)
 	if err != nil {
@@ -353,5 +371,6 @@ func replay(t *testing.T, sym *symbolize.Symbolizer, in []byte) {
 }
 
 // replayOptions are the ways FuzzReplay loads: a callgraph, a flat
-// profile, lines and addresses (annotate), JIT code named.
+// profile, lines and addresses (annotate), JIT code named (by a
+// resolver given, or bound to the timeline: replay).
 var replayOptions = []Options{{}, {LeafOnly: true}, {Lines: true, Addresses: true}, {Anon: fuzzAnon{}}}
