@@ -4,12 +4,15 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
 	"slices"
 	"strconv"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // EventID is an event's index in Options.Events.
@@ -777,6 +780,28 @@ func (db *DB) JITRoot(pid int) (*os.Root, error) {
 		return nil, err
 	}
 	return db.cur.OpenRoot(name)
+}
+
+// ReadJIT reads file name of process pid's directory of the current
+// session (JITRoot's), whole, through the directory and without
+// following a link: the daemon's own copies, read again while it runs
+// (the OTLP push names PyPy's loops by the numbered dump of its log).
+// A file of more than limit bytes is an error; one not there wraps
+// fs.ErrNotExist.
+func (db *DB) ReadJIT(pid int, name string, limit int64) ([]byte, error) {
+	f, err := db.cur.OpenFile(path.Join(jitDir, strconv.Itoa(pid), name), os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("%s: more than %d bytes", path.Join(jitDir, strconv.Itoa(pid), name), limit)
+	}
+	return b, nil
 }
 
 // Root is the session directory, for the files the daemon keeps beside

@@ -3,6 +3,7 @@ package sampledb
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -478,6 +479,40 @@ func TestJITRoot(t *testing.T) {
 	if r, err := db.JITRoot(99); err == nil {
 		r.Close()
 		t.Error("JITRoot followed a symlink planted as the process's directory")
+	}
+}
+
+// TestReadJIT: a file of a process's JIT directory reads back whole; a
+// missing one is fs.ErrNotExist, one past the limit an error, and a
+// symlink planted in its place is refused, not followed.
+func TestReadJIT(t *testing.T) {
+	dir := t.TempDir()
+	db := createDB(t, dir, SeparateNone)
+	defer db.Close()
+	r, err := db.JITRoot(1234)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if err := r.WriteFile("dump", []byte("0123456789"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := db.ReadJIT(1234, "dump", 10); err != nil || string(b) != "0123456789" {
+		t.Errorf("ReadJIT = %q, %v; want the 10 bytes written", b, err)
+	}
+	if _, err := db.ReadJIT(1234, "dump", 9); err == nil {
+		t.Error("ReadJIT read 10 bytes under a limit of 9")
+	}
+	if _, err := db.ReadJIT(1234, "none", 10); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("ReadJIT of a missing file: %v, want fs.ErrNotExist", err)
+	}
+	secret := filepath.Join(t.TempDir(), "secret")
+	os.WriteFile(secret, []byte("secret"), 0o600)
+	if err := os.Symlink(secret, filepath.Join(JITDir(dir, Current, 1234), "link")); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := db.ReadJIT(1234, "link", 10); err == nil {
+		t.Errorf("ReadJIT followed a symlink: %q", b)
 	}
 }
 
