@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"os/exec"
@@ -441,4 +442,148 @@ func TestDaemonPushSpoolBound(t *testing.T) {
 	}
 	t.Logf("first run: %d batches dropped, %d left in the spool (%v); samples from %v after its start to %v before its stop arrived",
 		dropped, first.queued, seqs, time.Unix(0, int64(oldest)).Sub(start), stopped.Sub(time.Unix(0, int64(newest))))
+}
+
+// TestDaemonPushPyPy: a daemon pushing to a real Collector follows a
+// PyPy's log (PYPYLOG), and its push names the loops as reports do:
+// each leaf of the PyPy's pushed samples is named and counted as
+// report --session names and counts it, and the loops' shares are those
+// jitprof report gives of a recording of the same run (PYPYLOG's log
+// embedded), by loop name.
+//
+// Against the session there are no counting statistics: the daemon
+// hands the very same samples to both, so every count agrees, but for
+// samples of a loop the session took before the daemon read the loop's
+// section of the log, which it leaves in an anon bucket, and the push,
+// which names the samples of an interval after its end, names. Against
+// the recording, two samplings of one run: a loop's share p of n1 and
+// of n2 samples differs by a standard deviation of
+// sqrt(p(1-p)(1/n1+1/n2)) (p the two pooled); four of them is the
+// tolerance. The program spends 2 s of CPU time in its loops, about
+// 8,000 samples at 4 kHz in each sampling: a loop of a third has
+// 4 sigma of 3 points, and at least 2,000 are asked for of each.
+func TestDaemonPushPyPy(t *testing.T) {
+	perftest.Perf(t)
+	needRoot(t, "the daemon samples every CPU")
+	pypy := perftest.Need(t, "pypy3")
+	jitprof := buildJitprof(t, t.TempDir())
+	buildExporter(t, jitprof)
+	col := otelcoltest.Start(t, otelcoltest.Options{})
+	dir := t.TempDir()
+	sessions := filepath.Join(t.TempDir(), "sessions")
+	script, truthFile, pidFile := filepath.Join(dir, "prog.py"), filepath.Join(dir, "truth.json"), filepath.Join(dir, "pid")
+	data := filepath.Join(dir, "perf.data")
+	prog := strings.Replace(pypyFlat, `budget = {"ints": 0.6, "floats": 0.4, "lists": 0.25}`, `budget = {"ints": 0.9, "floats": 0.7, "lists": 0.4}`, 1)
+	if prog == pypyFlat {
+		t.Fatal("the budget line of pypyFlat changed")
+	}
+	if err := os.WriteFile(script, []byte(prog+pypyDriver+pypyPid), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	startDaemon(t, jitprof, sessions, nil, "-a", "-F", "4000", "-m", "1024", "--separate=thread", "--otlp-endpoint", col.HTTP, "--otlp-interval", "2s")
+	rec := exec.Command(jitprof, "record", "-q", "-F", "4000", "-m", "512", "-o", data, "--", pypy, script, truthFile, pidFile)
+	rec.Dir = dir
+	rec.Env = append(os.Environ(), "PYPYLOG=jit-backend-addr,jit-log-opt:pypy.log")
+	if out, err := rec.CombinedOutput(); err != nil {
+		t.Fatalf("jitprof record: %v\n%s", err, out)
+	}
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	status := daemonCmd(t, jitprof, sessions, "status")
+	daemonCmd(t, jitprof, sessions, "stop")
+	tot := readPushTotals(t, sessions)
+	ss := col.WaitSamples(t, tot.pushed, time.Minute)
+	var mine []otlptest.Sample
+	for i := range ss {
+		if ss[i].Resource["process.pid"] == int64(pid) {
+			mine = append(mine, ss[i])
+		}
+	}
+	pushed, pushedTotal := leaves(mine)
+
+	// The session's leaves: the push names what it names, and the
+	// samples it left anonymous (at most).
+	csvText := jpReport(t, jitprof, nil, "--session", "--session-dir", sessions, "-l", "--format", "csv", "--anon-samples", fmt.Sprintf("tgid:%d", pid))
+	session, sessionTotal, _ := csvLeaves(t, csvText)
+	if pushedTotal != sessionTotal || sessionTotal == 0 {
+		t.Errorf("pypy: %d samples pushed, %d in the session", pushedTotal, sessionTotal)
+	}
+	const pypyImage = "[JIT pypy] "
+	var anon, named int64
+	got := maps.Clone(pushed)
+	for k, n := range session {
+		if strings.HasPrefix(k, "anon (tgid:") {
+			anon += n
+			continue
+		}
+		if got[k] != n && !(strings.HasPrefix(k, pypyImage) && got[k] > n) {
+			t.Errorf("%s: %d samples pushed, %d in the session", k, got[k], n)
+		}
+		named += got[k] - n
+		delete(got, k)
+	}
+	for k, n := range got {
+		if !strings.HasPrefix(k, pypyImage) {
+			t.Errorf("%s: %d samples pushed, none in the session", k, n)
+		}
+		named += n
+	}
+	if named != anon {
+		t.Errorf("the push named %d samples the session did not, which left %d in anon buckets", named, anon)
+	}
+
+	// The recording's leaves: each loop's share of the samples in the
+	// program's loops.
+	recCSV := runOK(t, jitprof, "report", "-i", data, "-l", "--anon-samples", "--format", "csv")
+	recorded, _, _ := csvLeaves(t, recCSV)
+	loopShares := func(m map[string]int64) (map[string]float64, int64) {
+		s := map[string]float64{}
+		var n int64
+		for k, c := range m {
+			if _, name, ok := strings.Cut(k, "|"); ok && strings.HasPrefix(k, pypyImage) && strings.Contains(name, " [loop ") {
+				s[name] += float64(c)
+				n += c
+			}
+		}
+		for name := range s {
+			s[name] /= float64(max(n, 1))
+		}
+		return s, n
+	}
+	ps, pn := loopShares(pushed)
+	rs, rn := loopShares(recorded)
+	if pn < 2000 || rn < 2000 {
+		t.Fatalf("%d samples pushed and %d recorded in PyPy's loops: want thousands of each\ndaemon status:\n%s\nsession:\n%s\nrecording:\n%s", pn, rn, status, csvText, recCSV)
+	}
+	names := map[string]bool{}
+	for name := range ps {
+		names[name] = true
+	}
+	for name := range rs {
+		names[name] = true
+	}
+	for name := range names {
+		p := (ps[name]*float64(pn) + rs[name]*float64(rn)) / float64(pn+rn)
+		sigma := math.Sqrt(p * (1 - p) * (1/float64(pn) + 1/float64(rn)))
+		if d := math.Abs(ps[name] - rs[name]); d > 4*sigma {
+			t.Errorf("%s: %.2f%% of the %d samples pushed in loops, %.2f%% of the %d recorded: %.2f points apart, more than %.2f",
+				name, 100*ps[name], pn, 100*rs[name], rn, 100*d, 400*sigma)
+		}
+	}
+	for _, fn := range []string{"ints", "floats", "lists"} {
+		found := false
+		for name := range ps {
+			found = found || strings.HasPrefix(name, fn+" [loop ")
+		}
+		if !found {
+			t.Errorf("no loop of %s pushed: %v", fn, ps)
+		}
+	}
+	t.Logf("pushed in loops %d: %v; recorded %d: %v; the push named %d samples the session left anonymous", pn, ps, rn, rs, named)
 }

@@ -389,6 +389,9 @@ func (d *daemon) startPush(exp delivery.Exporter, attr *perfdata.Attr, t *proces
 	if err != nil {
 		return fmt.Errorf("otlp push: %w", err)
 	}
+	// PyPy's loops are named by the dump of its log that ingest keeps
+	// in the session, which reports of the session name them by.
+	p.procs.pypyDump = d.in.PyPyDump
 	d.push = p
 	d.in.Forget = p.forgetLater
 	return nil

@@ -700,15 +700,33 @@ func (p *pusher) close() error {
 type liveProcs struct {
 	t        *process.Tracker
 	identity func(uint32) (linux.Identity, bool)
+	// pypyDump, when set, is the session's numbered dump of a PyPy
+	// process's log (ingest.Ingest.PyPyDump).
+	pypyDump func(pid uint32) ([]byte, string, error)
 }
 
+// Process is pid as the handlers see it. A PyPy's log is not read by
+// the push: it holds no sequence numbers, its stamps are PyPy's TSC,
+// and most of it can be the garbage collector's sections. Its loops
+// and bridges are named by the dump ingest writes of it as it grows
+// (anon.PyPySeq), by time: each at its section's time, so a sample is
+// named by the loop live when it was taken, with the very name a report
+// of the session gives it. The dump outlives the process, whose samples
+// are resolved after ingest let go of it.
 func (lp *liveProcs) Process(pid uint32) anon.Process {
 	var known *linux.Identity
 	if id, ok := lp.identity(pid); ok {
 		known = &id
 	}
 	sp, _ := lp.t.Process(pid)
-	return anon.NewProcess(pid, sp.Comm, sp.Mappings, known)
+	p := anon.NewProcess(pid, sp.Comm, sp.Mappings, known)
+	if lp.pypyDump != nil {
+		if b, path, err := lp.pypyDump(pid); err == nil {
+			p.Embedded = map[string][]byte{path: b}
+			p.Kinds = map[string]string{path: anon.PyPySeq}
+		}
+	}
+	return p
 }
 
 // renewAnon makes the JIT handlers' Binder anew, with the built-in

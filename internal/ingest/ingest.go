@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"time"
 
@@ -781,6 +782,20 @@ func (in *Ingest) JITErrorList() []string {
 	}
 	slices.Sort(l)
 	return append(l, in.pastErrors...)
+}
+
+// PyPyDump returns the numbered dump of process pid's PyPy log in the
+// current session (anon.PyPySeq), and its path: the loops and bridges
+// the daemon read of the log, each named as a report of the session
+// names it and loaded at its time. It stays after the process exits,
+// until the session changes; an error wrapping fs.ErrNotExist says the
+// session has none of pid's.
+func (in *Ingest) PyPyDump(pid uint32) ([]byte, string, error) {
+	b, err := in.db.ReadJIT(int(pid), pypySeqFile, in.maxJITDataPerProcess())
+	if err != nil {
+		return nil, "", err
+	}
+	return b, filepath.Join(sampledb.JITDir(in.db.Dir(), sampledb.Current, int(pid)), pypySeqFile), nil
 }
 
 // JITProcesses counts the processes whose JIT data the daemon follows.
