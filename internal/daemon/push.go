@@ -145,6 +145,7 @@ type pusher struct {
 	// places are the places waiting, by process: an exit resolves its
 	// process's alone.
 	places     map[uint32]map[placeKey]*place
+	spare      spares
 	singles    []resolve.Sample
 	jitPending []resolve.Sample
 	resolvedAt time.Time // when an exit last had samples resolved
@@ -278,7 +279,7 @@ func (p *pusher) add(s *perfdata.Sample) {
 	}
 	if p.lastPlaces == nil {
 		if p.lastPlaces = p.places[s.PID]; p.lastPlaces == nil {
-			p.lastPlaces = map[placeKey]*place{}
+			p.lastPlaces = p.spare.placeMap()
 			p.places[s.PID] = p.lastPlaces
 		}
 	}
@@ -286,8 +287,9 @@ func (p *pusher) add(s *perfdata.Sample) {
 	pl := p.lastPlaces[k]
 	switch {
 	case pl == nil:
-		pl = &place{s: resolve.Sample{PID: s.PID, TID: s.TID, Time: s.Time, CPU: cpu,
-			Mode: mode, IP: s.IP, Count: 1, Callchain: slices.Clone(chain)}}
+		pl = p.spare.place()
+		pl.s = resolve.Sample{PID: s.PID, TID: s.TID, Time: s.Time, CPU: cpu,
+			Mode: mode, IP: s.IP, Count: 1, Callchain: slices.Clone(chain)}
 		p.lastPlaces[k] = pl
 	case !slices.Equal(pl.s.Callchain, chain):
 		// Another chain with the same hash: a place of its own.
@@ -297,6 +299,62 @@ func (p *pusher) add(s *perfdata.Sample) {
 	}
 	pl.s.Period += period
 	pl.times = append(pl.times, s.Time)
+}
+
+// spares are the maps of places and the places resolved, kept for the
+// places of the next push: a process's map and its places were made
+// anew every push, and growing them (a map rehashed as it grows, a
+// slice of times doubled) was a third of keeping the samples (add).
+// A map keeps the room it grew to when cleared, and a place the room of
+// its times: so that what is kept stays near one push's places, maps
+// and places that grew past a bound are let go of, and at most as many
+// as the last push used are kept.
+type spares struct {
+	maps   []map[placeKey]*place
+	places []*place
+}
+
+// Bounds on what spares keeps: maps of at most maxSpareMapLen places
+// (a long-lived process's map, reused the next push, may hold more);
+// places of at most maxSpareTimes times; as many of them as one push of
+// a machine of a few CPUs at 1 kHz uses.
+const (
+	maxSpareMaps   = 256
+	maxSpareMapLen = 4096
+	maxSparePlaces = 1 << 15
+	maxSpareTimes  = 256
+)
+
+func (sp *spares) placeMap() map[placeKey]*place {
+	if n := len(sp.maps); n > 0 {
+		m := sp.maps[n-1]
+		sp.maps = sp.maps[:n-1]
+		return m
+	}
+	return map[placeKey]*place{}
+}
+
+func (sp *spares) place() *place {
+	if n := len(sp.places); n > 0 {
+		pl := sp.places[n-1]
+		sp.places = sp.places[:n-1]
+		return pl
+	}
+	return &place{}
+}
+
+// put keeps the places of m, resolved, and m for another process.
+func (sp *spares) put(m map[placeKey]*place) {
+	for _, pl := range m {
+		if len(sp.places) < maxSparePlaces && cap(pl.times) <= maxSpareTimes {
+			*pl = place{times: pl.times[:0]} // its callchain let go of
+			sp.places = append(sp.places, pl)
+		}
+	}
+	if len(sp.maps) < maxSpareMaps && len(m) <= maxSpareMapLen {
+		clear(m)
+		sp.maps = append(sp.maps, m)
+	}
 }
 
 // hashChain is FNV-1a over a callchain's words.
@@ -449,6 +507,7 @@ func (p *pusher) resolvePlaces(res *resolve.Resolver, pid uint32, pls map[placeK
 		p.inBuilder += uint64(len(pl.times))
 	}
 	delete(p.places, pid)
+	p.spare.put(pls)
 	if pid == p.lastPID {
 		p.lastPlaces = nil
 	}

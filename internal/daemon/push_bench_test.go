@@ -1,11 +1,15 @@
 package daemon
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"debug/elf"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -16,6 +20,7 @@ import (
 	"github.com/jitprof/jitprof/internal/delivery"
 	"github.com/jitprof/jitprof/internal/linux"
 	"github.com/jitprof/jitprof/internal/otlp"
+	"github.com/jitprof/jitprof/internal/otlp/otlptest"
 	"github.com/jitprof/jitprof/internal/process"
 	"github.com/jitprof/jitprof/perfdata"
 )
@@ -136,6 +141,8 @@ type churn struct {
 	attr   *perfdata.Attr
 	// sent has a value for each batch the exporter took.
 	sent chan int
+	// added, when set, is told of each sample given to the pusher.
+	added func(s *perfdata.Sample)
 }
 
 type shortProc struct {
@@ -197,6 +204,9 @@ func (c *churn) round(r int, push bool) {
 			s.IP = ims[c.rng.IntN(len(ims))].pick(c.rng)
 		}
 		c.p.add(&s)
+		if c.added != nil {
+			c.added(&s)
+		}
 	}
 	c.p.resolvedAt = time.Time{} // resolveEvery has passed: a round is 500 ms
 	if push {
@@ -302,4 +312,123 @@ func BenchmarkPushChurn(b *testing.B) {
 	b.ReportMetric(float64(st.SentBytes)/float64(st.Sent), "B/push")
 	m := p.b.Meta()
 	b.ReportMetric(float64(len(m.Nodes)+len(m.Threads)), "nodes+threads")
+}
+
+// keeping is an Exporter that keeps every batch and says so.
+type keeping struct {
+	signalling
+	got *[][]byte
+}
+
+func (k keeping) Export(ctx context.Context, batch []byte) delivery.Result {
+	*k.got = append(*k.got, slices.Clone(batch))
+	return k.signalling.Export(ctx, batch)
+}
+
+// TestPushChurn: BenchmarkPushChurn's machine, whose processes come and
+// go, pushed for 8 intervals, a Builder's renewal among them: every
+// sample given to the pusher arrives in the push of its interval, once,
+// with its thread and at its time (the push's times are wall-clock, the
+// samples' CLOCK_MONOTONIC: within a push they differ by one offset),
+// whatever the places and maps the pusher keeps from push to push.
+func TestPushChurn(t *testing.T) {
+	t.Setenv("JITPROF_CACHE_DIR", t.TempDir())
+	rng := rand.New(rand.NewPCG(3, 4))
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := [][]*benchImage{{loadBenchImage(t, self, 0, 400, rng)}}
+	comms := []string{"self"}
+	attr := &perfdata.Attr{Type: perfdata.TypeSoftware, SampleType: perfdata.SampleIP | perfdata.SampleTID | perfdata.SampleTime | perfdata.SamplePeriod,
+		Flags: perfdata.FlagSampleIDAll, SamplePeriod: 1000000, Name: "cpu-clock"}
+	root, err := os.OpenRoot(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	tr := process.New()
+	var got [][]byte
+	sent := make(signalling, 1)
+	p, err := newPusher(root, Push{Every: time.Hour, Delivery: delivery.Config{Endpoint: "test", Protocol: delivery.ProtocolHTTP}, Resource: otlp.Options{ServiceName: "test"}},
+		keeping{sent, &got}, attr, false, tr, func(uint32) (linux.Identity, bool) { return linux.Identity{}, false }, tr.Forget)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type key struct{ pid, tid uint32 }
+	var want []map[key][]uint64
+	c := &churn{t: tr, p: p, rng: rng, kinds: kinds, comms: comms, kind: map[uint32]int{}, kernel: kernelPlaces(300, rng), pid: 5000000, tm: 1e9, attr: attr, sent: sent,
+		added: func(s *perfdata.Sample) {
+			w := want[len(want)-1]
+			k := key{s.PID, s.TID}
+			w[k] = append(w[k], s.Time)
+		}}
+	for range longLived {
+		c.long = append(c.long, c.start(rng.IntN(len(kinds))))
+	}
+	const intervals = 8
+	r := 0
+	for i := range intervals {
+		want = append(want, map[key][]uint64{})
+		if i == intervals/2 {
+			p.pushes = renewBuilderEvery - 1 // the next push renews the Builder
+		}
+		c.interval(&r)
+	}
+	go func() {
+		for range sent {
+		}
+	}()
+	if err := p.close(); err != nil {
+		t.Fatal(err)
+	}
+	close(sent)
+	if len(got) < intervals {
+		t.Fatalf("%d batches for %d intervals", len(got), intervals)
+	}
+	for i := range intervals {
+		zr, err := gzip.NewReader(bytes.NewReader(got[i]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, err := io.ReadAll(zr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ss, err := otlptest.DecodeRequest(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		have := map[key][]uint64{}
+		for _, s := range ss {
+			pid, _ := s.Resource["process.pid"].(int64)
+			tid, _ := s.Attrs["thread.id"].(int64)
+			if len(s.Stack) == 0 || s.Stack[0].Name == "" {
+				t.Errorf("push %d: a sample of pid %d without a leaf name", i, pid)
+			}
+			k := key{uint32(pid), uint32(tid)}
+			have[k] = append(have[k], s.Times...)
+		}
+		var off uint64
+		for k, ts := range want[i] {
+			hs := have[k]
+			slices.Sort(hs)
+			if len(hs) != len(ts) {
+				t.Errorf("push %d: thread %v: %d samples, %d given", i, k, len(hs), len(ts))
+				continue
+			}
+			for j := range ts {
+				if off == 0 {
+					off = hs[j] - ts[j]
+				}
+				if hs[j]-ts[j] != off {
+					t.Fatalf("push %d: thread %v: sample %d at %d, given at %d: not the push's offset %d", i, k, j, hs[j], ts[j], off)
+				}
+			}
+			delete(have, k)
+		}
+		for k, hs := range have {
+			t.Errorf("push %d: thread %v: %d samples none was given", i, k, len(hs))
+		}
+	}
 }
