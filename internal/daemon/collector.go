@@ -46,6 +46,28 @@ type Config struct {
 	Push *Push
 }
 
+// roundEvery is how long the daemon's rounds last, at most, sampling as
+// sc says: record.PollInterval (100 ms) at 1 kHz and more, longer at
+// lower rates, up to maxRound, so that a round has some 100 samples of
+// each CPU's. A round's fixed costs do not shrink with the rate: the
+// drain of every ring, a wakeup of the Go runtime's sysmon thread that
+// polls every 20 µs for the next millisecond and more (a third of the
+// CPU time of a daemon at 19 Hz, `perf record -g` of it), ingest's
+// round. A ring half full ends a round sooner whatever its length; what
+// waits longer is a client's answer (status, stop), up to maxRound.
+func roundEvery(sc *record.Config) time.Duration {
+	if sc.Freq == 0 || sc.MaxFreq {
+		return record.PollInterval
+	}
+	const perRound = 100 // samples of each CPU
+	d := time.Duration(perRound * uint64(time.Second) / sc.Freq)
+	return min(max(d, record.PollInterval), maxRound)
+}
+
+// maxRound bounds the daemon's rounds: how long a client waits for an
+// answer.
+const maxRound = 500 * time.Millisecond
+
 // DefaultFreq is the daemon's sampling frequency: OProfile's default
 // rate was about 2,000 interrupts a second per CPU; perf's 4,000 costs
 // more for a profile that runs for weeks.
@@ -141,6 +163,7 @@ func Run(ctx context.Context, cfg Config, ready func()) (err error) {
 	}
 	sc.Command, sc.Duration, sc.Progress = nil, 0, nil
 	sc.NoBuildIDs = true
+	sc.PollEvery = roundEvery(sc)
 	sc.Notice = func(msg string) { log.Print(msg) }
 	cfg.MaxJITData = cmp.Or(cfg.MaxJITData, ingest.DefaultMaxJITData)
 	cfg.MaxJITDataPerProcess = cmp.Or(cfg.MaxJITDataPerProcess, ingest.DefaultMaxJITDataPerProcess)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jitprof/jitprof/internal/ingest"
 	"github.com/jitprof/jitprof/internal/process"
+	"github.com/jitprof/jitprof/internal/record"
 	"github.com/jitprof/jitprof/internal/sampledb"
 	"github.com/jitprof/jitprof/perfdata"
 )
@@ -99,5 +100,27 @@ func TestCollectorRounds(t *testing.T) {
 	}
 	if names, err := sampledb.Sessions(d.cfg.Dir); err != nil || !slices.Contains(names, sampledb.Current) {
 		t.Errorf("sessions %v, %v; want the current one", names, err)
+	}
+}
+
+// TestRoundEvery: the daemon's rounds are record's 100 ms at 1 kHz and
+// more, and with a period; at lower rates they hold some 100 samples of
+// each CPU's, up to 500 ms.
+func TestRoundEvery(t *testing.T) {
+	for _, c := range []struct {
+		sc   record.Config
+		want time.Duration
+	}{
+		{record.Config{Freq: 4000}, record.PollInterval},
+		{record.Config{Freq: 1000}, record.PollInterval},
+		{record.Config{Freq: 400}, 250 * time.Millisecond},
+		{record.Config{Freq: 200}, 500 * time.Millisecond},
+		{record.Config{Freq: 19}, 500 * time.Millisecond},
+		{record.Config{Period: 100000}, record.PollInterval},
+		{record.Config{Freq: 19, MaxFreq: true}, record.PollInterval},
+	} {
+		if got := roundEvery(&c.sc); got != c.want {
+			t.Errorf("%+v: rounds of %v, want %v", c.sc, got, c.want)
+		}
 	}
 }

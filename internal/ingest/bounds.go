@@ -54,9 +54,11 @@ const (
 )
 
 // Bounds of the work done on JIT data: records applied and bytes read,
-// at most recordRate and byteRate a second on average, at most a tenth
-// of that in one round (a round is one drain of the rings, 100 ms or
-// less) and a quarter of a round's for one process. A JIT that loads
+// at most recordRate and byteRate a second on average, at most a
+// round's length of that in one round (a round is one drain of the
+// rings, 100 ms or less, up to 500 ms in a daemon sampling at a low
+// rate; a tenth of a second's in a shorter one) and a quarter of a
+// round's for one process. A JIT that loads
 // code faster than this (V8 starting a large program loads some
 // thousands of functions a second) is followed with a delay; one that
 // loads without end is followed at this rate, in about a tenth of one
@@ -76,26 +78,37 @@ type work struct {
 
 func (w work) done() bool { return w.records <= 0 || w.bytes <= 0 }
 
-// share is the part of a round's work one process may do.
-func (w work) share() work {
-	return work{min(w.records, recordRate/40), min(w.bytes, byteRate/40)}
+// share is the part of the round's work one process may do: a quarter
+// of a round's.
+func (b *budget) share() work {
+	return work{min(b.left.records, b.round*recordRate/4e9), min(b.left.bytes, b.round*byteRate/4e9)}
 }
 
 // budget refills the round's work at recordRate and byteRate.
 type budget struct {
-	left work
-	at   uint64 // when it was last refilled, CLOCK_MONOTONIC ns
+	left  work
+	at    uint64 // when it was last refilled, CLOCK_MONOTONIC ns
+	round int64  // the round's length, ns: at least a tenth of a second
 }
 
-// refill adds the work earned since the last refill, up to a round's.
+// minRound is the least round length the work is bounded by: rounds
+// shorter than record.PollInterval get as much.
+const minRound = 1e8
+
+// refill adds the work earned since the last refill, up to a round's:
+// that of the time since (at most a second), at least a tenth of a
+// second's. A daemon sampling at a low rate has longer rounds
+// (record.Config.PollEvery), which get their length's work, so that
+// the rate at which JIT data is followed does not fall with them.
 func (b *budget) refill(now uint64) {
 	dt := min(now-min(now, b.at), 1e9)
 	if b.at == 0 {
-		dt = 1e9
+		dt = minRound
 	}
 	b.at = now
-	b.left.records = min(b.left.records+int64(dt)*recordRate/1e9, recordRate/10)
-	b.left.bytes = min(b.left.bytes+int64(dt)*byteRate/1e9, byteRate/10)
+	b.round = max(int64(dt), minRound)
+	b.left.records = min(b.left.records+int64(dt)*recordRate/1e9, b.round*recordRate/1e9)
+	b.left.bytes = min(b.left.bytes+int64(dt)*byteRate/1e9, b.round*byteRate/1e9)
 }
 
 // spend takes what a process used of its share.

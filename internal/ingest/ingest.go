@@ -536,7 +536,7 @@ func (in *Ingest) pollJIT(st *pidState) {
 	if in.budget.left.done() {
 		return
 	}
-	share := in.budget.left.share()
+	share := in.budget.share()
 	left := share
 	if j.handler == "pypy" && in.embedded == nil {
 		j.clock = in.tscClock()

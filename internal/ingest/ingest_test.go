@@ -279,8 +279,16 @@ func TestForgetsExited(t *testing.T) {
 // TestIngestRoundBudget: the JIT data of all processes together gets a
 // bounded amount of work a round, shared so that each progresses: two
 // users flooding their jitdumps cannot make one round, nor the next,
-// long.
+// long. Rounds of 500 ms (a daemon sampling at a low rate) get five
+// times a round of 100 ms's work, no more: the JIT data is followed at
+// the same rate a second.
 func TestIngestRoundBudget(t *testing.T) {
+	for _, round := range []time.Duration{record.PollInterval, 500 * time.Millisecond} {
+		t.Run(round.String(), func(t *testing.T) { testRoundBudget(t, round) })
+	}
+}
+
+func testRoundBudget(t *testing.T, round time.Duration) {
 	in, _, _ := newTestIngest(t)
 	dir := t.TempDir()
 	const n = 100_000
@@ -300,19 +308,20 @@ func TestIngestRoundBudget(t *testing.T) {
 	clock := uint64(1e9)
 	in.now = func() uint64 { return clock }
 	rounds := 0
+	perRound := int64(round) * recordRate / 1e9
 	for js[0].off < js[0].size || js[1].off < js[1].size || rounds == 0 {
-		clock += uint64(record.PollInterval)
+		clock += uint64(round)
 		before := js[0].code.nextID + js[1].code.nextID
 		in.BeginRound()
 		rounds++
 		applied := js[0].code.nextID + js[1].code.nextID - before
-		if applied > recordRate/10 {
-			t.Fatalf("round %d applied %d records, bound %d", rounds, applied, recordRate/10)
+		if int64(applied) > perRound {
+			t.Fatalf("round %d applied %d records, bound %d", rounds, applied, perRound)
 		}
 		if rounds == 1 && (js[0].code.nextID == 0 || js[1].code.nextID == 0) {
 			t.Errorf("the first round applied %d and %d records: one process waits for the other", js[0].code.nextID, js[1].code.nextID)
 		}
-		if rounds > 4*n/(recordRate/10)+10 {
+		if int64(rounds) > 4*n/perRound+10 {
 			t.Fatalf("%d rounds and the dumps are not read: %d and %d records", rounds, js[0].code.nextID, js[1].code.nextID)
 		}
 	}

@@ -65,6 +65,10 @@ type Config struct {
 	// NoBuildIDs says the Sink keeps no build-ids (a collector's, not a
 	// perf.data file): the images samples hit are not noted.
 	NoBuildIDs bool
+	// PollEvery is the longest a round lasts, 0 for PollInterval: a
+	// collector sampling at a low rate (jitprof daemon) takes longer
+	// rounds. A ring half full ends a round sooner whatever it is.
+	PollEvery time.Duration
 }
 
 // Progress is the state of a recording so far.
@@ -341,7 +345,7 @@ func (r *Recorder) loop(ctx context.Context, set *perfevent.EventSet, cfg Config
 			return false
 		default:
 		}
-		wait, over := pollWait(time.Now(), end)
+		wait, over := pollWait(time.Now(), end, cfg.PollEvery)
 		if over {
 			return false
 		}
@@ -363,18 +367,21 @@ func (r *Recorder) loop(ctx context.Context, set *perfevent.EventSet, cfg Config
 }
 
 // pollWait is how long the drain loop may wait for records at now:
-// PollInterval, or less when the recording's end is nearer, so that a
-// recording of a duration ends at it rather than up to PollInterval
-// later; over says end has come. The zero end is no end.
-func pollWait(now, end time.Time) (wait time.Duration, over bool) {
+// every (PollInterval when 0), or less when the recording's end is
+// nearer, so that a recording of a duration ends at it rather than up
+// to a round later; over says end has come. The zero end is no end.
+func pollWait(now, end time.Time, every time.Duration) (wait time.Duration, over bool) {
+	if every <= 0 {
+		every = PollInterval
+	}
 	if end.IsZero() {
-		return PollInterval, false
+		return every, false
 	}
 	left := end.Sub(now)
 	if left <= 0 {
 		return 0, true
 	}
-	return min(left, PollInterval), false
+	return min(left, every), false
 }
 
 // stop disables the events, unless they ended with their target, and

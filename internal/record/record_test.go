@@ -628,9 +628,9 @@ func TestSamplesBeforeBegin(t *testing.T) {
 	}
 }
 
-// TestPollWait: the drain loop waits at most PollInterval, less when the
-// recording's end is nearer, so that a recording of a duration ends at
-// it; and not at all once it has come.
+// TestPollWait: the drain loop waits at most PollInterval (or
+// Config.PollEvery), less when the recording's end is nearer, so that a
+// recording of a duration ends at it; and not at all once it has come.
 func TestPollWait(t *testing.T) {
 	now := time.Unix(1000, 0)
 	for _, c := range []struct {
@@ -644,10 +644,17 @@ func TestPollWait(t *testing.T) {
 		{now, 0, true},
 		{now.Add(-time.Millisecond), 0, true},
 	} {
-		wait, over := pollWait(now, c.end)
+		wait, over := pollWait(now, c.end, 0)
 		if wait != c.wait || over != c.over {
 			t.Errorf("end %v after now: wait %v, over %v; want %v, %v", c.end.Sub(now), wait, over, c.wait, c.over)
 		}
+	}
+	// Longer rounds (Config.PollEvery), still ending at the end.
+	if wait, over := pollWait(now, time.Time{}, time.Second); wait != time.Second || over {
+		t.Errorf("rounds of 1 s without an end: wait %v, over %v", wait, over)
+	}
+	if wait, over := pollWait(now, now.Add(300*time.Millisecond), time.Second); wait != 300*time.Millisecond || over {
+		t.Errorf("rounds of 1 s, the end in 300 ms: wait %v, over %v", wait, over)
 	}
 }
 
