@@ -306,30 +306,37 @@ func (p *pusher) add(s *perfdata.Sample) {
 // anew every push, and growing them (a map rehashed as it grows, a
 // slice of times doubled) was a third of keeping the samples (add).
 // A map keeps the room it grew to when cleared, and a place the room of
-// its times: so that what is kept stays near one push's places, maps
-// and places that grew past a bound are let go of, and at most as many
-// as the last push used are kept.
+// its times: what is kept is bounded by that room, all maps and places
+// together (maxSpareEntries, maxSpareTimes), some 2 MB at most.
 type spares struct {
-	maps   []map[placeKey]*place
+	maps   []spareMap
 	places []*place
+	// entries is the room of the maps kept (the places they held),
+	// times that of the places' times.
+	entries, times int
 }
 
-// Bounds on what spares keeps: maps of at most maxSpareMapLen places
-// (a long-lived process's map, reused the next push, may hold more);
-// places of at most maxSpareTimes times; as many of them as one push of
-// a machine of a few CPUs at 1 kHz uses.
+type spareMap struct {
+	m    map[placeKey]*place
+	room int
+}
+
+// Bounds on what spares keeps: maps of at most maxSpareEntries places
+// in all, a push's at 1 kHz on a few CPUs (some 40 bytes each); places
+// of at most maxSpareTimes times in all (8 bytes each, and some 100 of
+// the place).
 const (
-	maxSpareMaps   = 256
-	maxSpareMapLen = 4096
-	maxSparePlaces = 1 << 15
-	maxSpareTimes  = 256
+	maxSpareEntries = 1 << 15
+	maxSpareTimes   = 1 << 17
+	maxSparePlaces  = 1 << 14
 )
 
 func (sp *spares) placeMap() map[placeKey]*place {
 	if n := len(sp.maps); n > 0 {
 		m := sp.maps[n-1]
 		sp.maps = sp.maps[:n-1]
-		return m
+		sp.entries -= m.room
+		return m.m
 	}
 	return map[placeKey]*place{}
 }
@@ -338,22 +345,26 @@ func (sp *spares) place() *place {
 	if n := len(sp.places); n > 0 {
 		pl := sp.places[n-1]
 		sp.places = sp.places[:n-1]
+		sp.times -= cap(pl.times)
 		return pl
 	}
 	return &place{}
 }
 
-// put keeps the places of m, resolved, and m for another process.
+// put keeps the places of m, resolved, and m for another process, as
+// far as the bounds allow.
 func (sp *spares) put(m map[placeKey]*place) {
 	for _, pl := range m {
-		if len(sp.places) < maxSparePlaces && cap(pl.times) <= maxSpareTimes {
+		if len(sp.places) < maxSparePlaces && sp.times+cap(pl.times) <= maxSpareTimes {
 			*pl = place{times: pl.times[:0]} // its callchain let go of
 			sp.places = append(sp.places, pl)
+			sp.times += cap(pl.times)
 		}
 	}
-	if len(sp.maps) < maxSpareMaps && len(m) <= maxSpareMapLen {
+	if room := max(len(m), 1); sp.entries+room <= maxSpareEntries {
 		clear(m)
-		sp.maps = append(sp.maps, m)
+		sp.maps = append(sp.maps, spareMap{m, room})
+		sp.entries += room
 	}
 }
 
