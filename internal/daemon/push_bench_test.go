@@ -141,6 +141,9 @@ type churn struct {
 	attr   *perfdata.Attr
 	// sent has a value for each batch the exporter took.
 	sent chan int
+	// given counts the samples given to the pusher, pushes the pushes
+	// cut.
+	given, pushes uint64
 	// added, when set, is told of each sample given to the pusher.
 	added func(s *perfdata.Sample)
 }
@@ -208,6 +211,7 @@ func (c *churn) round(r int, push bool) {
 			c.added(&s)
 		}
 	}
+	c.given += samplesPerRound
 	c.p.resolvedAt = time.Time{} // resolveEvery has passed: a round is 500 ms
 	if push {
 		c.p.cutAt = time.Time{}
@@ -217,12 +221,72 @@ func (c *churn) round(r int, push bool) {
 
 // interval runs the rounds of one push and waits for the batch to be
 // exported.
-func (c *churn) interval(r *int) {
+func (c *churn) interval(tb testing.TB, r *int) {
+	tb.Helper()
 	for i := range pushRounds {
 		c.round(*r, i == pushRounds-1)
 		*r++
 	}
-	<-c.sent
+	c.pushes++
+	c.waitPush(tb)
+}
+
+// pushWait bounds the wait for a push to be spooled and exported: a push
+// of this machine takes some 30 ms of CPU (bench/RESULTS.md), some ten
+// times that under the race detector; a push not exported in a minute,
+// on a loaded machine, will not be.
+const pushWait = time.Minute
+
+// waitPush waits for the batch of the push just cut, and fails at once
+// when the pusher says it will not come: samples still held after the
+// push's round (the push did not take them all, or miscounted them),
+// samples dropped or not spooled, more samples spooled than were given,
+// a batch the exporter refused, or one spooled that left the spool
+// unexported.
+func (c *churn) waitPush(tb testing.TB) {
+	tb.Helper()
+	if st := c.p.status(); st.Waiting != 0 {
+		tb.Fatalf("push %d: the pusher holds %d samples after the push's round, not 0 (%d given so far; status %+v)",
+			c.pushes, int64(st.Waiting), c.given, st)
+	}
+	deadline := time.NewTimer(pushWait)
+	defer deadline.Stop()
+	// The status is looked at every tick for what says the batch will
+	// not come; the batch itself ends the wait as it comes.
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-c.sent:
+			return
+		case <-tick.C:
+			// The Sender exports a batch before it counts it sent and
+			// removes it from the spool, and the spooling goroutine
+			// queues it before it counts its samples: samples all
+			// counted and nothing queued is a batch exported, or one
+			// that will not be.
+			st := c.p.status()
+			switch {
+			case st.DroppedSamples > 0 || st.SpoolError != "":
+				tb.Fatalf("push %d: %d samples dropped, spool error %q: the push's batch will not come", c.pushes, st.DroppedSamples, st.SpoolError)
+			case st.Samples > c.given:
+				tb.Fatalf("push %d: %d samples spooled, %d given", c.pushes, st.Samples, c.given)
+			case st.Rejected > 0 || st.LastError != "":
+				tb.Fatalf("push %d: %d batches rejected, last error %q", c.pushes, st.Rejected, st.LastError)
+			case st.Samples == c.given && st.Queued == 0:
+				select {
+				case <-c.sent:
+					return
+				default:
+					tb.Fatalf("push %d: all %d samples spooled and none queued, but no batch was exported (status %+v)", c.pushes, c.given, st)
+				}
+			}
+		case <-deadline.C:
+			st := c.p.status()
+			tb.Fatalf("push %d: no batch exported in %v: %d of the %d samples given spooled, %d batches sent (status %+v)",
+				c.pushes, pushWait, st.Samples, c.given, st.Sent, st)
+		}
+	}
 }
 
 // cpuTime returns the CPU time this process used, user and system, in
@@ -296,13 +360,13 @@ func BenchmarkPushChurn(b *testing.B) {
 	}
 	r := 0
 	for range 10 {
-		c.interval(&r)
+		c.interval(b, &r)
 	}
 	b.ReportAllocs()
 	cpu0 := cpuTime()
 	b.ResetTimer()
 	for range b.N {
-		c.interval(&r)
+		c.interval(b, &r)
 	}
 	b.StopTimer()
 	// CPU time, the process's: on a loaded machine the wall clock
@@ -373,17 +437,26 @@ func TestPushChurn(t *testing.T) {
 		if i == intervals/2 {
 			p.pushes = renewBuilderEvery - 1 // the next push renews the Builder
 		}
-		c.interval(&r)
+		c.interval(t, &r)
 	}
 	go func() {
 		for range sent {
 		}
 	}()
-	if err := p.close(); err != nil {
-		t.Fatal(err)
+	// Closing spools nothing (every sample was pushed) and flushes an
+	// empty spool: stopFlushFor bounds its flush.
+	closed := make(chan error, 1)
+	go func() { closed <- p.close() }()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(stopFlushFor + pushWait):
+		t.Fatalf("the pusher did not close in %v", stopFlushFor+pushWait)
 	}
 	close(sent)
-	if len(got) < intervals {
+	if len(got) != intervals {
 		t.Fatalf("%d batches for %d intervals", len(got), intervals)
 	}
 	for i := range intervals {
