@@ -790,7 +790,9 @@ func (lp *liveProcs) Process(pid uint32) anon.Process {
 	}
 	sp, _ := lp.t.Process(pid)
 	p := anon.NewProcess(pid, sp.Comm, sp.Mappings, known)
-	if lp.pypyDump != nil {
+	// Only a PyPy has a dump of its log (ingest follows a log as the
+	// pypy handler claims: IsPyPy), and no other process is looked for.
+	if lp.pypyDump != nil && p.IsPyPy() {
 		if b, path, err := lp.pypyDump(pid); err == nil {
 			p.Embedded = map[string][]byte{path: b}
 			p.Kinds = map[string]string{path: anon.PyPySeq}
