@@ -319,21 +319,18 @@ func TestSystemWide(t *testing.T) {
 	}()
 	// cpu-clock samples idle CPUs too, so every CPU's ring fills; wait
 	// for that, as a loaded host may not run a vCPU for a while.
-	perCPU := map[uint32]int{}
-	self, seen := 0, 0
+	seenCPU := map[uint32]bool{}
+	seen := 0
 	recs := collect(t, s, func(recs []decoded) bool {
 		for _, r := range recs[seen:] {
 			if r.typ == unix.PERF_RECORD_SAMPLE {
-				perCPU[r.cpu]++
-				if int(r.pid) == os.Getpid() {
-					self++
-				}
+				seenCPU[r.cpu] = true
 			}
 		}
 		seen = len(recs)
 		select {
 		case <-spun:
-			return len(perCPU) == len(cpus)
+			return len(seenCPU) == len(cpus)
 		default:
 			return false
 		}
@@ -341,14 +338,51 @@ func TestSystemWide(t *testing.T) {
 	if err := s.Disable(); err != nil {
 		t.Fatal(err)
 	}
+	// Counted over every record collect returns, after its last drain:
+	// the spin can end after a drain and before the check above sees it
+	// ended, and its last samples are then only in that drain.
+	perCPU := map[uint32]int{}
+	first, last := map[uint32]uint64{}, map[uint32]uint64{}
+	self := 0
+	for _, r := range recs {
+		if r.typ != unix.PERF_RECORD_SAMPLE {
+			continue
+		}
+		if perCPU[r.cpu]++; perCPU[r.cpu] == 1 {
+			first[r.cpu] = r.time
+		}
+		last[r.cpu] = r.time
+		if int(r.pid) == os.Getpid() {
+			self++
+		}
+	}
+	// cpu-clock counts each CPU's time whoever runs on it, every 2 ms at
+	// 500 Hz: a CPU's samples are the time between its first and last
+	// one over 2 ms, plus one, whatever the load. Fewer only where the
+	// host did not run the vCPU when its timer was due (a missed period
+	// is skipped, not made up), so a quarter is allowed for that; more is
+	// impossible.
+	for cpu, n := range perCPU {
+		want := float64(last[cpu]-first[cpu])/2e6 + 1
+		if float64(n) < 0.75*want || float64(n) > want+1 {
+			t.Errorf("cpu %d: %d samples in %.1f ms, want %.0f (one each 2 ms)", cpu, n, float64(last[cpu]-first[cpu])/1e6, want)
+		}
+	}
 	for _, c := range cpus {
 		if perCPU[uint32(c)] == 0 {
 			t.Errorf("no samples on cpu %d: %v", c, perCPU)
 		}
 	}
-	// 300ms of CPU at 500 Hz is 150 samples.
-	if self < 100 {
-		t.Errorf("%d samples of this process spinning 300ms of CPU at 500 Hz", self)
+	// 300ms of CPU at 500 Hz is 150 samples on a quiet machine (perf
+	// record -a of a C program spinning 300 ms: 150 to 153 here). Under
+	// contention which task a CPU's timer finds running is not
+	// independent of the schedule, and the count strays far beyond
+	// counting statistics: 88 in this test beside stress-ng, and 140 to
+	// 208 in perf record -a's own recordings of that C program beside it.
+	// So this asserts that the process's time is in the samples, not its
+	// share: at least 30, a fifth of it.
+	if self < 30 {
+		t.Errorf("%d samples of this process spinning 300ms of CPU at 500 Hz (%d records lost)", self, s.Lost())
 	}
 	if len(recs) == 0 {
 		t.Error("no records")
