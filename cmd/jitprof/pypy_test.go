@@ -15,21 +15,27 @@ import (
 )
 
 // pypyDriver runs the functions the program defines for their share of
-// CPU time (budget, seconds), a chunk at a time and in turn, so that a
-// slow spell of a loaded machine hits all alike, and writes the CPU time
-// each really took, by time.process_time, to argv[1]. Few enough chunks
-// that the driver's own loops stay below PyPy's JIT threshold (1039).
+// CPU time (budget, seconds), a chunk at a time, always the one furthest
+// behind its budget, and writes the CPU time each really took, by
+// time.process_time, to argv[1]. So at every moment of the run each
+// function has had its share of the time so far, and a stretch of it
+// (a slow spell of a loaded machine, or the samples a daemon that fell
+// behind lost) takes from each its share. Run in turn until each was
+// done, they were not: the functions with the shorter chunks ran alone
+// at the end, and a daemon that lost a second of samples under a CPU
+// hog moved two functions' shares by 7 points. Chunks of about 10 ms
+// here, so that the driver's loop stays below PyPy's JIT threshold
+// (1039 iterations) on a machine a few times faster.
 const pypyDriver = `
 import json, sys, time
 spent = {k: 0.0 for k in budget}
 while True:
-    todo = [k for k in budget if spent[k] < budget[k]]
-    if not todo:
+    k = min(budget, key=lambda k: spent[k] / budget[k])
+    if spent[k] >= budget[k]:
         break
-    for k in todo:
-        t0 = time.process_time()
-        work[k]()
-        spent[k] += time.process_time() - t0
+    t0 = time.process_time()
+    work[k]()
+    spent[k] += time.process_time() - t0
 with open(sys.argv[1], "w") as f:
     json.dump(spent, f)
 `
@@ -56,7 +62,7 @@ def lists(n, data):
 
 data = list(range(1024))
 budget = {"ints": 0.6, "floats": 0.4, "lists": 0.25}
-work = {"ints": lambda: ints(2000000), "floats": lambda: floats(2000000), "lists": lambda: lists(2000000, data)}
+work = {"ints": lambda: ints(6000000), "floats": lambda: floats(4000000), "lists": lambda: lists(6000000, data)}
 `
 
 // pypyBridges has a loop whose other branch becomes a hot bridge, beside
@@ -78,7 +84,7 @@ def ints(n):
     return s
 
 budget = {"branchy": 0.7, "ints": 0.45}
-work = {"branchy": lambda: branchy(2000000), "ints": lambda: ints(2000000)}
+work = {"branchy": lambda: branchy(6000000), "ints": lambda: ints(6000000)}
 `
 
 // TestPyPyLoops records real PyPy programs with their log, as a user
@@ -301,7 +307,7 @@ def joins(n):
     return s
 
 budget = {"ints": 0.5, "allocs": 0.5, "joins": 0.5}
-work = {"ints": lambda: ints(1000000), "allocs": lambda: allocs(200000), "joins": lambda: joins(200000)}
+work = {"ints": lambda: ints(5000000), "allocs": lambda: allocs(200000), "joins": lambda: joins(200000)}
 `
 
 // TestPyPyDWARF records a PyPy program whose functions spend their time
