@@ -662,9 +662,12 @@ func (in *Ingest) Take(rec perfdata.Record) {
 		}
 	case *perfdata.Fork:
 		if r.PID != r.PPID {
-			in.revive(r.PID)
+			exited := in.revive(r.PID)
 			if st := in.pids[r.PID]; st != nil && st.execAt > r.ForkTime {
 				break // the child's exec, later, was taken first
+			}
+			if exited {
+				in.reset(r.PID) // the pid's last process, kept for its late samples
 			}
 			if parent := in.pids[r.PPID]; parent != nil && parent.exe != "" {
 				in.reset(r.PID)
@@ -713,27 +716,30 @@ func (in *Ingest) reset(pid uint32) {
 	in.db.ForgetProcess(pid)
 }
 
-// revive takes pid, forked anew, off the lists of processes that exited:
-// the pid is another process's now.
-func (in *Ingest) revive(pid uint32) {
+// revive takes pid, forked anew, off the lists of processes that exited,
+// and says whether it was on one: the pid is another process's now.
+func (in *Ingest) revive(pid uint32) bool {
+	n := len(in.exited) + len(in.exitedBefore)
 	drop := func(l []uint32) []uint32 { return slices.DeleteFunc(l, func(p uint32) bool { return p == pid }) }
 	in.exited, in.exitedBefore = drop(in.exited), drop(in.exitedBefore)
+	return len(in.exited)+len(in.exitedBefore) < n
 }
 
-// EndRound lets go of the processes that exited in the round, and has
-// the tracker forget those that exited in the round before: a sample
-// of another CPU can come a round after the exit, and a daemon that runs
-// for weeks must not keep every process it ever saw.
+// EndRound lets go of the processes that exited in the round before,
+// their images and JIT data and the tracker's mappings: a sample of
+// another CPU can come a round after the exit (its ring drained before
+// the exit was written to the exiting CPU's, the sample written after),
+// and must find the code the process ran, not a process begun anew
+// with no JIT data (the last tens of milliseconds of a JIT's run, when
+// the daemon's drain of one ring is slow, came unnamed). A daemon that
+// runs for weeks must not keep every process it ever saw.
 func (in *Ingest) EndRound() {
 	in.boundUnwinder()
 	for _, pid := range in.exitedBefore {
+		in.reset(pid)
 		in.Forget(pid)
 	}
-	in.exitedBefore = in.exitedBefore[:0]
-	for _, pid := range in.exited {
-		in.reset(pid)
-		in.exitedBefore = append(in.exitedBefore, pid)
-	}
+	in.exitedBefore = append(in.exitedBefore[:0], in.exited...)
 	in.exited = in.exited[:0]
 }
 

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -273,6 +274,78 @@ func TestForgetsExited(t *testing.T) {
 	}
 	if _, ok := in.procs.Process(testPID); !ok {
 		t.Error("the live process was forgotten")
+	}
+}
+
+// TestLateSampleNamed: a JIT process's sample that comes a round after
+// its exit (another CPU's ring, drained before the exit was written) is
+// named as the process's samples were, by the generation live at its
+// time, and the process is let go of at the end of that round, its
+// state and its mappings.
+func TestLateSampleNamed(t *testing.T) {
+	in, db, dir := newTestIngest(t)
+	forgotten := 0
+	in.Forget = func(pid uint32) {
+		if pid == testPID {
+			forgotten++
+		}
+	}
+	in.Add(sample(jitStart+0x20, 1400, false))
+	in.Take(&perfdata.Exit{PID: testPID, TID: testPID})
+	in.EndRound()
+	if in.pids[testPID] == nil || forgotten != 0 {
+		t.Fatalf("let go of in the round it exited (forgotten %d times): a late sample finds nothing", forgotten)
+	}
+	in.BeginRound()
+	in.Add(sample(jitStart+0x20, 1500, false)) // late
+	in.EndRound()
+	if in.pids[testPID] != nil || forgotten != 1 {
+		t.Errorf("a round after its exit, the process is kept (forgotten %d times)", forgotten)
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if in.Unresolved != 0 {
+		t.Errorf("%d samples in no mapping, want 0", in.Unresolved)
+	}
+	spec, _ := sampledb.ParseSpec(nil)
+	sel, err := sampledb.Select(dir, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[[2]uint64]uint64{}
+	for _, f := range sel.Files {
+		r, err := sampledb.Open(dir, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for e := range r.Entries() {
+			if strings.HasPrefix(f.Key.Dep.String(), "jit:") {
+				got[[2]uint64{e.Key1, e.Key2}] += e.Count
+			}
+		}
+		r.Close()
+	}
+	if want := map[[2]uint64]uint64{{0x20, 9}: 2}; !reflect.DeepEqual(got, want) {
+		t.Errorf("JIT samples by (offset, generation): %v, want %v", got, want)
+	}
+}
+
+// TestPidReusedAfterExit: a pid forked anew in the round after its
+// process exited, by a parent the daemon knows nothing of, is not given
+// the JIT data of the process that had it before.
+func TestPidReusedAfterExit(t *testing.T) {
+	in, _, _ := newTestIngest(t)
+	in.Take(&perfdata.Exit{PID: testPID, TID: testPID})
+	in.EndRound()
+	in.BeginRound()
+	in.Take(&perfdata.Fork{PID: testPID, PPID: 999, TID: testPID, PTID: 999, ForkTime: t0 + 5000})
+	if st := in.pids[testPID]; st != nil && st.jit.handler != "" {
+		t.Errorf("the new process with pid %d has the old one's %s data", testPID, st.jit.handler)
+	}
+	in.EndRound()
+	if _, ok := in.procs.Process(testPID); !ok {
+		t.Error("the new process was forgotten with the one that had its pid before")
 	}
 }
 
