@@ -54,7 +54,8 @@ type Config struct {
 // polls every 20 µs for the next millisecond and more (a third of the
 // CPU time of a daemon at 19 Hz, `perf record -g` of it), ingest's
 // round. A ring half full ends a round sooner whatever its length; what
-// waits longer is a client's answer (status, stop), up to maxRound.
+// waits longer is a client's answer (status, stop), up to maxRound, and
+// a dump's or save's, up to two of them (daemon.held).
 func roundEvery(sc *record.Config) time.Duration {
 	if sc.Freq == 0 || sc.MaxFreq {
 		return record.PollInterval
@@ -129,12 +130,20 @@ type Status struct {
 // round's samples into the session, and answers its clients between
 // rounds.
 type daemon struct {
-	cfg    Config
-	db     *sampledb.DB
-	dec    *perfdata.Decoder
-	in     *ingest.Ingest
-	start  time.Time
-	reqs   chan request
+	cfg   Config
+	db    *sampledb.DB
+	dec   *perfdata.Decoder
+	in    *ingest.Ingest
+	start time.Time
+	reqs  chan request
+	// held are the dump and save requests taken at the end of a round,
+	// answered at the end of the next: a drain that began after they
+	// came, so that the counts they write hold every sample taken
+	// before them. Answered at the end of the round they came in, they
+	// missed what was sampled between its drain and them (as long as
+	// the round took to count: the end of a JIT's run, a test found,
+	// when a loaded daemon's rounds were slow).
+	held   []request
 	status Status
 	// stop ends the recording: a client asked, or ctx is done.
 	stop    context.CancelFunc
@@ -300,16 +309,30 @@ func (d *daemon) EndRound(*record.Recorder) error {
 		d.flush()
 		d.flushAt = now.Add(d.cfg.FlushEvery)
 	}
+	d.answerHeld()
 	for !d.stopped {
 		select {
 		case r := <-d.reqs:
-			d.handle(r)
+			if r.Op == "dump" || r.Op == "save" {
+				d.held = append(d.held, r)
+			} else {
+				d.handle(r)
+			}
 			continue
 		default:
 		}
 		break
 	}
 	return nil
+}
+
+// answerHeld answers the requests held for a drain after them.
+func (d *daemon) answerHeld() {
+	for _, r := range d.held {
+		d.handle(r)
+	}
+	clear(d.held)
+	d.held = d.held[:0]
 }
 
 // flush writes the counts and copies the JIT data that changed.
@@ -399,6 +422,9 @@ func (d *daemon) close() error {
 	}
 	if d.in != nil {
 		d.in.SaveAllJIT()
+	}
+	d.answerHeld() // the recording's last round is counted
+	if d.in != nil {
 		d.in.Close()
 	}
 	return errors.Join(perr, d.db.Close())
