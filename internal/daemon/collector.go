@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"log"
 	"os"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -183,10 +184,13 @@ func Run(ctx context.Context, cfg Config, ready func()) (err error) {
 	d := &daemon{cfg: cfg, start: time.Now(), reqs: make(chan request), stop: stop, ready: ready}
 	pidFile := false
 	var pidRoot *os.Root
+	var inflight sync.WaitGroup
 	defer func() {
+		stop() // the listener closed, requests not taken answered
 		if cerr := d.close(); err == nil {
 			err = cerr
 		}
+		waitAnswered(&inflight, 5*time.Second)
 		// Last: stop waits for the pid file to go.
 		if pidFile {
 			pidRoot.Remove(PIDFile)
@@ -211,7 +215,8 @@ func Run(ctx context.Context, cfg Config, ready func()) (err error) {
 			return nil, err
 		}
 		context.AfterFunc(ctx, func() { ln.Close() })
-		go serve(ln, d.reqs)
+		inflight.Add(1)
+		go serve(ln, d.reqs, ctx.Done(), &inflight)
 		// The pid file is removed after the DB, which closes its Root,
 		// is closed: a Root of its own.
 		if pidRoot, err = d.db.Root().OpenRoot("."); err != nil {
