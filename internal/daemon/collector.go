@@ -425,11 +425,9 @@ func (d *daemon) close() error {
 		log.Printf("otlp push: %d of the %d samples taken put in batches, %d dropped; %d batches sent, %d wait in %s",
 			st.Samples, d.in.Samples, st.DroppedSamples, st.Sent, st.Queued, SpoolDir)
 	}
-	if d.in != nil {
-		d.in.SaveAllJIT()
-	}
 	d.answerHeld() // the recording's last round is counted
 	if d.in != nil {
+		d.in.SaveAllJIT()
 		d.in.Close()
 	}
 	return errors.Join(perr, d.db.Close())

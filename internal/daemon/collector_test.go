@@ -18,7 +18,8 @@ import (
 // Sink as the Recorder feeds it. Samples are counted at the end of the
 // round, the one in no mapping as unresolved, lost samples as lost;
 // clients are answered between rounds, a dump at the end of the round
-// after it, and flushes; a stop ends the recording; an exited process is let go of a round after its exit.
+// after it, and flushes; a stop ends the recording; an exited process
+// is let go of a round after its exit.
 func TestCollectorRounds(t *testing.T) {
 	if binary.NativeEndian.Uint16([]byte{1, 0}) != 1 {
 		t.Skip("the records are encoded little-endian, as the rings of this machine hold them")
