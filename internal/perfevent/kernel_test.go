@@ -79,14 +79,6 @@ func decode(t *testing.T, rec []byte) decoded {
 	return d
 }
 
-func monotonic(t *testing.T) uint64 {
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
-		t.Fatal(err)
-	}
-	return uint64(ts.Nano())
-}
-
 // collect polls and drains s until the targets exit or enough says so.
 func collect(t *testing.T, s *EventSet, enough func([]decoded) bool) []decoded {
 	t.Helper()
@@ -137,7 +129,7 @@ func TestRecordCommand(t *testing.T) {
 	for _, e := range s.Events() {
 		ids[e.ID] = true
 	}
-	t0 := monotonic(t)
+	t0 := monotonic()
 	if err := cmd.Go(); err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +138,7 @@ func TestRecordCommand(t *testing.T) {
 	if err != nil || status != 0 {
 		t.Fatalf("command exited %d, %v", status, err)
 	}
-	t1 := monotonic(t)
+	t1 := monotonic()
 
 	pid := uint32(cmd.Pid)
 	counts := map[uint32]int{}

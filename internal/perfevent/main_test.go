@@ -56,9 +56,10 @@ func openFDs() []string {
 }
 
 // runHelper is the test subject's main. "spin" burns CPU on the main
-// thread; "spin-on=N" does so on CPU N alone; "threads" starts new OS threads that burn CPU and prints their
-// tids (first line) so the test can look for their samples; "open-self"
-// reports whether it may sample itself with and without the kernel.
+// thread; "spin-on=N" does so on CPU N alone; "threads" starts new OS
+// threads that burn CPU and prints their tids (first line) so the test
+// can look for their samples; "open-self" reports whether it may sample
+// itself with and without the kernel.
 func runHelper(mode string) {
 	if cpu, ok := strings.CutPrefix(mode, "spin-on="); ok {
 		spinOn(cpu)
@@ -140,12 +141,13 @@ func spinOn(cpu string) {
 		fmt.Fprintf(os.Stderr, "spin-on: pinning to cpu %d: %v\n", n, err)
 		os.Exit(2)
 	}
-	start := monotonicNow()
+	start := monotonic()
 	spin(300 * time.Millisecond)
-	fmt.Println(start, monotonicNow())
+	fmt.Println(start, monotonic())
 }
 
-func monotonicNow() uint64 {
+// monotonic is CLOCK_MONOTONIC in ns, the clock of sample times.
+func monotonic() uint64 {
 	var ts unix.Timespec
 	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
 		panic(err)
