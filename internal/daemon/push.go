@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"bytes"
+	"cmp"
 	"compress/gzip"
 	"context"
 	"fmt"
@@ -54,7 +55,7 @@ const DefaultSpoolMax = 256 << 20
 const SpoolDir = "otlp-spool"
 
 // maxPushSamples bounds the samples held in memory for the next push
-// (some 16 bytes each): at 1 kHz on 64 CPUs, a push of 10 s is 640,000.
+// (some 48 bytes each): at 1 kHz on 64 CPUs, a push of 10 s is 640,000.
 // Beyond, as when the last push is still being encoded and written,
 // samples are dropped and counted (PushStatus.DroppedSamples): memory
 // stays bounded, and sampling never waits for the spool's disk.
@@ -134,7 +135,7 @@ type pusher struct {
 	t   *process.Tracker
 	b   *profile.Builder
 	res *resolve.Resolver
-	// held counts the samples waiting (places, singles, jitPending) and
+	// held counts the samples waiting (waiting, jitPending) and
 	// in b (inBuilder).
 	held, inBuilder uint64
 	period          uint64 // a sample's, when it does not say (0 in frequency mode)
@@ -142,11 +143,11 @@ type pusher struct {
 	pushes int
 	procs  liveProcs
 	anon   anonbind.Live
-	// places are the places waiting, by process: an exit resolves its
-	// process's alone.
-	places     map[uint32]map[placeKey]*place
+	// waiting are the samples waiting, by process: an exit resolves
+	// its process's alone.
+	waiting    map[uint32]*waiting
 	spare      spares
-	singles    []resolve.Sample
+	times      []uint64 // the times of a place being resolved
 	jitPending []resolve.Sample
 	resolvedAt time.Time // when an exit last had samples resolved
 	// resolvedDue says the samples of the push due are resolved.
@@ -155,10 +156,11 @@ type pusher struct {
 	// waiting still need: forgotten once those are resolved.
 	forget []uint32
 	// sampled are the processes with samples since the last push;
-	// lastPID the last one added (noPID: none), lastPlaces its places.
+	// lastPID the last one added (noPID: none), lastWaiting its
+	// samples waiting.
 	sampled    map[uint32]struct{}
 	lastPID    uint32
-	lastPlaces map[placeKey]*place
+	lastWaiting *waiting
 	// gone are the processes forgotten since the last push: what the
 	// push says of them.
 	gone     map[uint32]profile.Process
@@ -201,7 +203,7 @@ func newPusher(root *os.Root, cfg Push, exp delivery.Exporter, attr *perfdata.At
 		ev.Period = attr.SamplePeriod
 	}
 	p := &pusher{cfg: cfg, chains: chains, event: ev, t: t, period: ev.Period, forgetf: forget,
-		procs: liveProcs{t: t, identity: identity}, gone: map[uint32]profile.Process{}, places: map[uint32]map[placeKey]*place{}, sampled: map[uint32]struct{}{}, lastPID: noPID, buildIDs: map[string]cachedBuildID{},
+		procs: liveProcs{t: t, identity: identity}, gone: map[uint32]profile.Process{}, waiting: map[uint32]*waiting{}, sampled: map[uint32]struct{}{}, lastPID: noPID, buildIDs: map[string]cachedBuildID{},
 		sym:    symbolize.New(symbolize.Options{SymbolCache: true}),
 		sender: delivery.NewSender(sp, exp, cfg.Delivery.Endpoint, delivery.DefaultBackoff),
 		out:    make(chan *profile.Profile, 1), done: make(chan struct{}),
@@ -224,31 +226,36 @@ func (p *pusher) fresh() {
 // noPID is no process's pid.
 const noPID = ^uint32(0)
 
-// placeKey is a place of a process samples fall in: the samples of one
-// place are resolved once (resolve.Resolver.AddTimes). chain is a hash of the
-// callchain, which place.s holds. The CPU is not in it: an OTLP sample
-// is a stack and thread's, whatever their CPU (internal/otlp), and a
-// place of each CPU was as many to resolve, keep and encode, on a
-// machine of 64 CPUs up to 64 times as many.
-type placeKey struct {
-	tid   uint32
-	mode  resolve.Mode
-	ip    uint64
-	chain uint64
+// waiting is the samples of one process waiting to be resolved, in the
+// order they came; each is resolved with the others of its place, once
+// (resolve.Resolver.AddTimes). They are kept in a slice and sorted by
+// place when resolved, rather than in a map of places as they come: a
+// map lookup for every sample, hashing a key of four words in a map
+// that keeps growing, cost more than appending the sample and sorting
+// the push's samples once.
+type waiting struct {
+	samples []waitingSample
+	words   []uint64 // the samples' callchains
 }
 
-// place is the samples of one place waiting to be resolved: the first
-// (its Period the sum of all their periods) and their times, in the
-// order taken.
-type place struct {
-	s     resolve.Sample
-	times []uint64
+// waitingSample is a sample waiting. key is a hash of its place (thread,
+// mode, address and callchain): the samples are sorted by it and by
+// time, and samples of one key whose places differ are told apart as
+// they are resolved. The CPU is not in the place: an OTLP sample is a
+// stack and thread's, whatever their CPU (internal/otlp), and a place
+// of each CPU was as many to resolve, keep and encode, on a machine of
+// 64 CPUs up to 64 times as many.
+type waitingSample struct {
+	key, time, ip, period uint64
+	tid                   uint32
+	mode                  resolve.Mode
+	chain, chainEnd       int32 // in waiting.words
 }
 
 // add takes one of the round's samples (its callchain the daemon's
-// arena's, valid until the end of the round). It is kept by place, to
-// be resolved at the next resolve; a sample in JIT code alone, to be
-// named by JIT data read after it.
+// arena's, valid until the end of the round). It is kept with its
+// process's, to be resolved at the next resolve; a sample in JIT code
+// alone, to be named by JIT data read after it.
 func (p *pusher) add(s *perfdata.Sample) {
 	if p.held >= maxPushSamples {
 		p.mu.Lock()
@@ -260,9 +267,8 @@ func (p *pusher) add(s *perfdata.Sample) {
 	if s.PID != p.lastPID {
 		p.sampled[s.PID] = struct{}{}
 		p.lastPID = s.PID
-		p.lastPlaces = nil
+		p.lastWaiting = nil
 	}
-	const cpu = -1 // placeKey's
 	period := s.Period
 	if !s.Has(perfdata.SamplePeriod) {
 		period = p.period
@@ -273,99 +279,64 @@ func (p *pusher) add(s *perfdata.Sample) {
 		chain = s.Callchain
 	}
 	if inJIT(p.t, s.PID, s.Time, mode, s.IP, chain) {
+		const cpu = -1 // as waitingSample's
 		p.jitPending = append(p.jitPending, resolve.Sample{PID: s.PID, TID: s.TID, Time: s.Time, CPU: cpu,
 			Mode: mode, IP: s.IP, Count: 1, Period: period, Callchain: slices.Clone(chain)})
 		return
 	}
-	if p.lastPlaces == nil {
-		if p.lastPlaces = p.places[s.PID]; p.lastPlaces == nil {
-			p.lastPlaces = p.spare.placeMap()
-			p.places[s.PID] = p.lastPlaces
+	w := p.lastWaiting
+	if w == nil {
+		if w = p.waiting[s.PID]; w == nil {
+			w = p.spare.get()
+			p.waiting[s.PID] = w
 		}
+		p.lastWaiting = w
 	}
-	k := placeKey{tid: s.TID, mode: mode, ip: s.IP, chain: hashChain(chain)}
-	pl := p.lastPlaces[k]
-	switch {
-	case pl == nil:
-		pl = p.spare.place()
-		pl.s = resolve.Sample{PID: s.PID, TID: s.TID, Time: s.Time, CPU: cpu,
-			Mode: mode, IP: s.IP, Count: 1, Callchain: slices.Clone(chain)}
-		p.lastPlaces[k] = pl
-	case !slices.Equal(pl.s.Callchain, chain):
-		// Another chain with the same hash: a place of its own.
-		p.singles = append(p.singles, resolve.Sample{PID: s.PID, TID: s.TID, Time: s.Time, CPU: cpu,
-			Mode: mode, IP: s.IP, Count: 1, Period: period, Callchain: slices.Clone(chain)})
-		return
-	}
-	pl.s.Period += period
-	pl.times = append(pl.times, s.Time)
+	h := hashChain(chain)
+	h = (h ^ s.IP) * 1099511628211
+	h = (h ^ (uint64(s.TID)<<8 | uint64(mode))) * 1099511628211
+	ws := waitingSample{key: h, time: s.Time, ip: s.IP, period: period, tid: s.TID, mode: mode, chain: int32(len(w.words))}
+	w.words = append(w.words, chain...)
+	ws.chainEnd = int32(len(w.words))
+	w.samples = append(w.samples, ws)
 }
 
-// spares are the maps of places and the places resolved, kept for the
-// places of the next push: a process's map and its places were made
-// anew every push, and growing them (a map rehashed as it grows, a
-// slice of times doubled) was a third of keeping the samples (add).
-// A map keeps the room it grew to when cleared, and a place the room of
-// its times: what is kept is bounded by that room, all maps and places
-// together (maxSpareEntries, maxSpareTimes), some 2 MB at most.
+// spares are the processes' slices of samples resolved, kept for the
+// samples of the next push: growing them anew every push was a third of
+// keeping the samples (add). What is kept is bounded by their room, all
+// together (maxSpareSamples, maxSpareWords).
 type spares struct {
-	maps   []spareMap
-	places []*place
-	// entries is the room of the maps kept (the places they held),
-	// times that of the places' times.
-	entries, times int
+	ws             []*waiting
+	samples, words int
 }
 
-type spareMap struct {
-	m    map[placeKey]*place
-	room int
-}
-
-// Bounds on what spares keeps: maps of at most maxSpareEntries places
-// in all, a push's at 1 kHz on a few CPUs (some 40 bytes each); places
-// of at most maxSpareTimes times in all (8 bytes each, and some 100 of
-// the place).
+// Bounds on what spares keeps: a push's samples at 1 kHz on a few CPUs
+// (48 bytes each), and a few callchains of each (8 bytes a word).
 const (
-	maxSpareEntries = 1 << 15
-	maxSpareTimes   = 1 << 17
-	maxSparePlaces  = 1 << 14
+	maxSpareSamples = 1 << 16
+	maxSpareWords   = 1 << 18
 )
 
-func (sp *spares) placeMap() map[placeKey]*place {
-	if n := len(sp.maps); n > 0 {
-		m := sp.maps[n-1]
-		sp.maps = sp.maps[:n-1]
-		sp.entries -= m.room
-		return m.m
+func (sp *spares) get() *waiting {
+	if n := len(sp.ws); n > 0 {
+		w := sp.ws[n-1]
+		sp.ws = sp.ws[:n-1]
+		sp.samples -= cap(w.samples)
+		sp.words -= cap(w.words)
+		return w
 	}
-	return map[placeKey]*place{}
+	return &waiting{}
 }
 
-func (sp *spares) place() *place {
-	if n := len(sp.places); n > 0 {
-		pl := sp.places[n-1]
-		sp.places = sp.places[:n-1]
-		sp.times -= cap(pl.times)
-		return pl
+// put keeps w, resolved, for another process, as far as the bounds allow.
+func (sp *spares) put(w *waiting) {
+	if sp.samples+cap(w.samples) > maxSpareSamples || sp.words+cap(w.words) > maxSpareWords {
+		return
 	}
-	return &place{}
-}
-
-// put keeps the places of m, resolved, and m for another process, as
-// far as the bounds allow.
-func (sp *spares) put(m map[placeKey]*place) {
-	for _, pl := range m {
-		if len(sp.places) < maxSparePlaces && sp.times+cap(pl.times) <= maxSpareTimes {
-			*pl = place{times: pl.times[:0]} // its callchain let go of
-			sp.places = append(sp.places, pl)
-			sp.times += cap(pl.times)
-		}
-	}
-	if room := max(len(m), 1); sp.entries+room <= maxSpareEntries {
-		clear(m)
-		sp.maps = append(sp.maps, spareMap{m, room})
-		sp.entries += room
-	}
+	w.samples, w.words = w.samples[:0], w.words[:0]
+	sp.ws = append(sp.ws, w)
+	sp.samples += cap(w.samples)
+	sp.words += cap(w.words)
 }
 
 // hashChain is FNV-1a over a callchain's words.
@@ -485,48 +456,82 @@ func (p *pusher) endRound() {
 func (p *pusher) resolve(only map[uint32]bool) {
 	res := p.resolver()
 	if only == nil {
-		for pid, pls := range p.places {
-			p.resolvePlaces(res, pid, pls)
+		for pid, w := range p.waiting {
+			p.resolvePlaces(res, pid, w, true)
 		}
 	} else {
 		for pid := range only {
-			if pls, ok := p.places[pid]; ok {
-				p.resolvePlaces(res, pid, pls)
+			if w, ok := p.waiting[pid]; ok {
+				p.resolvePlaces(res, pid, w, false)
 			}
 		}
 	}
-	p.singles = p.resolveAll(res, p.singles, only, false)
-	p.jitPending = p.resolveAll(res, p.jitPending, only, true)
+	p.jitPending = p.resolveJIT(res, p.jitPending, only)
 }
 
-// resolvePlaces resolves the places of process pid, pls, into the
-// Builder, and lets go of them.
-func (p *pusher) resolvePlaces(res *resolve.Resolver, pid uint32, pls map[placeKey]*place) {
-	for _, pl := range pls {
-		s, ts := pl.s, pl.times
-		for len(ts) > 0 {
-			s.Time = ts[0]
-			sp := res.Span(s.PID, s.TID, s.Time)
+// resolvePlaces resolves the samples of process pid waiting, w, into
+// the Builder, each place once for the samples of each span of time in
+// which it resolves one way (resolve.Resolver.Span). w is kept for the
+// process's next samples when keep and it had some: grown to what the
+// process is sampled in an interval, it grows no more; else it goes to
+// the spares.
+func (p *pusher) resolvePlaces(res *resolve.Resolver, pid uint32, w *waiting, keep bool) {
+	ss := w.samples
+	slices.SortFunc(ss, func(a, b waitingSample) int {
+		if a.key != b.key {
+			return cmp.Compare(a.key, b.key)
+		}
+		return cmp.Compare(a.time, b.time)
+	})
+	const cpu = -1 // as waitingSample's
+	for i := 0; i < len(ss); {
+		first := &ss[i]
+		chain := w.words[first.chain:first.chainEnd]
+		// The place's samples: those of its key whose place is its
+		// (another place of the same key makes a run of its own).
+		ts, period := p.times[:0], uint64(0)
+		j := i
+		for ; j < len(ss) && ss[j].key == first.key; j++ {
+			o := &ss[j]
+			if o.ip != first.ip || o.tid != first.tid || o.mode != first.mode || !slices.Equal(w.words[o.chain:o.chainEnd], chain) {
+				break
+			}
+			ts = append(ts, o.time)
+			period += o.period
+		}
+		i = j
+		s := resolve.Sample{PID: pid, TID: first.tid, CPU: cpu, Mode: first.mode, IP: first.ip, Count: 1, Period: period}
+		if len(chain) > 0 {
+			s.Callchain = chain
+		}
+		for rest := ts; len(rest) > 0; {
+			s.Time = rest[0]
+			sp := res.Span(pid, s.TID, s.Time)
 			n := 1
-			for n < len(ts) && ts[n] >= sp.From && ts[n] < sp.To {
+			for n < len(rest) && rest[n] >= sp.From && rest[n] < sp.To {
 				n++
 			}
-			res.AddTimes(&s, ts[:n])
+			res.AddTimes(&s, rest[:n])
 			s.Period = 0 // all their periods went with the first
-			ts = ts[n:]
+			rest = rest[n:]
 		}
-		p.inBuilder += uint64(len(pl.times))
+		p.inBuilder += uint64(len(ts))
+		p.times = ts
 	}
-	delete(p.places, pid)
-	p.spare.put(pls)
+	if keep && len(ss) > 0 {
+		w.samples, w.words = ss[:0], w.words[:0]
+		return
+	}
+	delete(p.waiting, pid)
+	p.spare.put(w)
 	if pid == p.lastPID {
-		p.lastPlaces = nil
+		p.lastWaiting = nil
 	}
 }
 
-// resolveAll resolves the samples of ss of every process or those of
-// only, with anon handlers made anew when jit, and returns the others.
-func (p *pusher) resolveAll(res *resolve.Resolver, ss []resolve.Sample, only map[uint32]bool, jit bool) []resolve.Sample {
+// resolveJIT resolves the samples in JIT code of ss of every process or
+// those of only, with anon handlers made anew, and returns the others.
+func (p *pusher) resolveJIT(res *resolve.Resolver, ss []resolve.Sample, only map[uint32]bool) []resolve.Sample {
 	n := 0
 	for i := range ss {
 		if only == nil || only[ss[i].PID] {
@@ -536,9 +541,7 @@ func (p *pusher) resolveAll(res *resolve.Resolver, ss []resolve.Sample, only map
 	if n == 0 {
 		return ss
 	}
-	if jit {
-		p.renewAnon()
-	}
+	p.renewAnon()
 	left := ss[:0]
 	for i := range ss {
 		if only == nil || only[ss[i].PID] {
@@ -612,14 +615,14 @@ func (p *pusher) cut(wait bool) bool {
 	// The processes of the samples still waiting (for a resolve
 	// resolveEvery did not allow yet) stay sampled.
 	clear(p.sampled)
-	p.lastPID, p.lastPlaces = noPID, nil
-	for pid := range p.places {
-		p.sampled[pid] = struct{}{}
-	}
-	for _, ss := range [][]resolve.Sample{p.singles, p.jitPending} {
-		for i := range ss {
-			p.sampled[ss[i].PID] = struct{}{}
+	p.lastPID, p.lastWaiting = noPID, nil
+	for pid, w := range p.waiting {
+		if len(w.samples) > 0 {
+			p.sampled[pid] = struct{}{}
 		}
+	}
+	for i := range p.jitPending {
+		p.sampled[p.jitPending[i].PID] = struct{}{}
 	}
 	p.b.TakeEntries() // the push's now
 	p.pushes++
