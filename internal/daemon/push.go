@@ -726,7 +726,8 @@ func (p *pusher) spool() {
 		for _, e := range prof.Entries {
 			n += e.Count
 		}
-		prof.SortEntries()
+		// Unsorted: the push's entries are of one stack and thread
+		// each (no CPU), which the encoder then needs not group.
 		var err error
 		req, err = otlp.Append(req[:0], prof, p.cfg.Resource)
 		if err == nil {

@@ -169,9 +169,11 @@ type resourceData struct {
 
 // profileData is the samples of one process and event.
 type profileData struct {
-	event         int32
-	samples       []*sampleData
-	index         map[[2]int32]int // (stack node, thread) -> samples' index
+	event   int32
+	samples []sampleData
+	// index finds the sample of a stack node and thread, when the
+	// profile has entries of one stack and thread on several CPUs.
+	index         map[[2]int32]int
 	count, period uint64
 	// timed says every entry kept the time of each of its samples.
 	timed bool
@@ -190,17 +192,33 @@ type sampleData struct {
 func (e *encoder) resources() []*resourceData {
 	p := e.p
 	byPID := map[uint32]*resourceData{}
+	// byThread is the resource of each thread met: a lookup by pid for
+	// every entry was a tenth of encoding the daemon's push.
+	byThread := make([]*resourceData, len(p.Threads))
+	// Entries of one CPU (or none, as the daemon's push) are of one
+	// stack and thread each, as the Builder keys them: each is a
+	// sample, without looking its stack and thread up.
+	oneCPU := true
+	for i := range p.Entries {
+		if p.Entries[i].CPU != p.Entries[0].CPU {
+			oneCPU = false
+			break
+		}
+	}
 	var out []*resourceData
 	for _, en := range p.Entries {
 		if en.Count == 0 {
 			continue
 		}
 		th := &p.Threads[en.Thread]
-		r := byPID[th.PID]
+		r := byThread[en.Thread]
 		if r == nil {
-			r = &resourceData{pid: th.PID}
-			byPID[th.PID] = r
-			out = append(out, r)
+			if r = byPID[th.PID]; r == nil {
+				r = &resourceData{pid: th.PID}
+				byPID[th.PID] = r
+				out = append(out, r)
+			}
+			byThread[en.Thread] = r
 		}
 		if th.TID == th.PID || r.comm == "" {
 			r.comm = p.Strings[th.Comm]
@@ -209,19 +227,26 @@ func (e *encoder) resources() []*resourceData {
 		if i := slices.IndexFunc(r.profiles, func(x *profileData) bool { return x.event == en.Event }); i >= 0 {
 			pd = r.profiles[i]
 		} else {
-			pd = &profileData{event: en.Event, index: map[[2]int32]int{}, timed: p.Times != nil}
+			pd = &profileData{event: en.Event, timed: p.Times != nil}
+			if !oneCPU {
+				pd.index = map[[2]int32]int{}
+			}
 			r.profiles = append(r.profiles, pd)
 		}
 		pd.count += en.Count
 		pd.period += en.Period
-		k := [2]int32{en.Stack, en.Thread}
-		i, ok := pd.index[k]
-		if !ok {
-			i = len(pd.samples)
-			pd.index[k] = i
-			pd.samples = append(pd.samples, &sampleData{node: en.Stack, thread: en.Thread})
+		i, ok := len(pd.samples), false
+		if !oneCPU {
+			k := [2]int32{en.Stack, en.Thread}
+			if i, ok = pd.index[k]; !ok {
+				i = len(pd.samples)
+				pd.index[k] = i
+			}
 		}
-		s := pd.samples[i]
+		if !ok {
+			pd.samples = append(pd.samples, sampleData{node: en.Stack, thread: en.Thread})
+		}
+		s := &pd.samples[i]
 		s.count += en.Count
 		if pd.timed {
 			ts := p.Times[en.Key]
@@ -360,8 +385,8 @@ func (e *encoder) profile(b []byte, r *resourceData, pd *profileData) []byte {
 	ev := p.Events[pd.event]
 	b = appendMessage(b, 1, func(b []byte) []byte { return e.valueType(b, typeSamples, unitCount) })
 	at := len(b)
-	for _, s := range pd.samples {
-		b = appendMessage(b, 2, func(b []byte) []byte { return e.sample(b, s, pd.timed) })
+	for i := range pd.samples {
+		b = appendMessage(b, 2, func(b []byte) []byte { return e.sample(b, &pd.samples[i], pd.timed) })
 	}
 	// The ID is a hash of the content: of who and when, and of the
 	// samples' bytes through their CRC-32C (the processor's CRC
