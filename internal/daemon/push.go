@@ -253,10 +253,11 @@ type waitingSample struct {
 }
 
 // add takes one of the round's samples (its callchain the daemon's
-// arena's, valid until the end of the round). It is kept with its
-// process's, to be resolved at the next resolve; a sample in JIT code
-// alone, to be named by JIT data read after it.
-func (p *pusher) add(s *perfdata.Sample) {
+// arena's, valid until the end of the round) and the mapping ingest
+// found its address in (nil: in the kernel or in none). It is kept with
+// its process's, to be resolved at the next resolve; a sample in JIT
+// code alone, to be named by JIT data read after it.
+func (p *pusher) add(s *perfdata.Sample, m *process.Mapping) {
 	if p.held >= maxPushSamples {
 		p.mu.Lock()
 		p.st.DroppedSamples++
@@ -278,7 +279,7 @@ func (p *pusher) add(s *perfdata.Sample) {
 	if p.chains {
 		chain = s.Callchain
 	}
-	if inJIT(p.t, s.PID, s.Time, mode, s.IP, chain) {
+	if mode == resolve.ModeUser && m != nil && m.Anon || inJIT(p.t, s.PID, s.Time, mode, chain) {
 		const cpu = -1 // as waitingSample's
 		p.jitPending = append(p.jitPending, resolve.Sample{PID: s.PID, TID: s.TID, Time: s.Time, CPU: cpu,
 			Mode: mode, IP: s.IP, Count: 1, Period: period, Callchain: slices.Clone(chain)})
@@ -360,16 +361,14 @@ func (p *pusher) resolver() *resolve.Resolver {
 	return p.res
 }
 
-// inJIT reports whether a sample at ip (mode) of process pid at time tm
-// ran in anonymous memory, or, with a callchain, was called from there:
-// JIT code, to be named by JIT data read after it.
-func inJIT(t *process.Tracker, pid uint32, tm uint64, mode resolve.Mode, ip uint64, chain []uint64) bool {
+// inJIT reports whether a sample of process pid at time tm (mode) was
+// called from anonymous memory, by its callchain: JIT code, to be named
+// by JIT data read after it. Where the sample itself ran is ingest's
+// mapping (add): a lookup for every sample was a tenth of add.
+func inJIT(t *process.Tracker, pid uint32, tm uint64, mode resolve.Mode, chain []uint64) bool {
 	isAnon := func(ip uint64) bool {
 		m := t.Lookup(pid, ip, tm, false)
 		return m != nil && m.Anon
-	}
-	if mode == resolve.ModeUser && isAnon(ip) {
-		return true
 	}
 	user := mode == resolve.ModeUser
 	for _, ip := range chain {

@@ -135,7 +135,7 @@ type churn struct {
 	kernel []uint64
 	pid    uint32
 	tm     uint64         // CLOCK_MONOTONIC, ns
-	kind   map[uint32]int // of each process
+	procs  map[uint32]benchProc
 	long   []uint32
 	short  []shortProc
 	attr   *perfdata.Attr
@@ -148,6 +148,13 @@ type churn struct {
 	added func(s *perfdata.Sample)
 }
 
+// benchProc is a process of the machine: its kind, and the mappings of
+// its images, as ingest finds a sample's (add's argument).
+type benchProc struct {
+	kind int
+	maps []*process.Mapping
+}
+
 type shortProc struct {
 	pid   uint32
 	exits int // the round it exits in
@@ -158,12 +165,19 @@ func (c *churn) start(k int) uint32 {
 	c.pid++
 	pid := c.pid
 	c.tm += 1000
-	c.kind[pid] = k
 	c.t.Fork(pid, 1, pid, 1, c.tm)
 	c.t.SetComm(pid, pid, c.tm, c.comms[k], true)
+	bp := benchProc{kind: k}
 	for _, im := range c.kinds[k] {
 		c.t.Map(process.Mapping{PID: pid, Start: im.start, End: im.end, Pgoff: im.pgoff, Path: im.path, Time: c.tm, Exec: true})
 	}
+	for _, im := range c.kinds[k] {
+		bp.maps = append(bp.maps, c.t.Lookup(pid, im.start, c.tm, false))
+	}
+	if c.procs == nil {
+		c.procs = map[uint32]benchProc{}
+	}
+	c.procs[pid] = bp
 	return pid
 }
 
@@ -175,7 +189,7 @@ func (c *churn) round(r int, push bool) {
 	for _, sp := range c.short {
 		if sp.exits <= r {
 			c.p.forgetLater(sp.pid)
-			delete(c.kind, sp.pid)
+			delete(c.procs, sp.pid)
 			continue
 		}
 		left = append(left, sp)
@@ -198,15 +212,17 @@ func (c *churn) round(r int, push bool) {
 			pid = c.short[c.rng.IntN(len(c.short))].pid
 		}
 		s.PID, s.TID, s.Time = pid, pid, c.tm
+		var m *process.Mapping
 		if len(c.kernel) > 0 && c.rng.Float64() < kernelShare {
 			s.Misc = perfdata.MiscKernel
 			s.IP = c.kernel[c.rng.IntN(len(c.kernel))]
 		} else {
 			s.Misc = perfdata.MiscUser
-			ims := c.kinds[c.kind[pid]]
-			s.IP = ims[c.rng.IntN(len(ims))].pick(c.rng)
+			bp := c.procs[pid]
+			i := c.rng.IntN(len(bp.maps))
+			s.IP, m = c.kinds[bp.kind][i].pick(c.rng), bp.maps[i]
 		}
-		c.p.add(&s)
+		c.p.add(&s, m)
 		if c.added != nil {
 			c.added(&s)
 		}
@@ -354,7 +370,7 @@ func BenchmarkPushChurn(b *testing.B) {
 		p.close()
 		close(sent)
 	}()
-	c := &churn{t: t, p: p, rng: rng, kinds: kinds, comms: comms, kind: map[uint32]int{}, kernel: kernelPlaces(300, rng), pid: 5000000, tm: 1e9, attr: attr, sent: sent}
+	c := &churn{t: t, p: p, rng: rng, kinds: kinds, comms: comms, kernel: kernelPlaces(300, rng), pid: 5000000, tm: 1e9, attr: attr, sent: sent}
 	for range longLived {
 		c.long = append(c.long, c.start(rng.IntN(len(kinds))))
 	}
@@ -421,7 +437,7 @@ func TestPushChurn(t *testing.T) {
 	}
 	type key struct{ pid, tid uint32 }
 	var want []map[key][]uint64
-	c := &churn{t: tr, p: p, rng: rng, kinds: kinds, comms: comms, kind: map[uint32]int{}, kernel: kernelPlaces(300, rng), pid: 5000000, tm: 1e9, attr: attr, sent: sent,
+	c := &churn{t: tr, p: p, rng: rng, kinds: kinds, comms: comms, kernel: kernelPlaces(300, rng), pid: 5000000, tm: 1e9, attr: attr, sent: sent,
 		added: func(s *perfdata.Sample) {
 			w := want[len(want)-1]
 			k := key{s.PID, s.TID}

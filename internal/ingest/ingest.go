@@ -212,8 +212,9 @@ func (in *Ingest) Add(s *perfdata.Sample) { in.add(s) }
 
 // add is Add, returning the callchain whose arcs were counted: the
 // sample's own, or with Unwind the one unwound from its user stack
-// (valid until the next add).
-func (in *Ingest) add(s *perfdata.Sample) []uint64 {
+// (valid until the next add); and the mapping its address fell in (nil
+// in the kernel or in none).
+func (in *Ingest) add(s *perfdata.Sample) ([]uint64, *process.Mapping) {
 	in.Samples++
 	st := in.pid(s.PID)
 	var smp sampledb.Sample
@@ -221,14 +222,18 @@ func (in *Ingest) add(s *perfdata.Sample) []uint64 {
 	kernel := s.CPUMode() == perfdata.MiscKernel
 	if !in.place(st, s.PID, s.IP, s.Time, kernel, true, &smp.Image, &smp.Key1, &smp.Key2) {
 		in.Unresolved++
-		return s.Callchain
+		return s.Callchain, nil
+	}
+	var m *process.Mapping
+	if !kernel {
+		m = st.last // place's, before arcs places the callers
 	}
 	smp.App = in.app(st, s.PID)
 	if in.db.Add(&smp) != nil {
 		in.Errors++
 	}
 	if !in.CallGraph {
-		return s.Callchain
+		return s.Callchain, m
 	}
 	chain := s.Callchain
 	if in.Unwind {
@@ -237,7 +242,7 @@ func (in *Ingest) add(s *perfdata.Sample) []uint64 {
 	if len(chain) > 0 {
 		in.arcs(st, s, chain, &smp)
 	}
-	return chain
+	return chain, m
 }
 
 // place finds the image and the keys of addr in process pid at time t;
