@@ -15,7 +15,21 @@ type Builder struct {
 	// often share their key, and comparing it is cheaper than hashing it.
 	last   Key
 	lastID int32
+	// With KeepTimes, the times added since Profile.Times was last made
+	// are kept in the order added, in runs of one entry each, and put in
+	// Profile.Times when it is asked for (Meta, Profile, TakeEntries,
+	// Merge): an entry's slice of times looked up, grown and stored
+	// again for every AddTimes was a third of adding a place's samples
+	// (the daemon's push), and each entry's slice an allocation.
+	timed bool
+	added []uint64
+	runs  []timeRun
+	// at is the runs' times of each entry, while they are put in Times.
+	at []int32
 }
+
+// timeRun is n times of Builder.added, of entry id.
+type timeRun struct{ id, n int32 }
 
 type imageKey struct {
 	name, buildID string
@@ -122,29 +136,88 @@ func (b *Builder) Add(k Key, count, period uint64) {
 
 // KeepTimes makes the Builder keep the time of every sample added
 // with AddAt, in Profile.Times. Call it before the first sample.
-func (b *Builder) KeepTimes() { b.p.Times = map[Key][]uint64{} }
+func (b *Builder) KeepTimes() {
+	b.p.Times = map[Key][]uint64{}
+	b.timed = true
+}
 
 // AddAt adds count samples taken at time tm to the entry of k, keeping
 // the time when KeepTimes was called.
 func (b *Builder) AddAt(k Key, count, period, tm uint64) {
 	b.Add(k, count, period)
-	if b.p.Times != nil {
-		ts := b.p.Times[k]
+	if b.timed {
 		for range count {
-			ts = append(ts, tm)
+			b.added = append(b.added, tm)
 		}
-		b.p.Times[k] = ts
+		b.run(count)
 	}
 }
 
 // AddTimes adds the samples taken at times to the entry of k, their
 // periods summing to period, keeping their times when KeepTimes was
-// called: AddAt of each, with one lookup of the entry and its times.
+// called: AddAt of each, with one lookup of the entry.
 func (b *Builder) AddTimes(k Key, period uint64, times []uint64) {
 	b.Add(k, uint64(len(times)), period)
-	if b.p.Times != nil {
-		b.p.Times[k] = append(b.p.Times[k], times...)
+	if b.timed {
+		b.added = append(b.added, times...)
+		b.run(uint64(len(times)))
 	}
+}
+
+// run says the last n times added are of the entry Add found last.
+func (b *Builder) run(n uint64) {
+	if n == 0 {
+		return
+	}
+	if l := len(b.runs) - 1; l >= 0 && b.runs[l].id == b.lastID {
+		b.runs[l].n += int32(n)
+		return
+	}
+	b.runs = append(b.runs, timeRun{b.lastID, int32(n)})
+}
+
+// putTimes puts the times added since it last did in Profile.Times: each
+// entry's after those it has, in the order added, all in one array.
+func (b *Builder) putTimes() {
+	if len(b.runs) == 0 {
+		return
+	}
+	if cap(b.at) < len(b.p.Entries) {
+		b.at = make([]int32, len(b.p.Entries))
+	}
+	at := b.at[:len(b.p.Entries)]
+	clear(at)
+	for _, r := range b.runs {
+		at[r.id] += r.n
+	}
+	var n int32
+	for id, c := range at {
+		at[id] = n
+		n += c
+	}
+	all := make([]uint64, len(b.added))
+	from := 0
+	for _, r := range b.runs {
+		copy(all[at[r.id]:], b.added[from:from+int(r.n)])
+		at[r.id] += r.n
+		from += int(r.n)
+	}
+	// at[id] is now where entry id's times end.
+	start := int32(0)
+	for id, end := range at {
+		if end == start {
+			continue
+		}
+		k := b.p.Entries[id].Key
+		ts := all[start:end:end] // an append copies
+		if old := b.p.Times[k]; len(old) > 0 {
+			ts = append(old, ts...)
+		}
+		b.p.Times[k] = ts
+		start = end
+	}
+	b.at = at
+	b.added, b.runs = b.added[:0], b.runs[:0]
 }
 
 // TakeEntries hands over the entries added since the Builder began or
@@ -155,6 +228,7 @@ func (b *Builder) AddTimes(k Key, period uint64, times []uint64) {
 // whatever interval it falls in, while each interval's profile has its
 // own entries, without going through the entries of those before.
 func (b *Builder) TakeEntries() ([]Entry, map[Key][]uint64) {
+	b.putTimes()
 	es, ts := b.p.Entries, b.p.Times
 	b.p.Entries = make([]Entry, 0, len(es))
 	if ts != nil {
@@ -168,12 +242,18 @@ func (b *Builder) TakeEntries() ([]Entry, map[Key][]uint64) {
 	return es, ts
 }
 
-// Meta returns the profile's recording fields for the caller to fill.
-func (b *Builder) Meta() *Profile { return &b.p }
+// Meta returns the profile's recording fields for the caller to fill,
+// and its tables and entries as they are: its Times hold the times added
+// up to this call.
+func (b *Builder) Meta() *Profile {
+	b.putTimes()
+	return &b.p
+}
 
 // Profile returns the built profile, its entries sorted. The Builder must
 // not be used afterwards.
 func (b *Builder) Profile() *Profile {
+	b.putTimes()
 	p := &b.p
 	p.SortEntries()
 	return p
@@ -228,9 +308,13 @@ func (b *Builder) Merge(p *Profile) {
 			k.Stack = nodes[k.Stack]
 		}
 		k.Thread = threads[k.Thread]
-		b.Add(k, e.Count, e.Period)
-		if b.p.Times != nil {
-			b.p.Times[k] = append(b.p.Times[k], p.Times[e.Key]...)
+		if b.timed {
+			ts := p.Times[e.Key]
+			b.Add(k, e.Count, e.Period)
+			b.added = append(b.added, ts...)
+			b.run(uint64(len(ts)))
+		} else {
+			b.Add(k, e.Count, e.Period)
 		}
 	}
 }

@@ -175,3 +175,35 @@ func TestTakeEntries(t *testing.T) {
 		t.Errorf("an empty interval: %v", es)
 	}
 }
+
+// TestTimesAsked: the times added show in Profile.Times whenever it is
+// asked for (Meta, TakeEntries, Profile), each entry's in the order
+// added, those added after an ask after the ones before it.
+func TestTimesAsked(t *testing.T) {
+	b := NewBuilder()
+	b.KeepTimes()
+	ev := b.Event(Event{Name: "cpu-clock"})
+	k1 := Key{Stack: -1, Thread: -1, CPU: 1, Event: ev}
+	k2 := Key{Stack: -1, Thread: -1, CPU: 2, Event: ev}
+	want := func(what string, times map[Key][]uint64, w1, w2 []uint64) {
+		t.Helper()
+		if !slices.Equal(times[k1], w1) || !slices.Equal(times[k2], w2) {
+			t.Errorf("%s: times %v and %v, want %v and %v", what, times[k1], times[k2], w1, w2)
+		}
+	}
+	b.AddTimes(k1, 2, []uint64{1, 2})
+	b.AddAt(k2, 2, 2, 3)
+	b.AddTimes(k1, 1, []uint64{4})
+	want("Meta", b.Meta().Times, []uint64{1, 2, 4}, []uint64{3, 3})
+	b.AddTimes(k1, 1, []uint64{5})
+	b.AddTimes(k2, 0, nil)
+	m := b.Meta()
+	want("Meta again", m.Times, []uint64{1, 2, 4, 5}, []uint64{3, 3})
+	es, ts := b.TakeEntries()
+	want("TakeEntries", ts, []uint64{1, 2, 4, 5}, []uint64{3, 3})
+	if len(es) != 2 || es[0].Count != 4 || es[1].Count != 2 {
+		t.Errorf("entries taken %+v, want k1's 4 samples and k2's 2", es)
+	}
+	b.AddAt(k2, 1, 1, 6)
+	want("Profile after TakeEntries", b.Profile().Times, nil, []uint64{6})
+}
