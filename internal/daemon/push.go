@@ -135,8 +135,10 @@ type pusher struct {
 	b   *profile.Builder
 	res *resolve.Resolver
 	// held counts the samples waiting (waiting, jitPending) and
-	// in b (inBuilder).
+	// in b (inBuilder); from and to are the first and last times of
+	// those in b.
 	held, inBuilder uint64
+	from, to        uint64
 	period          uint64 // a sample's, when it does not say (0 in frequency mode)
 	// pushes are the pushes b made.
 	pushes int
@@ -221,6 +223,7 @@ func (p *pusher) fresh() {
 	p.b.Event(p.event)
 	p.res = nil
 	p.pushes = 0
+	p.from, p.to = ^uint64(0), 0
 }
 
 // noPID is no process's pid.
@@ -528,6 +531,7 @@ func (p *pusher) resolvePlaces(res *resolve.Resolver, pid uint32, w *waiting, ke
 			rest = rest[n:]
 		}
 		p.inBuilder += uint64(len(ts))
+		p.from, p.to = min(p.from, ts[0]), max(p.to, ts[len(ts)-1])
 		p.times = ts
 	}
 	if keep && len(ss) > 0 {
@@ -558,6 +562,7 @@ func (p *pusher) resolveJIT(res *resolve.Resolver, ss []resolve.Sample, only map
 	for i := range ss {
 		if only == nil || only[ss[i].PID] {
 			res.Add(&ss[i])
+			p.from, p.to = min(p.from, ss[i].Time), max(p.to, ss[i].Time)
 			continue
 		}
 		left = append(left, ss[i])
@@ -601,12 +606,7 @@ func (p *pusher) cut(wait bool) bool {
 		}
 		prof.Processes = append(prof.Processes, pr)
 	}
-	prof.StartNS, prof.EndNS = ^uint64(0), 0
-	for _, ts := range prof.Times {
-		for _, tm := range ts {
-			prof.StartNS, prof.EndNS = min(prof.StartNS, tm), max(prof.EndNS, tm)
-		}
-	}
+	prof.StartNS, prof.EndNS = p.from, p.to
 	// Sample times are CLOCK_MONOTONIC (record.Config's clock), tied to
 	// the wall clock here.
 	var ts unix.Timespec
@@ -623,6 +623,7 @@ func (p *pusher) cut(wait bool) bool {
 	}
 	p.held -= n
 	p.inBuilder = 0
+	p.from, p.to = ^uint64(0), 0
 	clear(p.gone)
 	// The processes of the samples still waiting (for a resolve
 	// resolveEvery did not allow yet) stay sampled.

@@ -210,8 +210,10 @@ func (b *Builder) putTimes() {
 		}
 		k := b.p.Entries[id].Key
 		ts := all[start:end:end] // an append copies
-		if old := b.p.Times[k]; len(old) > 0 {
-			ts = append(old, ts...)
+		if len(b.p.Times) > 0 {
+			if old := b.p.Times[k]; len(old) > 0 {
+				ts = append(old, ts...)
+			}
 		}
 		b.p.Times[k] = ts
 		start = end
