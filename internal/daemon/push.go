@@ -160,8 +160,8 @@ type pusher struct {
 	// sampled are the processes with samples since the last push;
 	// lastPID the last one added (noPID: none), lastWaiting its
 	// samples waiting.
-	sampled    map[uint32]struct{}
-	lastPID    uint32
+	sampled     map[uint32]struct{}
+	lastPID     uint32
 	lastWaiting *waiting
 	// gone are the processes forgotten since the last push: what the
 	// push says of them.

@@ -134,7 +134,7 @@ type churn struct {
 	comms  []string
 	kernel []uint64
 	pid    uint32
-	tm     uint64         // CLOCK_MONOTONIC, ns
+	tm     uint64 // CLOCK_MONOTONIC, ns
 	procs  map[uint32]benchProc
 	long   []uint32
 	short  []shortProc
