@@ -166,6 +166,10 @@ type Resolver struct {
 	mapped  []*loadedImage                // by Mapping.ID
 	sparse  map[int32]*loadedImage        // by Mapping.ID, with Options.SparseMappings
 	ksyms   map[uint64]int32              // frames of the kernel symbols met, by start
+	// kernelLeaves are the stacks of LeafOnly samples in the kernel, by
+	// address, for every process: a process's own cache of leaves
+	// (pidCache.leaves) made each new process resolve them again.
+	kernelLeaves map[uint64]int32
 	// byOffset are the frames of the file offsets of images met, of
 	// every process: a program's processes share its images, and each
 	// new one would otherwise look each of its places up again.
@@ -211,6 +215,8 @@ func New(b *profile.Builder, procs Processes, opts Options) *Resolver {
 		images: map[imageKey]*loadedImage{},
 		inProc: map[procImageKey]*loadedImage{},
 		ksyms:  map[uint64]int32{},
+
+		kernelLeaves: map[uint64]int32{},
 
 		byOffset: map[offsetKey]int32{},
 	}
@@ -450,6 +456,15 @@ func (r *Resolver) stack(s *Sample, epoch uint64) int32 {
 		return r.resolve(s)
 	}
 	if r.opts.LeafOnly {
+		if s.Mode == ModeKernel || s.Mode == ModeHypervisor {
+			// The kernel's addresses are every process's.
+			node, ok := r.kernelLeaves[s.IP]
+			if !ok {
+				node = r.resolve(s)
+				r.kernelLeaves[s.IP] = node
+			}
+			return node
+		}
 		// One lookup of a fixed-size key, without the hashing and
 		// comparing a chain of any length needs.
 		leaves := r.proc(s.PID).leaves
