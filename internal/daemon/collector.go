@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"log"
 	"os"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -54,7 +55,8 @@ type Config struct {
 // polls every 20 µs for the next millisecond and more (a third of the
 // CPU time of a daemon at 19 Hz, `perf record -g` of it), ingest's
 // round. A ring half full ends a round sooner whatever its length; what
-// waits longer is a client's answer (status, stop), up to maxRound.
+// waits longer is a client's answer (status, stop), up to maxRound, and
+// a dump's or save's, up to two of them (daemon.held).
 func roundEvery(sc *record.Config) time.Duration {
 	if sc.Freq == 0 || sc.MaxFreq {
 		return record.PollInterval
@@ -129,12 +131,20 @@ type Status struct {
 // round's samples into the session, and answers its clients between
 // rounds.
 type daemon struct {
-	cfg    Config
-	db     *sampledb.DB
-	dec    *perfdata.Decoder
-	in     *ingest.Ingest
-	start  time.Time
-	reqs   chan request
+	cfg   Config
+	db    *sampledb.DB
+	dec   *perfdata.Decoder
+	in    *ingest.Ingest
+	start time.Time
+	reqs  chan request
+	// held are the dump and save requests taken at the end of a round,
+	// answered at the end of the next: a drain that began after they
+	// came, so that the counts they write hold every sample taken
+	// before them. Answered at the end of the round they came in, they
+	// missed what was sampled between its drain and them (as long as
+	// the round took to count: the end of a JIT's run, a test found,
+	// when a loaded daemon's rounds were slow).
+	held   []request
 	status Status
 	// stop ends the recording: a client asked, or ctx is done.
 	stop    context.CancelFunc
@@ -174,10 +184,13 @@ func Run(ctx context.Context, cfg Config, ready func()) (err error) {
 	d := &daemon{cfg: cfg, start: time.Now(), reqs: make(chan request), stop: stop, ready: ready}
 	pidFile := false
 	var pidRoot *os.Root
+	var inflight sync.WaitGroup
 	defer func() {
+		stop() // the listener closed, requests not taken answered
 		if cerr := d.close(); err == nil {
 			err = cerr
 		}
+		waitAnswered(&inflight, 5*time.Second)
 		// Last: stop waits for the pid file to go.
 		if pidFile {
 			pidRoot.Remove(PIDFile)
@@ -202,7 +215,8 @@ func Run(ctx context.Context, cfg Config, ready func()) (err error) {
 			return nil, err
 		}
 		context.AfterFunc(ctx, func() { ln.Close() })
-		go serve(ln, d.reqs)
+		inflight.Add(1)
+		go serve(ln, d.reqs, ctx.Done(), &inflight)
 		// The pid file is removed after the DB, which closes its Root,
 		// is closed: a Root of its own.
 		if pidRoot, err = d.db.Root().OpenRoot("."); err != nil {
@@ -300,16 +314,30 @@ func (d *daemon) EndRound(*record.Recorder) error {
 		d.flush()
 		d.flushAt = now.Add(d.cfg.FlushEvery)
 	}
+	d.answerHeld()
 	for !d.stopped {
 		select {
 		case r := <-d.reqs:
-			d.handle(r)
+			if r.Op == "dump" || r.Op == "save" {
+				d.held = append(d.held, r)
+			} else {
+				d.handle(r)
+			}
 			continue
 		default:
 		}
 		break
 	}
 	return nil
+}
+
+// answerHeld answers the requests held for a drain after them.
+func (d *daemon) answerHeld() {
+	for _, r := range d.held {
+		d.handle(r)
+	}
+	clear(d.held)
+	d.held = d.held[:0]
 }
 
 // flush writes the counts and copies the JIT data that changed.
@@ -397,6 +425,7 @@ func (d *daemon) close() error {
 		log.Printf("otlp push: %d of the %d samples taken put in batches, %d dropped; %d batches sent, %d wait in %s",
 			st.Samples, d.in.Samples, st.DroppedSamples, st.Sent, st.Queued, SpoolDir)
 	}
+	d.answerHeld() // the recording's last round is counted
 	if d.in != nil {
 		d.in.SaveAllJIT()
 		d.in.Close()

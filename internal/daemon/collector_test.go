@@ -17,8 +17,9 @@ import (
 // records of a round as the rings hold them, the Tracker fed after the
 // Sink as the Recorder feeds it. Samples are counted at the end of the
 // round, the one in no mapping as unresolved, lost samples as lost;
-// clients are answered between rounds, a dump flushes, a stop ends the
-// recording; an exited process is let go of a round after its exit.
+// clients are answered between rounds, a dump at the end of the round
+// after it, and flushes; a stop ends the recording; an exited process
+// is let go of a round after its exit.
 func TestCollectorRounds(t *testing.T) {
 	if binary.NativeEndian.Uint16([]byte{1, 0}) != 1 {
 		t.Skip("the records are encoded little-endian, as the rings of this machine hold them")
@@ -78,12 +79,34 @@ func TestCollectorRounds(t *testing.T) {
 	if err := d.EndRound(nil); err != nil {
 		t.Fatal(err)
 	}
-	r := ask("dump")
+	// A dump is answered at the end of the round after the one it came
+	// in, a drain that began after it: what was sampled before it and
+	// drained after that round's drain is in the counts it writes.
+	reply := make(chan response, 1)
+	d.reqs <- request{Op: "dump", reply: reply}
+	if err := d.EndRound(nil); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case r := <-reply:
+		t.Fatalf("dump answered in the round it came in (%+v): what was sampled between the round's drain and the request is not in its counts", r)
+	default:
+	}
+	feed(sample(42, 0x403000))
+	if err := d.EndRound(nil); err != nil {
+		t.Fatal(err)
+	}
+	var r response
+	select {
+	case r = <-reply:
+	default:
+		t.Fatal("dump: not answered at the end of the round after it")
+	}
 	if r.Error != "" || r.Status == nil {
 		t.Fatalf("dump: %+v", r)
 	}
-	if st := r.Status; st.Samples != 3 || st.Unresolved != 1 || st.Lost != 3 || st.Flushed != 2 || st.LastFlush.IsZero() {
-		t.Errorf("after a round: %d samples, %d unresolved, %d lost, %d flushed; want 3, 1, 3 and 2", st.Samples, st.Unresolved, st.Lost, st.Flushed)
+	if st := r.Status; st.Samples != 4 || st.Unresolved != 1 || st.Lost != 3 || st.Flushed != 3 || st.LastFlush.IsZero() {
+		t.Errorf("after two rounds: %d samples, %d unresolved, %d lost, %d flushed; want 4, 1, 3 and 3", st.Samples, st.Unresolved, st.Lost, st.Flushed)
 	}
 	feed(&perfdata.Exit{Common: common(50), PID: pid, PPID: 1, TID: pid, PTID: 1, ExitTime: 50})
 	if err := d.EndRound(nil); err != nil {

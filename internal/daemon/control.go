@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -37,14 +38,21 @@ type response struct {
 }
 
 // serve hands each connection's request to the daemon's loop, which
-// owns the database, and writes its answer back.
-func serve(ln *listener, reqs chan<- request) {
+// owns the database, and writes its answer back; once done is closed
+// (the daemon stops), a request the loop will not take is answered so.
+// inflight counts serve and its connections: the daemon waits for it
+// before it exits, or its last answer (to stop) could go unwritten,
+// the client reading EOF from a daemon that did what it asked.
+func serve(ln *listener, reqs chan<- request, done <-chan struct{}, inflight *sync.WaitGroup) {
+	defer inflight.Done() // serve's own, added by the caller
 	for {
 		c, err := ln.accept()
 		if err != nil {
 			return
 		}
+		inflight.Add(1) // while serve's own count is held
 		go func() {
+			defer inflight.Done()
 			defer c.Close()
 			c.SetDeadline(time.Now().Add(time.Minute))
 			var r request
@@ -57,9 +65,24 @@ func serve(ln *listener, reqs chan<- request) {
 				return
 			}
 			r.reply = make(chan response, 1)
-			reqs <- r
-			json.NewEncoder(c).Encode(<-r.reply)
+			select {
+			case reqs <- r:
+				json.NewEncoder(c).Encode(<-r.reply)
+			case <-done:
+				json.NewEncoder(c).Encode(response{Error: "the daemon is stopping"})
+			}
 		}()
+	}
+}
+
+// waitAnswered waits, at most limit, for serve and the answers it is
+// writing.
+func waitAnswered(inflight *sync.WaitGroup, limit time.Duration) {
+	ch := make(chan struct{})
+	go func() { inflight.Wait(); close(ch) }()
+	select {
+	case <-ch:
+	case <-time.After(limit):
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -63,17 +64,23 @@ func TestControlSocket(t *testing.T) {
 		t.Fatalf("the socket: %v, %v; want a socket of mode 0600", fi.Mode(), err)
 	}
 	reqs := make(chan request)
-	served := make(chan struct{})
+	served, done, quit := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	var inflight sync.WaitGroup
+	inflight.Add(1)
 	go func() {
-		serve(ln, reqs)
+		serve(ln, reqs, done, &inflight)
 		close(served)
 	}()
 	go func() {
-		for r := range reqs {
-			r.reply <- response{Status: &Status{PID: 42, Target: r.Op + " " + r.Name}}
+		for {
+			select {
+			case r := <-reqs:
+				r.reply <- response{Status: &Status{PID: 42, Target: r.Op + " " + r.Name}}
+			case <-quit:
+				return
+			}
 		}
 	}()
-	defer close(reqs)
 
 	st, err := Ask(dir, "save", "x")
 	if err != nil || st == nil || st.PID != 42 || st.Target != "save x" {
@@ -90,6 +97,13 @@ func TestControlSocket(t *testing.T) {
 	}
 	c.Close()
 
+	// The daemon's loop takes no more requests: one is answered so, not
+	// left waiting.
+	close(quit)
+	close(done)
+	if _, err := Ask(dir, "status", ""); err == nil || !strings.Contains(err.Error(), "stopping") {
+		t.Errorf("Ask of a stopping daemon: %v; want an error saying it is stopping", err)
+	}
 	if err := ln.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -97,6 +111,11 @@ func TestControlSocket(t *testing.T) {
 	case <-served:
 	case <-time.After(10 * time.Second):
 		t.Fatal("serve still accepting after the listener was closed")
+	}
+	start := time.Now()
+	waitAnswered(&inflight, 10*time.Second)
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("waitAnswered waited %v for a server with nothing in flight", d)
 	}
 	if _, err := os.Lstat(path); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("the socket file after Close: %v; want it removed", err)
@@ -139,7 +158,9 @@ func TestSocketDeepDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	reqs := make(chan request)
-	go serve(ln, reqs)
+	var inflight sync.WaitGroup
+	inflight.Add(1)
+	go serve(ln, reqs, nil, &inflight)
 	go func() {
 		for r := range reqs {
 			r.reply <- response{Status: &Status{PID: 42}}

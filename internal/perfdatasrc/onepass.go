@@ -1,6 +1,8 @@
 package perfdatasrc
 
 import (
+	"slices"
+
 	"github.com/jitprof/jitprof/internal/profile"
 	"github.com/jitprof/jitprof/internal/resolve"
 	"github.com/jitprof/jitprof/internal/symbolize"
@@ -91,6 +93,11 @@ type onePass struct {
 	latest, resolved uint64
 	some             bool // a sample was resolved
 	redone           int  // samples unwound again
+	// unborn are samples whose process had not begun at their time
+	// when they were to be resolved (process.Tracker.Unborn): a record
+	// of any later time may still begin it, so they are unwound again
+	// and resolved once the whole file is read.
+	unborn []waiting
 	// early names JIT code while the timeline is read; nil when the
 	// JIT handlers could not be bound early.
 	early EarlyAnon
@@ -133,6 +140,15 @@ type waiting struct {
 	late  bool // to unwind again
 }
 
+// keep returns a copy of w that keeps its chain past the ring slot's
+// reuse.
+func (w *waiting) keep() waiting {
+	k := *w
+	k.chain = slices.Clone(w.chain)
+	k.s.Callchain = k.chain
+	return k
+}
+
 // take gives tl a record other than a sample, marking the samples it
 // makes late. It reports false when the file is to be read the
 // two-pass way: the record reaches a sample already resolved, or tells
@@ -173,7 +189,7 @@ func recordTime(rec perfdata.Record) uint64 {
 
 // hold keeps sample s, read at off, unwound to chain (stack: it had one
 // to unwind), to be resolved; the ring must have room.
-func (op *onePass) hold(s *perfdata.Sample, off int64, events *eventIndex, chain []uint64, stop unwind.Stop, stack bool) {
+func (op *onePass) hold(tl *Timeline, s *perfdata.Sample, off int64, events *eventIndex, chain []uint64, stop unwind.Stop, stack bool) {
 	if op.n == len(op.ring) {
 		op.grow()
 	}
@@ -184,6 +200,11 @@ func (op *onePass) hold(s *perfdata.Sample, off int64, events *eventIndex, chain
 	w.s.Callchain = w.chain
 	w.off, w.stop, w.stack, w.late = off, stop, stack, false
 	op.latest = max(op.latest, w.s.Time)
+	if stack && tl.Tracker.Unborn(w.s.PID, w.s.Time) {
+		// Unwound in a process not begun yet: the record that
+		// begins it may come at a later time, which marks nothing.
+		w.late = true
+	}
 }
 
 // grow doubles the ring, its waiting samples first in their order.
@@ -251,22 +272,31 @@ func (op *onePass) load(f *perfdata.File, opts Options) (*profile.Profile, bool,
 	meta := b.Meta()
 	again := f.RecordsIn(perfdata.Chunk{Start: f.DataOffset, End: f.DataOffset + f.DataSize})
 	again.Sequential = true
+	// unwindAgain unwinds w's sample again, read anew from the file.
+	unwindAgain := func(w *waiting) bool {
+		again.JumpTo(w.off)
+		if !again.Next() {
+			return false // read once already: it cannot fail now
+		}
+		s, ok := again.Record().(*perfdata.Sample)
+		if !ok {
+			return false
+		}
+		sw.w.Uncount(w.stop)
+		chain, stop, _ := sw.unwind(s)
+		w.chain = append(w.chain[:0], chain...)
+		w.s.Callchain, w.stop = w.chain, stop
+		op.redone++
+		return true
+	}
 	resolveOldest := func() bool {
 		w := op.oldest()
-		if w.late {
-			again.JumpTo(w.off)
-			if !again.Next() {
-				return false // read once already: it cannot fail now
-			}
-			s, ok := again.Record().(*perfdata.Sample)
-			if !ok {
-				return false
-			}
-			sw.w.Uncount(w.stop)
-			chain, _, _ := sw.unwind(s)
-			w.chain = append(w.chain[:0], chain...)
-			w.s.Callchain = w.chain
-			op.redone++
+		if tl.Tracker.Unborn(w.s.PID, w.s.Time) {
+			op.unborn = append(op.unborn, w.keep())
+			return true
+		}
+		if w.late && !unwindAgain(w) {
+			return false
 		}
 		widen(meta, w.s.Time)
 		res.Add(&w.s)
@@ -283,7 +313,7 @@ func (op *onePass) load(f *perfdata.File, opts Options) (*profile.Profile, bool,
 				return nil, false, nil
 			}
 			chain, stop, stack := sw.unwind(s)
-			op.hold(s, off, events, chain, stop, stack)
+			op.hold(tl, s, off, events, chain, stop, stack)
 		} else if !op.take(tl, r.Record()) || !op.settled(off, false) {
 			return nil, false, nil
 		}
@@ -299,6 +329,17 @@ func (op *onePass) load(f *perfdata.File, opts Options) (*profile.Profile, bool,
 	tl.Tracker.Settle()
 	for op.n > 0 {
 		if !resolveOldest() {
+			return nil, false, nil
+		}
+	}
+	for i := range op.unborn {
+		w := &op.unborn[i]
+		if w.stack && !unwindAgain(w) {
+			return nil, false, nil
+		}
+		widen(meta, w.s.Time)
+		res.Add(&w.s)
+		if liveAsked {
 			return nil, false, nil
 		}
 	}

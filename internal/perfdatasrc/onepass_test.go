@@ -204,11 +204,12 @@ func TestOnePassGivesUp(t *testing.T) {
 	// one of the time of a sample resolved gives up.
 	op := new(onePass)
 	tl := newTimeline(f)
+	tl.take(mmap(a, 10, 0, 0x400000, 0x1000, "/bin/busy"))
 	events := &eventIndex{attrs: f.Attrs}
 	s := sample(a, 10, 10, 0, 0x400010)
 	for i := range 10 {
 		s.Time = uint64(100 + i)
-		op.hold(s, int64(i), events, nil, unwind.StopEnd, true)
+		op.hold(tl, s, int64(i), events, nil, unwind.StopEnd, true)
 	}
 	op.oldest() // time 100
 	if !op.take(tl, mmap(a, 10, 105, 0x500000, 0x1000, "/lib/x.so")) {

@@ -579,6 +579,32 @@ func (t *Tracker) Lookup(pid uint32, addr, time uint64, kernel bool) *Mapping {
 	return nil
 }
 
+// Unborn reports whether what Lookup answers for pid's user addresses
+// at time may still change with records of later times: pid, or a
+// process it was forked from as Lookup walks to it, is not known, or
+// had not begun by then, and Lookup answers as of its first generation,
+// which a record of any time may yet begin. A reader that resolves a
+// sample before it has read the whole file (perfdatasrc's one pass)
+// leaves such a sample to the end.
+func (t *Tracker) Unborn(pid uint32, time uint64) bool {
+	gs := t.gens(pid)
+	if len(gs) == 0 {
+		return true
+	}
+	g := gs[genAt(gs, time)]
+	for range stampReach {
+		if g.start > time {
+			return true
+		}
+		fork := g.fork
+		time = min(time, g.forked)
+		if g = t.parent(g); g == nil {
+			return fork // a parent not known yet; else the walk's end
+		}
+	}
+	return true
+}
+
 // epoch numbers the spans of time in which every user address of pid
 // resolves the same way: equal epochs, equal answers from Lookup.
 func (t *Tracker) epoch(pid uint32, time uint64) uint64 {

@@ -188,6 +188,37 @@ func TestLookup(t *testing.T) {
 	}
 }
 
+// TestUnborn: a process, or one it was forked from, that had not begun
+// at a time is unborn then, and a record of a later time that begins it
+// changes what Lookup answers at that time.
+func TestUnborn(t *testing.T) {
+	tr := New()
+	tr.Map(Mapping{PID: 1, Start: 0x1000, End: 0x2000, Path: "//anon", Time: 100, Exec: true, Anon: true})
+	if !tr.Unborn(2, 150) {
+		t.Error("a process not known is not unborn")
+	}
+	if tr.Lookup(2, 0x1800, 150, false) != nil {
+		t.Fatal("a process not known has a mapping")
+	}
+	tr.Fork(2, 1, 2, 1, 300) // of a later time than 150
+	if !tr.Unborn(2, 150) {
+		t.Error("before its fork a process is not unborn")
+	}
+	if m := tr.Lookup(2, 0x1800, 150, false); m == nil || m.Path != "//anon" {
+		t.Errorf("before its fork, Lookup = %+v: want its parent's mapping, as of its first generation", m)
+	}
+	if tr.Unborn(2, 350) || tr.Unborn(1, 150) || tr.Unborn(1, 50) {
+		t.Error("a process begun (or implicit, from time 0) is unborn")
+	}
+	// A process forked from one begun later: unborn before the
+	// parent's first generation, whose fork may still come.
+	tr.Fork(5, 1, 5, 1, 120)
+	tr.Fork(6, 5, 6, 5, 130)
+	if tr.Unborn(6, 140) || !tr.Unborn(6, 110) {
+		t.Error("a grandchild is unborn after its forks or not before them")
+	}
+}
+
 // TestSettledConcurrent: after Settle, goroutines ask at once (the race
 // detector watches) and get the answers one gets alone.
 func TestSettledConcurrent(t *testing.T) {
