@@ -478,10 +478,10 @@ func (p *pusher) resolve(only map[uint32]bool) {
 
 // resolvePlaces resolves the samples of process pid waiting, w, into
 // the Builder, each place once for the samples of each span of time in
-// which it resolves one way (resolve.Resolver.Span). w is kept for the
-// process's next samples when keep and it had some: grown to what the
-// process is sampled in an interval, it grows no more; else it goes to
-// the spares.
+// which it resolves one way (resolve.Resolver.AddTimes). w is kept for
+// the process's next samples when keep and it had some: grown to what
+// the process is sampled in an interval, it grows no more; else it goes
+// to the spares.
 func (p *pusher) resolvePlaces(res *resolve.Resolver, pid uint32, w *waiting, keep bool) {
 	ss := w.samples
 	// Sorted by key through one word each, the key's high bits and the
@@ -515,21 +515,11 @@ func (p *pusher) resolvePlaces(res *resolve.Resolver, pid uint32, w *waiting, ke
 		if !slices.IsSorted(ts) {
 			slices.Sort(ts)
 		}
-		s := resolve.Sample{PID: pid, TID: first.tid, CPU: cpu, Mode: first.mode, IP: first.ip, Count: 1, Period: period}
+		s := resolve.Sample{PID: pid, TID: first.tid, CPU: cpu, Mode: first.mode, IP: first.ip, Period: period}
 		if len(chain) > 0 {
 			s.Callchain = chain
 		}
-		for rest := ts; len(rest) > 0; {
-			s.Time = rest[0]
-			sp := res.Span(pid, s.TID, s.Time)
-			n := 1
-			for n < len(rest) && rest[n] >= sp.From && rest[n] < sp.To {
-				n++
-			}
-			res.AddTimes(&s, rest[:n])
-			s.Period = 0 // all their periods went with the first
-			rest = rest[n:]
-		}
+		res.AddTimes(&s, ts)
 		p.inBuilder += uint64(len(ts))
 		p.from, p.to = min(p.from, ts[0]), max(p.to, ts[len(ts)-1])
 		p.times = ts

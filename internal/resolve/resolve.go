@@ -337,19 +337,30 @@ func (r *Resolver) Add(s *Sample) {
 	r.b.AddAt(profile.Key{Stack: node, Thread: th.id, CPU: s.CPU, Event: s.Event}, s.Count, s.Period, s.Time)
 }
 
-// AddTimes adds the samples of one place and thread taken at times,
-// resolving the place once, at s.Time (s.Count is ignored, s.Period is
-// the sum of their periods): a source that keeps the samples of a place
-// together asks Span first whether their times straddle a change. JIT
-// code an AnonResolver names by time is no one place: its samples are
-// added one by one.
+// AddTimes adds the samples of one place and thread taken at times, in
+// order, resolving the place once for each span of time in which it
+// resolves one way (Span: an exec, a new name); s.Time and s.Count are
+// ignored, s.Period is the sum of their periods, all of it added with
+// the first span's. A source that keeps the samples of a place together
+// (the daemon's push) thus resolves it once, and asks about its thread
+// once a span. JIT code an AnonResolver names by time is no one place:
+// its samples are added one by one.
 func (r *Resolver) AddTimes(s *Sample, times []uint64) {
 	if r.procs.Version() != r.version {
 		r.changed()
 	}
-	th := r.thread(s.PID, s.TID, s.Time)
-	node := r.stack(s, th.epoch)
-	r.b.AddTimes(profile.Key{Stack: node, Thread: th.id, CPU: s.CPU, Event: s.Event}, s.Period, times)
+	period := s.Period
+	for len(times) > 0 {
+		th := r.thread(s.PID, s.TID, times[0])
+		n := 1
+		for n < len(times) && times[n] < th.to {
+			n++
+		}
+		s.Time = times[0]
+		node := r.stack(s, th.epoch)
+		r.b.AddTimes(profile.Key{Stack: node, Thread: th.id, CPU: s.CPU, Event: s.Event}, period, times[:n])
+		period, times = 0, times[n:]
+	}
 }
 
 // Span returns what holds of thread tid of pid at time, as Add sees it,

@@ -261,9 +261,9 @@ func dump(p *profile.Profile) string {
 }
 
 // TestAddTimes: the samples of a place added once with their times,
-// split where Span says the place resolves another way (an exec, a new
-// name), give the profile of the same samples added one by one: the same
-// stacks, threads, counts, periods and times.
+// which AddTimes splits where Span says the place resolves another way
+// (an exec, a new name), give the profile of the same samples added one
+// by one: the same stacks, threads, counts, periods and times.
 func TestAddTimes(t *testing.T) {
 	s := newStory(t)
 	for _, leafOnly := range []bool{false, true} {
@@ -327,21 +327,11 @@ func TestAddTimes(t *testing.T) {
 		}
 		splits := 0
 		for _, pl := range places {
-			sm, ts := pl.s, pl.times
-			for len(ts) > 0 {
-				sm.Time = ts[0]
-				sp := r2.Span(sm.PID, sm.TID, sm.Time)
-				n := 1
-				for n < len(ts) && ts[n] >= sp.From && ts[n] < sp.To {
-					n++
-				}
-				if n < len(ts) {
-					splits++
-				}
-				r2.AddTimes(&sm, ts[:n])
-				sm.Period = 0
-				ts = ts[n:]
+			sm := pl.s
+			if sp := r2.Span(sm.PID, sm.TID, pl.times[0]); pl.times[len(pl.times)-1] >= sp.To {
+				splits++
 			}
+			r2.AddTimes(&sm, pl.times)
 		}
 		grouped := b2.Profile()
 		if a, g := canonical(one), canonical(grouped); !reflect.DeepEqual(a, g) {
