@@ -242,17 +242,21 @@ type waiting struct {
 }
 
 // waitingSample is a sample waiting. key is a hash of its place (thread,
-// mode, address and callchain): the samples are sorted by its high bits
-// (those above indexMask), and samples of one key whose places differ
-// are told apart as they are resolved. The CPU is not in the place: an
-// OTLP sample is a stack and thread's, whatever their CPU
+// mode, address, mapping and callchain): the samples are sorted by its
+// high bits (those above indexMask), and samples of one key whose
+// places differ are told apart as they are resolved. The CPU is not in
+// the place: an OTLP sample is a stack and thread's, whatever their CPU
 // (internal/otlp), and a place of each CPU was as many to resolve, keep
 // and encode, on a machine of 64 CPUs up to 64 times as many.
 type waitingSample struct {
 	key, time, ip, period uint64
-	tid                   uint32
-	mode                  resolve.Mode
-	chain, chainEnd       int32 // in waiting.words
+	// m is the file's mapping ingest found the address in (nil: none,
+	// or in the kernel): the place is resolved by its offset in the
+	// file (resolve.Sample.Mapping), not looked up again.
+	m               *process.Mapping
+	tid             uint32
+	mode            resolve.Mode
+	chain, chainEnd int32 // in waiting.words
 }
 
 // add takes one of the round's samples (its callchain the daemon's
@@ -299,7 +303,12 @@ func (p *pusher) add(s *perfdata.Sample, m *process.Mapping) {
 	h := hashChain(chain)
 	h = (h ^ s.IP) * 1099511628211
 	h = (h ^ (uint64(s.TID)<<8 | uint64(mode))) * 1099511628211
-	ws := waitingSample{key: h, time: s.Time, ip: s.IP, period: period, tid: s.TID, mode: mode, chain: int32(len(w.words))}
+	if mode != resolve.ModeUser {
+		m = nil
+	} else if m != nil {
+		h = (h ^ uint64(m.ID)) * 1099511628211
+	}
+	ws := waitingSample{key: h, time: s.Time, ip: s.IP, period: period, m: m, tid: s.TID, mode: mode, chain: int32(len(w.words))}
 	w.words = append(w.words, chain...)
 	ws.chainEnd = int32(len(w.words))
 	w.samples = append(w.samples, ws)
@@ -504,7 +513,7 @@ func (p *pusher) resolvePlaces(res *resolve.Resolver, pid uint32, w *waiting, ke
 		j := i
 		for ; j < len(order) && order[j]&^indexMask == order[i]&^indexMask; j++ {
 			o := &ss[order[j]&indexMask]
-			if o.ip != first.ip || o.tid != first.tid || o.mode != first.mode || !slices.Equal(w.words[o.chain:o.chainEnd], chain) {
+			if o.ip != first.ip || o.tid != first.tid || o.mode != first.mode || o.m != first.m || !slices.Equal(w.words[o.chain:o.chainEnd], chain) {
 				break
 			}
 			ts = append(ts, o.time)
@@ -515,7 +524,7 @@ func (p *pusher) resolvePlaces(res *resolve.Resolver, pid uint32, w *waiting, ke
 		if !slices.IsSorted(ts) {
 			slices.Sort(ts)
 		}
-		s := resolve.Sample{PID: pid, TID: first.tid, CPU: cpu, Mode: first.mode, IP: first.ip, Period: period}
+		s := resolve.Sample{PID: pid, TID: first.tid, CPU: cpu, Mode: first.mode, IP: first.ip, Period: period, Mapping: first.m}
 		if len(chain) > 0 {
 			s.Callchain = chain
 		}
@@ -524,6 +533,7 @@ func (p *pusher) resolvePlaces(res *resolve.Resolver, pid uint32, w *waiting, ke
 		p.from, p.to = min(p.from, ts[0]), max(p.to, ts[len(ts)-1])
 		p.times = ts
 	}
+	clear(ss) // their mappings, which the Tracker may let go of
 	if keep && len(ss) > 0 {
 		w.samples, w.words = ss[:0], w.words[:0]
 		return

@@ -57,6 +57,11 @@ type Sample struct {
 	Event int32 // index in the profile's events
 	// Count and Period are what the samples add up to.
 	Count, Period uint64
+	// Mapping, when set, is the mapping of a file that held IP at
+	// Time, as the caller found it (a live source, which looked it up
+	// as it took the sample): a sample in user mode is named by its
+	// file offset there, without asking Processes again.
+	Mapping *process.Mapping
 }
 
 // Processes is what the Resolver asks of processes and their mappings:
@@ -171,9 +176,13 @@ type Resolver struct {
 	// (pidCache.leaves) made each new process resolve them again.
 	kernelLeaves map[uint64]int32
 	// byOffset are the frames of the file offsets of images met, of
-	// every process: a program's processes share its images, and each
-	// new one would otherwise look each of its places up again.
-	byOffset map[offsetKey]int32
+	// every process, and with LeafOnly their stacks: a program's
+	// processes share its images, and each new one would otherwise look
+	// each of its places up again.
+	byOffset map[offsetKey]offsetEntry
+	// lastMapped is the image of the last Sample.Mapping met.
+	lastMapped *process.Mapping
+	lastImage  *loadedImage
 
 	kernel       *symbolize.Kernel
 	kernelErr    error
@@ -218,7 +227,7 @@ func New(b *profile.Builder, procs Processes, opts Options) *Resolver {
 
 		kernelLeaves: map[uint64]int32{},
 
-		byOffset: map[offsetKey]int32{},
+		byOffset: map[offsetKey]offsetEntry{},
 	}
 	r.stamps, _ = procs.(Stamped)
 	if opts.SparseMappings {
@@ -467,6 +476,10 @@ func (r *Resolver) stack(s *Sample, epoch uint64) int32 {
 		return r.resolve(s)
 	}
 	if r.opts.LeafOnly {
+		if m := s.Mapping; m != nil && !m.Anon && s.Mode == ModeUser {
+			// Its file's place, for every process and epoch.
+			return r.fileLeaf(m, s.IP)
+		}
 		if s.Mode == ModeKernel || s.Mode == ModeHypervisor {
 			// The kernel's addresses are every process's.
 			node, ok := r.kernelLeaves[s.IP]
@@ -592,7 +605,12 @@ func (r *Resolver) frame(pid uint32, addr, tm uint64, mode Mode, ret bool, leaf 
 	default:
 		return r.unknownFrame(addr)
 	}
-	m := r.procs.Lookup(pid, addr, tm, false)
+	var m *process.Mapping
+	if leaf != nil && leaf.Mapping != nil {
+		m = leaf.Mapping // the caller's
+	} else {
+		m = r.procs.Lookup(pid, addr, tm, false)
+	}
 	if m == nil {
 		return r.unknownFrame(addr)
 	}
@@ -779,6 +797,10 @@ type offsetKey struct {
 	off uint64
 }
 
+// offsetEntry is the frame of a place in an image, and with LeafOnly
+// the stack of it alone (-1 until asked for).
+type offsetEntry struct{ frame, leaf int32 }
+
 func (r *Resolver) fileFrame(m *process.Mapping, addr uint64, ret bool) int32 {
 	li := r.image(m)
 	off := addr - m.Start + m.Pgoff
@@ -786,12 +808,34 @@ func (r *Resolver) fileFrame(m *process.Mapping, addr uint64, ret bool) int32 {
 	if ret && r.opts.Lines {
 		ok.off |= 1
 	}
-	if id, hit := r.byOffset[ok]; hit {
-		return id
+	if of, hit := r.byOffset[ok]; hit {
+		return of.frame
 	}
 	id := r.offsetFrame(li, off, ret)
-	r.byOffset[ok] = id
+	r.byOffset[ok] = offsetEntry{id, -1}
 	return id
+}
+
+// fileLeaf returns the stack of a LeafOnly sample at addr in m, a
+// file's mapping: one lookup of its place in the image, whatever the
+// process.
+func (r *Resolver) fileLeaf(m *process.Mapping, addr uint64) int32 {
+	li := r.lastImage
+	if m != r.lastMapped {
+		li = r.image(m)
+		r.lastMapped, r.lastImage = m, li
+	}
+	off := addr - m.Start + m.Pgoff
+	ok := offsetKey{li, off << 1}
+	of, hit := r.byOffset[ok]
+	if !hit {
+		of = offsetEntry{r.offsetFrame(li, off, false), -1}
+	}
+	if of.leaf < 0 {
+		of.leaf = r.b.Push(-1, of.frame)
+		r.byOffset[ok] = of
+	}
+	return of.leaf
 }
 
 // offsetFrame interns the frame at file offset off of image li.
