@@ -587,7 +587,7 @@ func (p *pusher) cut(wait bool) bool {
 	}
 	m := p.b.Meta()
 	prof := &profile.Profile{Events: slices.Clone(m.Events), Images: slices.Clone(m.Images), Funcs: m.Funcs,
-		Frames: m.Frames, Nodes: m.Nodes, Threads: m.Threads, Strings: m.Strings, Entries: m.Entries, Times: m.Times}
+		Frames: m.Frames, Nodes: m.Nodes, Threads: m.Threads, Strings: m.Strings, Entries: m.Entries}
 	pids := map[uint32]bool{}
 	lastPID := noPID
 	for _, e := range m.Entries {

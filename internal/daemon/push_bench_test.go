@@ -470,7 +470,7 @@ func TestPushChurn(t *testing.T) {
 		}}
 	var wantStacks []map[at]string
 	refStacks := func() map[at]string {
-		es, ts := ref.TakeEntries()
+		es := ref.TakeEntries()
 		m := ref.Meta()
 		out := map[at]string{}
 		for _, e := range es {
@@ -480,7 +480,7 @@ func TestPushChurn(t *testing.T) {
 				f := m.Funcs[m.Frames[fr].Func]
 				names = append(names, m.Images[f.Image].Name+" "+f.Name)
 			}
-			for _, tm := range ts[e.Key] {
+			for _, tm := range e.Times {
 				out[at{key{th.PID, th.TID}, tm}] = strings.Join(names, ";")
 			}
 		}

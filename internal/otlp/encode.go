@@ -231,7 +231,7 @@ func (e *encoder) resources() []*resourceData {
 		if i := slices.IndexFunc(r.profiles, func(x *profileData) bool { return x.event == en.Event }); i >= 0 {
 			pd = r.profiles[i]
 		} else {
-			pd = &profileData{event: en.Event, timed: p.Times != nil}
+			pd = &profileData{event: en.Event, timed: true}
 			if !oneCPU {
 				pd.index = map[[2]int32]int{}
 			}
@@ -253,7 +253,7 @@ func (e *encoder) resources() []*resourceData {
 		s := &pd.samples[i]
 		s.count += en.Count
 		if pd.timed {
-			ts := p.Times[en.Key]
+			ts := en.Times
 			if uint64(len(ts)) != en.Count {
 				pd.timed = false
 			}

@@ -166,21 +166,18 @@ func TestEncodeOneCPU(t *testing.T) {
 	// The entries of one stack and thread on several CPUs made one,
 	// their times in no order, the entries backwards.
 	var entries []profile.Entry
-	times := map[profile.Key][]uint64{}
 	for _, e := range slices.Backward(p.Entries) {
 		k := e.Key
 		k.CPU = -1
-		if ts, ok := times[k]; ok {
-			times[k] = append(p.Times[e.Key], ts...)
-			i := slices.IndexFunc(entries, func(x profile.Entry) bool { return x.Key == k })
+		if i := slices.IndexFunc(entries, func(x profile.Entry) bool { return x.Key == k }); i >= 0 {
+			entries[i].Times = append(slices.Clone(e.Times), entries[i].Times...)
 			entries[i].Count += e.Count
 			entries[i].Period += e.Period
 			continue
 		}
-		times[k] = p.Times[e.Key]
-		entries = append(entries, profile.Entry{Key: k, Value: e.Value})
+		entries = append(entries, profile.Entry{Key: k, Value: e.Value, Times: e.Times})
 	}
-	p.Entries, p.Times = entries, times
+	p.Entries = entries
 	if b, err = Encode(p, Options{}); err != nil {
 		t.Fatal(err)
 	}
@@ -335,9 +332,9 @@ func TestJITFrameType(t *testing.T) {
 // own).
 func TestAppend(t *testing.T) {
 	p := jitProfile()
-	times := map[profile.Key][]uint64{}
-	for k, ts := range p.Times {
-		times[k] = slices.Clone(ts)
+	var times [][]uint64
+	for _, e := range p.Entries {
+		times = append(times, slices.Clone(e.Times))
 	}
 	want, err := Encode(p, Options{})
 	if err != nil {
@@ -351,9 +348,9 @@ func TestAppend(t *testing.T) {
 	if err != nil || string(got) != string(want) {
 		t.Fatalf("Append into a buffer used again: %d bytes (%v), want Encode's %d", len(got), err, len(want))
 	}
-	for k, ts := range p.Times {
-		if !slices.Equal(ts, times[k]) {
-			t.Errorf("times of %+v: %v after encoding, %v before", k, ts, times[k])
+	for i, e := range p.Entries {
+		if !slices.Equal(e.Times, times[i]) {
+			t.Errorf("times of %+v: %v after encoding, %v before", e.Key, e.Times, times[i])
 		}
 	}
 }

@@ -15,12 +15,13 @@ type Builder struct {
 	// often share their key, and comparing it is cheaper than hashing it.
 	last   Key
 	lastID int32
-	// With KeepTimes, the times added since Profile.Times was last made
-	// are kept in the order added, in runs of one entry each, and put in
-	// Profile.Times when it is asked for (Meta, Profile, TakeEntries,
-	// Merge): an entry's slice of times looked up, grown and stored
-	// again for every AddTimes was a third of adding a place's samples
-	// (the daemon's push), and each entry's slice an allocation.
+	// With KeepTimes, the times added since the entries' Times were
+	// last made are kept in the order added, in runs of one entry each,
+	// and put in the entries' Times when they are asked for (Meta,
+	// Profile, TakeEntries, Merge): an entry's slice of times looked
+	// up, grown and stored again for every AddTimes was a third of
+	// adding a place's samples (the daemon's push), and each entry's
+	// slice an allocation.
 	timed bool
 	added []uint64
 	runs  []timeRun
@@ -131,15 +132,13 @@ func (b *Builder) Add(k Key, count, period uint64) {
 	}
 	b.last, b.lastID = k, int32(len(b.p.Entries))
 	b.entries[k] = int32(len(b.p.Entries))
-	b.p.Entries = append(b.p.Entries, Entry{k, Value{count, period}})
+	b.p.Entries = append(b.p.Entries, Entry{Key: k, Value: Value{count, period}})
 }
 
 // KeepTimes makes the Builder keep the time of every sample added
-// with AddAt, in Profile.Times. Call it before the first sample.
-func (b *Builder) KeepTimes() {
-	b.p.Times = map[Key][]uint64{}
-	b.timed = true
-}
+// with AddAt or AddTimes, in its entry's Times. Call it before the
+// first sample.
+func (b *Builder) KeepTimes() { b.timed = true }
 
 // AddAt adds count samples taken at time tm to the entry of k, keeping
 // the time when KeepTimes was called.
@@ -176,8 +175,9 @@ func (b *Builder) run(n uint64) {
 	b.runs = append(b.runs, timeRun{b.lastID, int32(n)})
 }
 
-// putTimes puts the times added since it last did in Profile.Times: each
-// entry's after those it has, in the order added, all in one array.
+// putTimes puts the times added since it last did in the entries'
+// Times: each entry's after those it has, in the order added, all in
+// one array.
 func (b *Builder) putTimes() {
 	if len(b.runs) == 0 {
 		return
@@ -208,14 +208,12 @@ func (b *Builder) putTimes() {
 		if end == start {
 			continue
 		}
-		k := b.p.Entries[id].Key
-		ts := all[start:end:end] // an append copies
-		if len(b.p.Times) > 0 {
-			if old := b.p.Times[k]; len(old) > 0 {
-				ts = append(old, ts...)
-			}
+		e := &b.p.Entries[id]
+		if ts := all[start:end:end]; len(e.Times) == 0 { // an append copies
+			e.Times = ts
+		} else {
+			e.Times = append(e.Times, ts...)
 		}
-		b.p.Times[k] = ts
 		start = end
 	}
 	b.at = at
@@ -223,30 +221,27 @@ func (b *Builder) putTimes() {
 }
 
 // TakeEntries hands over the entries added since the Builder began or
-// last handed them over, and their times when it keeps them, and goes
+// last handed them over, with their times when it keeps them, and goes
 // on with none, the events' counts 0: its tables, which the entries'
 // keys index, stay and keep growing. A source that cuts a stream of
 // samples into intervals (the daemon's push) thus resolves a place once
 // whatever interval it falls in, while each interval's profile has its
 // own entries, without going through the entries of those before.
-func (b *Builder) TakeEntries() ([]Entry, map[Key][]uint64) {
+func (b *Builder) TakeEntries() []Entry {
 	b.putTimes()
-	es, ts := b.p.Entries, b.p.Times
+	es := b.p.Entries
 	b.p.Entries = make([]Entry, 0, len(es))
-	if ts != nil {
-		b.p.Times = make(map[Key][]uint64, len(ts))
-	}
 	clear(b.entries)
 	b.last, b.lastID = Key{}, 0
 	for i := range b.p.Events {
 		b.p.Events[i].Count, b.p.Events[i].Total = 0, 0
 	}
-	return es, ts
+	return es
 }
 
 // Meta returns the profile's recording fields for the caller to fill,
-// and its tables and entries as they are: its Times hold the times added
-// up to this call.
+// and its tables and entries as they are: their Times hold the times
+// added up to this call.
 func (b *Builder) Meta() *Profile {
 	b.putTimes()
 	return &b.p
@@ -311,10 +306,9 @@ func (b *Builder) Merge(p *Profile) {
 		}
 		k.Thread = threads[k.Thread]
 		if b.timed {
-			ts := p.Times[e.Key]
 			b.Add(k, e.Count, e.Period)
-			b.added = append(b.added, ts...)
-			b.run(uint64(len(ts)))
+			b.added = append(b.added, e.Times...)
+			b.run(uint64(len(e.Times)))
 		} else {
 			b.Add(k, e.Count, e.Period)
 		}

@@ -364,7 +364,7 @@ func canonical(p *profile.Profile) []string {
 		for _, fr := range p.Stack(nil, e.Stack) {
 			names = append(names, p.FuncOf(fr).Name)
 		}
-		ts := slices.Clone(p.Times[e.Key])
+		ts := slices.Clone(e.Times)
 		slices.Sort(ts)
 		out = append(out, fmt.Sprintf("%d/%d %s %v: %d at %v", th.PID, th.TID, p.Strings[th.Comm], names, e.Count, ts))
 		period += e.Period
