@@ -179,6 +179,7 @@ type profileData struct {
 	// profile has entries of one stack and thread on several CPUs.
 	index         map[[2]int32]int
 	count, period uint64
+	entries       int // the profile's entries: its samples, or more
 	// timed says every entry kept the time of each of its samples.
 	timed bool
 }
@@ -209,8 +210,15 @@ func (e *encoder) resources() []*resourceData {
 			break
 		}
 	}
+	// First the profile of each entry, and how many each has; then
+	// their samples, in one array, each profile's part of it as long
+	// as its entries: a profile's samples appended one by one, grown
+	// again and again, were a third of grouping the push's entries.
+	of := make([]*profileData, len(p.Entries))
 	var out []*resourceData
-	for _, en := range p.Entries {
+	n := 0
+	for i := range p.Entries {
+		en := &p.Entries[i]
 		if en.Count == 0 {
 			continue
 		}
@@ -228,8 +236,8 @@ func (e *encoder) resources() []*resourceData {
 			r.comm = p.Strings[th.Comm]
 		}
 		var pd *profileData
-		if i := slices.IndexFunc(r.profiles, func(x *profileData) bool { return x.event == en.Event }); i >= 0 {
-			pd = r.profiles[i]
+		if j := slices.IndexFunc(r.profiles, func(x *profileData) bool { return x.event == en.Event }); j >= 0 {
+			pd = r.profiles[j]
 		} else {
 			pd = &profileData{event: en.Event, timed: true}
 			if !oneCPU {
@@ -239,18 +247,35 @@ func (e *encoder) resources() []*resourceData {
 		}
 		pd.count += en.Count
 		pd.period += en.Period
-		i, ok := len(pd.samples), false
+		pd.entries++
+		n++
+		of[i] = pd
+		e.typeJIT(en.Stack, th.PID, p.Strings[th.Comm])
+	}
+	all := make([]sampleData, n)
+	for _, r := range out {
+		for _, pd := range r.profiles {
+			pd.samples, all = all[:0:pd.entries], all[pd.entries:]
+		}
+	}
+	for i := range p.Entries {
+		pd := of[i]
+		if pd == nil {
+			continue
+		}
+		en := &p.Entries[i]
+		j, ok := len(pd.samples), false
 		if !oneCPU {
 			k := [2]int32{en.Stack, en.Thread}
-			if i, ok = pd.index[k]; !ok {
-				i = len(pd.samples)
-				pd.index[k] = i
+			if j, ok = pd.index[k]; !ok {
+				j = len(pd.samples)
+				pd.index[k] = j
 			}
 		}
 		if !ok {
 			pd.samples = append(pd.samples, sampleData{node: en.Stack, thread: en.Thread})
 		}
-		s := &pd.samples[i]
+		s := &pd.samples[j]
 		s.count += en.Count
 		if pd.timed {
 			ts := en.Times
@@ -267,7 +292,6 @@ func (e *encoder) resources() []*resourceData {
 				s.times = append(s.times, ts...)
 			}
 		}
-		e.typeJIT(en.Stack, th.PID, p.Strings[th.Comm])
 	}
 	slices.SortFunc(out, func(a, b *resourceData) int { return cmp.Compare(a.pid, b.pid) })
 	for _, r := range out {
