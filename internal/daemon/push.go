@@ -158,11 +158,9 @@ type pusher struct {
 	// waiting still need: forgotten once those are resolved.
 	forget []uint32
 	// sampled are the processes with samples since the last push;
-	// lastPID the last one added (noPID: none), lastWaiting its
-	// samples waiting.
-	sampled     map[uint32]struct{}
-	lastPID     uint32
-	lastWaiting *waiting
+	// recent are some of them and their samples waiting.
+	sampled map[uint32]struct{}
+	recent  recentPIDs
 	// gone are the processes forgotten since the last push: what the
 	// push says of them.
 	gone     map[uint32]profile.Process
@@ -205,12 +203,13 @@ func newPusher(root *os.Root, cfg Push, exp delivery.Exporter, attr *perfdata.At
 		ev.Period = attr.SamplePeriod
 	}
 	p := &pusher{cfg: cfg, chains: chains, event: ev, t: t, period: ev.Period, forgetf: forget,
-		procs: liveProcs{t: t, identity: identity}, gone: map[uint32]profile.Process{}, waiting: map[uint32]*waiting{}, sampled: map[uint32]struct{}{}, lastPID: noPID, buildIDs: map[string]cachedBuildID{},
+		procs: liveProcs{t: t, identity: identity}, gone: map[uint32]profile.Process{}, waiting: map[uint32]*waiting{}, sampled: map[uint32]struct{}{}, buildIDs: map[string]cachedBuildID{},
 		sym:    symbolize.New(symbolize.Options{SymbolCache: true}),
 		sender: delivery.NewSender(sp, exp, cfg.Delivery.Endpoint, delivery.DefaultBackoff),
 		out:    make(chan *profile.Profile, 1), done: make(chan struct{}),
 		cutAt: time.Now().Add(cfg.Every), symAt: time.Now()}
 	p.st.Protocol, p.st.Every, p.st.SpoolMax = cfg.Delivery.Protocol, cfg.Every, cfg.SpoolMax
+	p.recent.clear()
 	p.fresh()
 	go p.spool()
 	return p, nil
@@ -272,10 +271,10 @@ func (p *pusher) add(s *perfdata.Sample, m *process.Mapping) {
 		return
 	}
 	p.held++
-	if s.PID != p.lastPID {
+	rp := p.recent.of(s.PID)
+	if rp.pid != s.PID {
 		p.sampled[s.PID] = struct{}{}
-		p.lastPID = s.PID
-		p.lastWaiting = nil
+		*rp = recentPID{pid: s.PID}
 	}
 	period := s.Period
 	if !s.Has(perfdata.SamplePeriod) {
@@ -292,13 +291,13 @@ func (p *pusher) add(s *perfdata.Sample, m *process.Mapping) {
 			Mode: mode, IP: s.IP, Count: 1, Period: period, Callchain: slices.Clone(chain)})
 		return
 	}
-	w := p.lastWaiting
+	w := rp.w
 	if w == nil {
 		if w = p.waiting[s.PID]; w == nil {
 			w = p.spare.get()
 			p.waiting[s.PID] = w
 		}
-		p.lastWaiting = w
+		rp.w = w
 	}
 	h := hashChain(chain)
 	h = (h ^ s.IP) * 1099511628211
@@ -312,6 +311,30 @@ func (p *pusher) add(s *perfdata.Sample, m *process.Mapping) {
 	w.words = append(w.words, chain...)
 	ws.chainEnd = int32(len(w.words))
 	w.samples = append(w.samples, ws)
+}
+
+// recentPIDs are processes sampled since the last push, by their pid's
+// low bits, and their samples waiting (nil until asked for): on a busy
+// machine a round's samples come from tens of processes, those of
+// several CPUs one after another. Looking a sample's process up in the
+// maps of the processes sampled and of their samples waiting, whenever
+// it was not the last sample's, was two thirds of keeping a sample
+// (add) in BenchmarkPushChurn, whose samples are each of any process.
+type recentPIDs [64]recentPID
+
+type recentPID struct {
+	pid uint32 // noPID: none
+	w   *waiting
+}
+
+// of is the slot of pid, which may hold another process.
+func (r *recentPIDs) of(pid uint32) *recentPID { return &r[pid%uint32(len(r))] }
+
+// clear empties every slot.
+func (r *recentPIDs) clear() {
+	for i := range r {
+		r[i] = recentPID{pid: noPID}
+	}
 }
 
 // indexMask is the bits of a sample's index among its process's samples
@@ -540,8 +563,8 @@ func (p *pusher) resolvePlaces(res *resolve.Resolver, pid uint32, w *waiting, ke
 	}
 	delete(p.waiting, pid)
 	p.spare.put(w)
-	if pid == p.lastPID {
-		p.lastWaiting = nil
+	if rp := p.recent.of(pid); rp.pid == pid {
+		rp.w = nil
 	}
 }
 
@@ -628,7 +651,7 @@ func (p *pusher) cut(wait bool) bool {
 	// The processes of the samples still waiting (for a resolve
 	// resolveEvery did not allow yet) stay sampled.
 	clear(p.sampled)
-	p.lastPID, p.lastWaiting = noPID, nil
+	p.recent.clear()
 	for pid, w := range p.waiting {
 		if len(w.samples) > 0 {
 			p.sampled[pid] = struct{}{}

@@ -6,9 +6,12 @@ import (
 	"context"
 	"encoding/binary"
 	"io"
+	"maps"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -173,5 +176,116 @@ func TestPushRounds(t *testing.T) {
 	}
 	if left, _ := os.ReadDir(filepath.Join(d.cfg.Dir, SpoolDir)); len(left) != 0 {
 		t.Errorf("the spool holds %d files once everything was sent", len(left))
+	}
+}
+
+// TestPushPIDSlots: samples of processes interleaved, among them the
+// idle task's (pid 0) and processes whose pids share the low bits the
+// pusher keeps recent processes by (recentPIDs), arrive each in its own
+// process, as many as were taken, push after push, also when one of
+// them exits between pushes.
+func TestPushPIDSlots(t *testing.T) {
+	t.Setenv("JITPROF_CACHE_DIR", t.TempDir())
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	attr := &perfdata.Attr{Type: perfdata.TypeSoftware, SampleType: perfdata.SampleIP | perfdata.SampleTID | perfdata.SampleTime | perfdata.SamplePeriod,
+		Flags: perfdata.FlagSampleIDAll, SamplePeriod: 1000000, Name: "cpu-clock"}
+	root, err := os.OpenRoot(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	tr := process.New()
+	var got [][]byte
+	sent := make(signalling, 1)
+	p, err := newPusher(root, Push{Every: time.Hour, Delivery: delivery.Config{Endpoint: "test", Protocol: delivery.ProtocolHTTP}, Resource: otlp.Options{ServiceName: "test"}},
+		keeping{sent, &got}, attr, false, tr, func(uint32) (linux.Identity, bool) { return linux.Identity{}, false }, tr.Forget)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	im := loadBenchImage(t, self, 0, 20, rng)
+	pids := []uint32{0, 7, 7 + uint32(len(recentPIDs{})), 7 + 2*uint32(len(recentPIDs{}))}
+	mapped := map[uint32]*process.Mapping{}
+	tm := uint64(1000)
+	for _, pid := range pids[1:] {
+		tr.Fork(pid, 1, pid, 1, tm)
+		tr.SetComm(pid, pid, tm, "p"+strconv.Itoa(int(pid)), true)
+		tr.Map(process.Mapping{PID: pid, Start: im.start, End: im.end, Pgoff: im.pgoff, Path: im.path, Time: tm, Exec: true})
+		mapped[pid] = tr.Lookup(pid, im.start, tm, false)
+	}
+	kernel := kernelPlaces(10, rng)
+	var want []map[uint32]int64
+	interval := func(exit uint32) {
+		t.Helper()
+		want = append(want, map[uint32]int64{})
+		for round := range 4 {
+			for i := range 300 {
+				pid := pids[(i+round)%len(pids)]
+				s := perfdata.Sample{Common: perfdata.Common{Attr: attr, PID: pid, TID: pid, Time: tm, Misc: perfdata.MiscUser}, IP: im.pick(rng), Period: 1000000}
+				m := mapped[pid]
+				if pid == 0 || rng.IntN(4) == 0 {
+					if len(kernel) == 0 {
+						continue
+					}
+					s.Misc, s.IP, m = perfdata.MiscKernel, kernel[rng.IntN(len(kernel))], nil
+				}
+				tm += 1000
+				p.add(&s, m)
+				want[len(want)-1][pid]++
+			}
+			if round == 1 && exit != 0 {
+				p.forgetLater(exit)
+				p.resolvedAt = time.Time{}
+				pids = slices.DeleteFunc(pids, func(pid uint32) bool { return pid == exit })
+			}
+			if round == 3 {
+				p.cutAt = time.Time{}
+			}
+			p.endRound()
+		}
+		select {
+		case <-sent:
+		case <-time.After(pushWait):
+			t.Fatalf("push %d not exported in %v", len(want), pushWait)
+		}
+	}
+	interval(0)
+	interval(pids[2])
+	interval(0)
+	go func() {
+		for range sent {
+		}
+	}()
+	if err := p.close(); err != nil {
+		t.Fatal(err)
+	}
+	close(sent)
+	if len(got) != len(want) {
+		t.Fatalf("%d batches for %d pushes", len(got), len(want))
+	}
+	for i := range want {
+		zr, err := gzip.NewReader(bytes.NewReader(got[i]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, err := io.ReadAll(zr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ss, err := otlptest.DecodeRequest(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		have := map[uint32]int64{}
+		for _, s := range ss {
+			pid, _ := s.Resource["process.pid"].(int64)
+			have[uint32(pid)] += s.Count()
+		}
+		if !maps.Equal(have, want[i]) {
+			t.Errorf("push %d: samples by pid %v, want %v", i, have, want[i])
+		}
 	}
 }
