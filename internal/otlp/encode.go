@@ -91,11 +91,13 @@ type encoder struct {
 	images, funcs, frames, nodes         []int32
 	imageTab, funcTab, frameTab, nodeTab []int32
 	// jitType is the frame type of each JIT image, from the first
-	// process met with samples in it.
+	// process met with samples in it; untyped counts the JIT images
+	// without one yet: with none, no stack need be looked at for them.
 	jitType []string
+	untyped int
 	// threadAttrs are the attributes of each thread met, by thread
-	// (0: not yet met).
-	threadAttrs [][2]int32
+	// (empty: not yet met).
+	threadAttrs []packedAttrs
 }
 
 // attr is an attribute of the dictionary: a key and a string or an int.
@@ -109,9 +111,14 @@ type attr struct {
 func newEncoder(p *profile.Profile, opts Options) *encoder {
 	e := &encoder{p: p, opts: opts, procs: map[uint32]profile.Process{},
 		strs: map[string]int32{}, attrs: map[attr]int32{}, jitType: make([]string, len(p.Images)),
-		threadAttrs: make([][2]int32, len(p.Threads))}
+		threadAttrs: make([]packedAttrs, len(p.Threads))}
 	e.str("")
 	e.attrTab = append(e.attrTab, attr{})
+	for i := range p.Images {
+		if p.Images[i].Kind == profile.ImageAnon {
+			e.untyped++
+		}
+	}
 	for _, pr := range p.Processes {
 		e.procs[pr.PID] = pr
 	}
@@ -304,10 +311,11 @@ func (e *encoder) resources() []*resourceData {
 // frame type the type of pid's runtime.
 func (e *encoder) typeJIT(node int32, pid uint32, comm string) {
 	p := e.p
-	for ; node >= 0; node = p.Nodes[node].Parent {
+	for ; node >= 0 && e.untyped > 0; node = p.Nodes[node].Parent {
 		f := p.FuncOf(p.Nodes[node].Frame)
 		if im := &p.Images[f.Image]; im.Kind == profile.ImageAnon && e.jitType[f.Image] == "" {
 			e.jitType[f.Image] = jitFrameType(im.Handler, e.procs[pid].Exe, comm)
+			e.untyped--
 		}
 	}
 }
@@ -474,21 +482,32 @@ func (e *encoder) sample(b []byte, s *sampleData, timed bool) []byte {
 	th := &p.Threads[s.thread]
 	b = appendVarint(b, 1, uint64(e.stack(s.node)))
 	at := &e.threadAttrs[s.thread]
-	if at[0] == 0 {
-		// Once a thread: looking its attributes up for every sample
-		// was a fifth of encoding the daemon's push.
-		*at = [2]int32{e.intAttr("thread.id", int64(th.TID)), e.strAttr("thread.name", p.Strings[th.Comm])}
+	if at.n == 0 {
+		// Once a thread, as the field's bytes: looking its attributes
+		// up for every sample was a fifth of encoding the daemon's
+		// push, and packing them again a tenth of what was left.
+		ids := []int32{e.intAttr("thread.id", int64(th.TID)), e.strAttr("thread.name", p.Strings[th.Comm])}
+		at.n = uint8(len(appendPacked(at.b[:0], 2, ids)))
 	}
-	b = appendPacked(b, 2, at[:])
+	b = append(b, at.b[:at.n]...)
 	if !timed {
 		return appendPacked(b, 4, []int64{int64(s.count)})
 	}
 	slices.Sort(s.times)
 	b = binary.AppendUvarint(appendTag(b, 5, wireBytes), uint64(8*len(s.times)))
-	for _, t := range s.times {
-		b = binary.LittleEndian.AppendUint64(b, e.wallOf(t))
+	at0 := len(b)
+	b = slices.Grow(b, 8*len(s.times))[:at0+8*len(s.times)]
+	for i, t := range s.times {
+		binary.LittleEndian.PutUint64(b[at0+8*i:], e.wallOf(t))
 	}
 	return b
+}
+
+// packedAttrs is a sample's attribute_indices field as encoded: a tag,
+// a length and two varints of at most 5 bytes.
+type packedAttrs struct {
+	n uint8
+	b [12]byte
 }
 
 // stack returns the dictionary's stack of the stack ending at node.
