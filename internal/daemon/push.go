@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"log"
+	"math/bits"
 	"os"
 	"slices"
 	"sync"
@@ -149,7 +150,7 @@ type pusher struct {
 	waiting    map[uint32]*waiting
 	spare      spares
 	times      []uint64 // the times of a place being resolved
-	order      []uint64 // the samples of a process being resolved, sorted
+	places     places   // the places of a process being resolved
 	jitPending []resolve.Sample
 	resolvedAt time.Time // when an exit last had samples resolved
 	// resolvedDue says the samples of the push due are resolved.
@@ -230,23 +231,23 @@ const noPID = ^uint32(0)
 
 // waiting is the samples of one process waiting to be resolved, in the
 // order they came; each is resolved with the others of its place, once
-// (resolve.Resolver.AddTimes). They are kept in a slice and sorted by
-// place when resolved, rather than in a map of places as they come: a
-// map lookup for every sample, hashing a key of four words in a map
-// that keeps growing, cost more than appending the sample and sorting
-// the push's samples once.
+// (resolve.Resolver.AddTimes). They are kept in a slice and grouped by
+// place when resolved (places), rather than in a map of places as they
+// come: a map lookup for every sample, hashing a key of four words in a
+// map that keeps growing, cost more than appending the sample and
+// grouping the push's samples once.
 type waiting struct {
 	samples []waitingSample
 	words   []uint64 // the samples' callchains
 }
 
 // waitingSample is a sample waiting. key is a hash of its place (thread,
-// mode, address, mapping and callchain): the samples are sorted by its
-// high bits (those above indexMask), and samples of one key whose
-// places differ are told apart as they are resolved. The CPU is not in
-// the place: an OTLP sample is a stack and thread's, whatever their CPU
-// (internal/otlp), and a place of each CPU was as many to resolve, keep
-// and encode, on a machine of 64 CPUs up to 64 times as many.
+// mode, address, mapping and callchain), by which the samples are
+// grouped, those of one key whose places differ told apart. The CPU is
+// not in the place: an OTLP sample is a stack and thread's, whatever
+// their CPU (internal/otlp), and a place of each CPU was as many to
+// resolve, keep and encode, on a machine of 64 CPUs up to 64 times as
+// many.
 type waitingSample struct {
 	key, time, ip, period uint64
 	// m is the file's mapping ingest found the address in (nil: none,
@@ -337,10 +338,53 @@ func (r *recentPIDs) clear() {
 	}
 }
 
-// indexMask is the bits of a sample's index among its process's samples
-// waiting, in the words resolvePlaces sorts: they are fewer than
-// maxPushSamples, a power of two.
-const indexMask = maxPushSamples - 1
+// places groups the samples of a process by place: a table of the
+// places met, by key, each the index of its first sample (+1, 0 for
+// none), and the samples of each place linked in the order taken. It
+// replaced a sort of the samples by key (through one word each, the
+// key's high bits and the sample's index), which cost more than a
+// probe of the table or two a sample; its arrays are kept for the next
+// process.
+type places struct {
+	table []int32
+	// next is the next sample of each sample's place (-1: none), last
+	// the last of the place of each first one so far.
+	next, last []int32
+	firsts     []int32 // each place's first sample, in the order met
+}
+
+// group groups the samples of w by place.
+func (pl *places) group(w *waiting) {
+	ss := w.samples
+	size := 1 << bits.Len(uint(2*len(ss))) // more than twice the samples: few collisions
+	if cap(pl.table) < size {
+		pl.table = make([]int32, size)
+	}
+	table := pl.table[:size]
+	clear(table)
+	mask := uint64(size - 1)
+	pl.next, pl.last = slices.Grow(pl.next[:0], len(ss))[:len(ss)], slices.Grow(pl.last[:0], len(ss))[:len(ss)]
+	pl.firsts = pl.firsts[:0]
+	for i := range ss {
+		x := &ss[i]
+		pl.next[i] = -1
+		for h := x.key >> 32 & mask; ; h = (h + 1) & mask {
+			f := table[h] - 1
+			if f < 0 {
+				table[h] = int32(i) + 1
+				pl.last[i] = int32(i)
+				pl.firsts = append(pl.firsts, int32(i))
+				break
+			}
+			if o := &ss[f]; o.key == x.key && o.ip == x.ip && o.tid == x.tid && o.mode == x.mode && o.m == x.m &&
+				slices.Equal(w.words[o.chain:o.chainEnd], w.words[x.chain:x.chainEnd]) {
+				pl.next[pl.last[f]] = int32(i)
+				pl.last[f] = int32(i)
+				break
+			}
+		}
+	}
+}
 
 // spares are the processes' slices of samples resolved, kept for the
 // samples of the next push: growing them anew every push was a third of
@@ -516,33 +560,17 @@ func (p *pusher) resolve(only map[uint32]bool) {
 // to the spares.
 func (p *pusher) resolvePlaces(res *resolve.Resolver, pid uint32, w *waiting, keep bool) {
 	ss := w.samples
-	// Sorted by key through one word each, the key's high bits and the
-	// sample's index (the order taken) in the low ones: sorting the
-	// samples themselves moved 48 bytes at each step, a seventh of a
-	// push's CPU.
-	order := p.order[:0]
-	for i := range ss {
-		order = append(order, ss[i].key&^indexMask|uint64(i))
-	}
-	slices.Sort(order)
-	p.order = order
+	pl := &p.places
+	pl.group(w)
 	const cpu = -1 // as waitingSample's
-	for i := 0; i < len(order); {
-		first := &ss[order[i]&indexMask]
+	for _, f := range pl.firsts {
+		first := &ss[f]
 		chain := w.words[first.chain:first.chainEnd]
-		// The place's samples: those of its key whose place is its
-		// (another place of the same key makes a run of its own).
 		ts, period := p.times[:0], uint64(0)
-		j := i
-		for ; j < len(order) && order[j]&^indexMask == order[i]&^indexMask; j++ {
-			o := &ss[order[j]&indexMask]
-			if o.ip != first.ip || o.tid != first.tid || o.mode != first.mode || o.m != first.m || !slices.Equal(w.words[o.chain:o.chainEnd], chain) {
-				break
-			}
-			ts = append(ts, o.time)
-			period += o.period
+		for i := f; i >= 0; i = pl.next[i] {
+			ts = append(ts, ss[i].time)
+			period += ss[i].period
 		}
-		i = j
 		// In the order taken: out of order only across CPUs' rings.
 		if !slices.IsSorted(ts) {
 			slices.Sort(ts)

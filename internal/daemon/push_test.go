@@ -22,6 +22,7 @@ import (
 	"github.com/jitprof/jitprof/internal/otlp"
 	"github.com/jitprof/jitprof/internal/otlp/otlptest"
 	"github.com/jitprof/jitprof/internal/process"
+	"github.com/jitprof/jitprof/internal/resolve"
 	"github.com/jitprof/jitprof/perfdata"
 )
 
@@ -286,6 +287,65 @@ func TestPushPIDSlots(t *testing.T) {
 		}
 		if !maps.Equal(have, want[i]) {
 			t.Errorf("push %d: samples by pid %v, want %v", i, have, want[i])
+		}
+	}
+}
+
+// TestPlacesGroup: places.group links each sample to the next of its
+// place in the order taken, each place once, in the order first met:
+// samples of one key at other places (another address, thread, mode,
+// mapping or callchain) are places of their own, as are places whose
+// keys fall in one slot of the table.
+func TestPlacesGroup(t *testing.T) {
+	m1, m2 := &process.Mapping{ID: 1}, &process.Mapping{ID: 2}
+	w := &waiting{words: []uint64{1, 2, 1, 3}}
+	type place struct {
+		key, ip   uint64
+		tid       uint32
+		mode      resolve.Mode
+		m         *process.Mapping
+		chain     int32
+		chainSize int32
+	}
+	placesOf := []place{
+		{key: 1 << 32, ip: 10, tid: 1, mode: resolve.ModeUser, m: m1},
+		{key: 1 << 32, ip: 11, tid: 1, mode: resolve.ModeUser, m: m1},                         // another address
+		{key: 1 << 32, ip: 10, tid: 2, mode: resolve.ModeUser, m: m1},                         // thread
+		{key: 1 << 32, ip: 10, tid: 1, mode: resolve.ModeKernel},                              // mode
+		{key: 1 << 32, ip: 10, tid: 1, mode: resolve.ModeUser, m: m2},                         // mapping
+		{key: 1 << 32, ip: 10, tid: 1, mode: resolve.ModeUser, m: m1, chain: 0, chainSize: 2}, // callchain
+		{key: 1 << 32, ip: 10, tid: 1, mode: resolve.ModeUser, m: m1, chain: 2, chainSize: 2}, // another one
+		{key: 1<<32 + 1, ip: 10, tid: 1, mode: resolve.ModeUser, m: m1},                       // another key, one slot
+		{key: 2 << 32, ip: 20, tid: 1, mode: resolve.ModeUser, m: m1},
+	}
+	rng := rand.New(rand.NewPCG(7, 8))
+	var want [][]int32 // the samples of each place, by place
+	want = make([][]int32, len(placesOf))
+	var order []int // each place's place in the order first met
+	for i := range 200 {
+		k := rng.IntN(len(placesOf))
+		pl := placesOf[k]
+		if len(want[k]) == 0 {
+			order = append(order, k)
+		}
+		want[k] = append(want[k], int32(i))
+		w.samples = append(w.samples, waitingSample{key: pl.key, time: uint64(i), ip: pl.ip, tid: pl.tid, mode: pl.mode, m: pl.m,
+			chain: pl.chain, chainEnd: pl.chain + pl.chainSize})
+	}
+	var pl places
+	for range 2 { // the arrays used again
+		pl.group(w)
+		if len(pl.firsts) != len(order) {
+			t.Fatalf("%d places, want %d", len(pl.firsts), len(order))
+		}
+		for j, f := range pl.firsts {
+			var got []int32
+			for i := f; i >= 0; i = pl.next[i] {
+				got = append(got, i)
+			}
+			if !slices.Equal(got, want[order[j]]) {
+				t.Errorf("place %d met %d: samples %v, want %v", order[j], j, got, want[order[j]])
+			}
 		}
 	}
 }
