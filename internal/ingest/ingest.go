@@ -138,11 +138,14 @@ type pidState struct {
 	jit    *jitProc
 	// anon are the images of its anonymous mappings by mapping ID.
 	anon map[int32]sampledb.ImageID
-	// last caches the mapping of the last sample, valid at version.
-	last    *process.Mapping
-	version uint64
-	polled  uint64 // the round its JIT data was last read
-	sampled uint64 // the round it has samples in (Sampled)
+	// last caches the mapping of the last sample, valid at version
+	// for the samples of [from, to): an epoch of the process's address
+	// space, in which every address resolves one way.
+	last     *process.Mapping
+	version  uint64
+	from, to uint64
+	polled   uint64 // the round its JIT data was last read
+	sampled  uint64 // the round it has samples in (Sampled)
 	// cred is whose rights its images are read with to unwind its
 	// stacks, once credSet (Ingest.cred).
 	cred    trust.Cred
@@ -262,14 +265,25 @@ func (in *Ingest) place(st *pidState, pid uint32, addr, t uint64, kernel, resync
 		return true
 	}
 	m := st.last
-	if v := in.procs.Version(); m == nil || st.version != v || addr < m.Start || addr >= m.End {
+	// The last sample's mapping is another time's, the one it held then
+	// when the process mapped something over it in the round (an exec
+	// at the same addresses): it holds at this one only in the epoch of
+	// the process's address space it was found in.
+	if in.procs.Version() != st.version || t < st.from || t >= st.to {
+		m = nil
+	}
+	if m == nil || addr < m.Start || addr >= m.End {
 		if m = in.procs.Lookup(pid, addr, t, false); m == nil && resync && in.resync(st, pid, t) {
 			m = in.procs.Lookup(pid, addr, t, false)
 		}
 		if m == nil {
 			return false
 		}
-		st.last, st.version = m, in.procs.Version()
+		if v := in.procs.Version(); v != st.version || t < st.from || t >= st.to {
+			sp := in.procs.Epoch(pid, t)
+			st.version, st.from, st.to = v, sp.From, sp.To
+		}
+		st.last = m
 	}
 	if m.Anon {
 		return in.placeAnon(st, pid, m, addr, t, image, k1, k2)
