@@ -1,5 +1,7 @@
 package profile
 
+import "math/bits"
+
 // Builder builds a Profile, interning every table so that equal images,
 // functions, frames, stacks and threads get one id.
 type Builder struct {
@@ -10,7 +12,7 @@ type Builder struct {
 	nodes   map[uint64]int32 // parent<<32 | frame: a 64-bit key hashes fastest
 	threads map[Thread]int32
 	strings map[string]int32
-	entries map[Key]int32
+	entries entryTable
 	// last is the entry Add found last: consecutive samples of one CPU
 	// often share their key, and comparing it is cheaper than hashing it.
 	last   Key
@@ -52,7 +54,6 @@ func NewBuilder() *Builder {
 		nodes:   map[uint64]int32{},
 		threads: map[Thread]int32{},
 		strings: map[string]int32{},
-		entries: map[Key]int32{},
 	}
 	b.String("") // so that string id 0, the zero value, means none
 	return b
@@ -120,8 +121,10 @@ func (b *Builder) Add(k Key, count, period uint64) {
 	ev.Count += count
 	ev.Total += period
 	id, ok := b.lastID, k == b.last && len(b.p.Entries) > 0
+	slot := -1
 	if !ok {
-		id, ok = b.entries[k]
+		id, slot = b.entries.find(b.p.Entries, k)
+		ok = id >= 0
 	}
 	if ok {
 		e := &b.p.Entries[id]
@@ -131,8 +134,63 @@ func (b *Builder) Add(k Key, count, period uint64) {
 		return
 	}
 	b.last, b.lastID = k, int32(len(b.p.Entries))
-	b.entries[k] = int32(len(b.p.Entries))
 	b.p.Entries = append(b.p.Entries, Entry{Key: k, Value: Value{count, period}})
+	b.entries.add(b.p.Entries, slot)
+}
+
+// entryTable finds an entry by its key: open addressing over the
+// entries' indices, each slot an index +1 (0: empty), the keys those of
+// the entries themselves. A Go map of the keys hashed and compared them
+// through the runtime's generic path, 16 bytes each: some 400
+// instructions to add an entry, which each place of the daemon's push
+// is.
+type entryTable struct{ slots []int32 }
+
+// hashKey mixes a key's four fields into a word.
+func hashKey(k Key) uint64 {
+	h := uint64(uint32(k.Stack)) | uint64(uint32(k.Thread))<<32
+	h ^= (uint64(uint32(k.CPU)) | uint64(uint32(k.Event))<<32) * 0x9e3779b97f4a7c15
+	h *= 0xbf58476d1ce4e5b9
+	return h ^ h>>31
+}
+
+// find returns the index in es of the entry of k, or -1 and the slot
+// for it.
+func (t *entryTable) find(es []Entry, k Key) (int32, int) {
+	if len(t.slots) == 0 {
+		return -1, -1
+	}
+	mask := uint64(len(t.slots) - 1)
+	for i := hashKey(k) & mask; ; i = (i + 1) & mask {
+		s := t.slots[i]
+		if s == 0 {
+			return -1, int(i)
+		}
+		if es[s-1].Key == k {
+			return s - 1, -1
+		}
+	}
+}
+
+// add puts the last of es in slot (-1: find one), growing the table
+// to keep it at most half full.
+func (t *entryTable) add(es []Entry, slot int) {
+	if 2*len(es) > len(t.slots) {
+		t.slots = make([]int32, max(64, 1<<bits.Len(uint(4*len(es)-1))))
+		mask := uint64(len(t.slots) - 1)
+		for id := range es {
+			i := hashKey(es[id].Key) & mask
+			for t.slots[i] != 0 {
+				i = (i + 1) & mask
+			}
+			t.slots[i] = int32(id) + 1
+		}
+		return
+	}
+	if slot < 0 {
+		_, slot = t.find(es[:len(es)-1], es[len(es)-1].Key)
+	}
+	t.slots[slot] = int32(len(es))
 }
 
 // KeepTimes makes the Builder keep the time of every sample added
@@ -231,7 +289,7 @@ func (b *Builder) TakeEntries() []Entry {
 	b.putTimes()
 	es := b.p.Entries
 	b.p.Entries = make([]Entry, 0, len(es))
-	clear(b.entries)
+	clear(b.entries.slots)
 	b.last, b.lastID = Key{}, 0
 	for i := range b.p.Events {
 		b.p.Events[i].Count, b.p.Events[i].Total = 0, 0

@@ -1,6 +1,8 @@
 package profile
 
 import (
+	"maps"
+	"math/rand/v2"
 	"reflect"
 	"slices"
 	"strings"
@@ -211,4 +213,37 @@ func TestTimesAsked(t *testing.T) {
 	}
 	b.AddAt(k2, 1, 1, 6)
 	want("Profile after TakeEntries", b.Profile().Entries, nil, []uint64{6})
+}
+
+// TestEntryTable: samples of keys that differ in any field, added in a
+// random order over intervals cut by TakeEntries, make one entry a key
+// each with all of its samples, as a map of keys counts them, while the
+// Builder's table of entries grows and empties.
+func TestEntryTable(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	b := NewBuilder()
+	b.Event(Event{Name: "a"})
+	b.Event(Event{Name: "b"})
+	for interval, n := range []int{10, 5000, 300, 0, 20000} {
+		want := map[Key]uint64{}
+		for range n {
+			k := Key{Stack: int32(rng.IntN(50)) - 1, Thread: int32(rng.IntN(40)), CPU: int32(rng.IntN(3)) - 1, Event: int32(rng.IntN(2))}
+			want[k]++
+			b.Add(k, 1, 2)
+		}
+		es := b.TakeEntries()
+		got := map[Key]uint64{}
+		for _, e := range es {
+			if _, dup := got[e.Key]; dup {
+				t.Fatalf("interval %d: two entries of %+v", interval, e.Key)
+			}
+			got[e.Key] = e.Count
+			if e.Period != 2*e.Count {
+				t.Errorf("interval %d: %+v: period %d of %d samples", interval, e.Key, e.Period, e.Count)
+			}
+		}
+		if !maps.Equal(got, want) {
+			t.Errorf("interval %d: %d entries, want %d", interval, len(got), len(want))
+		}
+	}
 }
