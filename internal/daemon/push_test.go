@@ -319,9 +319,8 @@ func TestPlacesGroup(t *testing.T) {
 		{key: 2 << 32, ip: 20, tid: 1, mode: resolve.ModeUser, m: m1},
 	}
 	rng := rand.New(rand.NewPCG(7, 8))
-	var want [][]int32 // the samples of each place, by place
-	want = make([][]int32, len(placesOf))
-	var order []int // each place's place in the order first met
+	want := make([][]int32, len(placesOf)) // the samples of each place, by place
+	var order []int                        // each place's place in the order first met
 	for i := range 200 {
 		k := rng.IntN(len(placesOf))
 		pl := placesOf[k]
