@@ -243,12 +243,17 @@ func TestSuRecordedOwner(t *testing.T) {
 
 // secretSource is a user's CPU-bound program whose debug info names a
 // root-only file as its source: #line makes its DWARF say that its code
-// comes from lines 2 to 8 of SECRET.
+// comes from lines 2 to 5 of SECRET. Argument: ms of CPU time to spin,
+// so that annotate has samples in spin on a machine of any speed (spin's
+// bound is volatile: with a constant one the compiler called the pure
+// spin once, 2 ms of work, and a loaded run could sample none of it).
 const secretSource = `#include <stdlib.h>
+#include <time.h>
 #line 2 "SECRET"
-static volatile double sink;
+static volatile double sink; static volatile long step = 1000000;
 __attribute__((noinline)) double spin(long n) { double s = 0; for (long i = 0; i < n; i++) s += i * 0.5; return s; }
-int main(int argc, char **argv) { long n = argc > 1 ? atol(argv[1]) : 1; for (long k = 0; k < n; k++) sink += spin(1000000); return 0; }
+static double cpu_ms(void) { struct timespec t; clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t); return t.tv_sec * 1e3 + t.tv_nsec / 1e6; }
+int main(int argc, char **argv) { double end = cpu_ms() + (argc > 1 ? atof(argv[1]) : 1); do sink += spin(step); while (cpu_ms() < end); return 0; }
 `
 
 // TestUserSourceAttack is the attack of a user on root's annotate: their

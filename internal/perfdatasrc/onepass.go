@@ -289,6 +289,12 @@ func (op *onePass) load(f *perfdata.File, opts Options) (*profile.Profile, bool,
 		op.redone++
 		return true
 	}
+	// add resolves w's sample into the profile.
+	add := func(w *waiting) bool {
+		widen(meta, w.s.Time)
+		res.Add(&w.s)
+		return !liveAsked
+	}
 	resolveOldest := func() bool {
 		w := op.oldest()
 		if tl.Tracker.Unborn(w.s.PID, w.s.Time) {
@@ -298,9 +304,7 @@ func (op *onePass) load(f *perfdata.File, opts Options) (*profile.Profile, bool,
 		if w.late && !unwindAgain(w) {
 			return false
 		}
-		widen(meta, w.s.Time)
-		res.Add(&w.s)
-		return !liveAsked
+		return add(w)
 	}
 	total := f.DataSize
 	r := f.Records()
@@ -334,12 +338,7 @@ func (op *onePass) load(f *perfdata.File, opts Options) (*profile.Profile, bool,
 	}
 	for i := range op.unborn {
 		w := &op.unborn[i]
-		if w.stack && !unwindAgain(w) {
-			return nil, false, nil
-		}
-		widen(meta, w.s.Time)
-		res.Add(&w.s)
-		if liveAsked {
+		if w.stack && !unwindAgain(w) || !add(w) {
 			return nil, false, nil
 		}
 	}

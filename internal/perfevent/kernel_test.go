@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/user"
@@ -313,15 +315,49 @@ func TestSystemWide(t *testing.T) {
 	if err := s.Enable(); err != nil {
 		t.Fatal(err)
 	}
+	// A process pinned to each CPU keeps it busy while it spins: an idle
+	// CPU may take no cpu-clock samples at all (perf record -a beside
+	// sleep takes 0 or 1 on this VM's second CPU, whose idle driver is
+	// haltpoll), and with GOMAXPROCS=1 nothing else here would keep
+	// both CPUs busy.
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	type span struct{ first, last uint64 }
+	busy := make([]span, len(cpus)) // when the process pinned to cpus[i] spun there
+	exited := make(chan error, len(cpus))
+	for i, c := range cpus {
+		cmd := exec.Command(exe)
+		cmd.Env = helperEnviron("spin-on=" + strconv.Itoa(c))
+		cmd.Stderr = os.Stderr
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			b, err := io.ReadAll(out)
+			if err == nil {
+				_, err = fmt.Sscan(string(b), &busy[i].first, &busy[i].last)
+			}
+			if err = errors.Join(err, cmd.Wait()); err != nil {
+				err = fmt.Errorf("process spinning on cpu %d (printed %q): %w", c, b, err)
+			}
+			exited <- err
+		}()
+	}
 	spun := make(chan struct{})
 	go func() {
 		spin(300 * time.Millisecond)
 		close(spun)
 	}()
-	// cpu-clock samples idle CPUs too, so every CPU's ring fills; wait
-	// for that, as a loaded host may not run a vCPU for a while.
+	// Wait for the spinners, this process's spin, and a sample from
+	// every CPU: a loaded host may not run a vCPU for a while.
 	seenCPU := map[uint32]bool{}
-	seen := 0
+	seen, running := 0, len(cpus)
 	recs := collect(t, s, func(recs []decoded) bool {
 		for _, r := range recs[seen:] {
 			if r.typ == unix.PERF_RECORD_SAMPLE {
@@ -329,9 +365,21 @@ func TestSystemWide(t *testing.T) {
 			}
 		}
 		seen = len(recs)
+	reap:
+		for running > 0 {
+			select {
+			case err := <-exited:
+				if err != nil {
+					t.Fatal(err)
+				}
+				running--
+			default:
+				break reap
+			}
+		}
 		select {
 		case <-spun:
-			return len(seenCPU) == len(cpus)
+			return running == 0 && len(seenCPU) == len(cpus)
 		default:
 			return false
 		}
@@ -360,24 +408,33 @@ func TestSystemWide(t *testing.T) {
 			self++
 		}
 	}
-	// cpu-clock counts each CPU's time whoever runs on it, every 2 ms at
-	// 500 Hz: a CPU's samples are the time between its first and last
-	// one over 2 ms, plus one, whatever the load. Fewer only where the
-	// host did not run the vCPU when its timer was due (a missed period
-	// is skipped, not made up): the time the kernel counts as stolen
-	// from the CPU (/proc/stat, over more than the span) is taken off,
-	// and a quarter allowed besides for what it does not count. More is
-	// impossible.
-	for cpu, n := range perCPU {
-		span := time.Duration(last[cpu] - first[cpu])
-		want := float64(max(span-stolen[cpu], 0))/2e6 + 1
-		if float64(n) < 0.75*want || float64(n) > float64(span)/2e6+2 {
-			t.Errorf("cpu %d: %d samples in %v (%v stolen), want %.0f (one each 2 ms)", cpu, n, span, stolen[cpu], want)
-		}
-	}
-	for _, c := range cpus {
-		if perCPU[uint32(c)] == 0 {
+	// cpu-clock counts a busy CPU's time whoever runs on it, every 2 ms
+	// at 500 Hz: while its pinned process spun, a CPU's samples are that
+	// time over 2 ms, give or take one, whatever the load. Fewer only
+	// where the host did not run the vCPU when its timer was due (a
+	// missed period is skipped, not made up): the time the kernel counts
+	// as stolen from the CPU (/proc/stat, over more than the span) is
+	// taken off, and a quarter allowed besides for what it does not
+	// count. More is impossible, busy or idle: the upper bound is asked
+	// of each CPU's first to last sample.
+	for i, c := range cpus {
+		cpu := uint32(c)
+		if perCPU[cpu] == 0 {
 			t.Errorf("no samples on cpu %d: %v", c, perCPU)
+			continue
+		}
+		if span := last[cpu] - first[cpu]; float64(perCPU[cpu]) > float64(span)/2e6+2 {
+			t.Errorf("cpu %d: %d samples in %v, more than one each 2 ms", c, perCPU[cpu], time.Duration(span))
+		}
+		n := 0
+		for _, r := range recs {
+			if r.typ == unix.PERF_RECORD_SAMPLE && r.cpu == cpu && r.time >= busy[i].first && r.time <= busy[i].last {
+				n++
+			}
+		}
+		d := time.Duration(busy[i].last - busy[i].first)
+		if want := float64(max(d-stolen[cpu], 0))/2e6 - 1; float64(n) < 0.75*want {
+			t.Errorf("cpu %d: %d samples in the %v it was kept busy (%v stolen), want %.0f (one each 2 ms)", c, n, d, stolen[cpu], want)
 		}
 	}
 	// 300ms of CPU at 500 Hz is 150 samples on a quiet machine (perf

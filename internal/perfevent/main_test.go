@@ -56,10 +56,14 @@ func openFDs() []string {
 }
 
 // runHelper is the test subject's main. "spin" burns CPU on the main
-// thread; "threads" starts new OS threads that burn CPU and prints their
+// thread; "spin-on=N" does so on CPU N alone; "threads" starts new OS threads that burn CPU and prints their
 // tids (first line) so the test can look for their samples; "open-self"
 // reports whether it may sample itself with and without the kernel.
 func runHelper(mode string) {
+	if cpu, ok := strings.CutPrefix(mode, "spin-on="); ok {
+		spinOn(cpu)
+		return
+	}
 	switch mode {
 	case "spin":
 		spin(300 * time.Millisecond)
@@ -119,6 +123,35 @@ func spin(d time.Duration) {
 }
 
 var sink atomic.Int64
+
+// spinOn burns 300ms of CPU time on the CPU numbered cpu, keeping it busy
+// for at least that long, and prints when it began and ended spinning
+// there (CLOCK_MONOTONIC ns, the clock of sample times).
+func spinOn(cpu string) {
+	n, err := strconv.Atoi(cpu)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "spin-on: bad cpu %q\n", cpu)
+		os.Exit(2)
+	}
+	runtime.LockOSThread() // the affinity set below is this thread's
+	var set unix.CPUSet
+	set.Set(n)
+	if err := unix.SchedSetaffinity(0, &set); err != nil {
+		fmt.Fprintf(os.Stderr, "spin-on: pinning to cpu %d: %v\n", n, err)
+		os.Exit(2)
+	}
+	start := monotonicNow()
+	spin(300 * time.Millisecond)
+	fmt.Println(start, monotonicNow())
+}
+
+func monotonicNow() uint64 {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+		panic(err)
+	}
+	return uint64(ts.Nano())
+}
 
 func threadCPUTime() time.Duration {
 	var ts unix.Timespec

@@ -324,7 +324,8 @@ func (f *frame) scan(as AddressSpace) (bool, Stop) {
 // libunwind (which perf unwinds with) guesses: rbp points at the saved
 // rbp, the return address above it. The guess is taken only where the
 // frame is plausible: rbp aligned and inside the stack copy above the
-// stack pointer, and the return address in executable code.
+// stack pointer (libunwind's test: rbp not below the CFA of the frame
+// stepped from), and the return address in executable code.
 func (f *frame) framePointer(as AddressSpace, jit bool) (bool, Stop) {
 	stop := StopNoInfo
 	if jit {
@@ -343,11 +344,13 @@ func (f *frame) framePointer(as AddressSpace, jit bool) (bool, Stop) {
 	if _, ok := as.Code(ra - 1); !ok {
 		return true, stop
 	}
-	if savedBP != 0 && savedBP <= bp {
-		// A caller's frame is above its callee's; 0 ends a chain
-		// (and its frame then is the last we can step from).
-		return true, stop
-	}
+	// The saved rbp is the caller's, which need not be a frame pointer
+	// (ld.so's _dl_call_fini keeps data in it, and calls crtstuff's
+	// __do_global_dtors_aux, which has no call frame information but
+	// keeps a frame): libunwind checks the frame's own rbp, not the
+	// saved one, and so do we. A caller that steps by its frame pointer
+	// in turn checks the saved rbp then, against a stack pointer that
+	// rose by 16 at least: no loop.
 	next := f.regs
 	next.Valid &^= callerSaved
 	next.Set(regRBP, savedBP)

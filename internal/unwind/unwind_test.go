@@ -202,6 +202,14 @@ func TestUnwindFramePointer(t *testing.T) {
 	if want := []uint64{0x9100, 0x2004, 0x3002}; !slices.Equal(out, want) || stop != StopEnd {
 		t.Fatalf("got %#x (%v), want %#x (end)", out, stop, want)
 	}
+	// Native code without call frame information (crtstuff's
+	// __do_global_dtors_aux) keeps a frame, and its caller keeps data
+	// in rbp, saved below the frame: the step is taken, as libunwind
+	// takes it, and the caller's rows apply.
+	data := stackOf(sp, 1, 2, 0x1000, 0x2005, 0x3003)
+	if out, stop := Unwind(regsOf(0x1100, sp, sp+16), data, as, nil, 10); !slices.Equal(out, []uint64{0x1100, 0x2004, 0x3002}) || stop != StopEnd {
+		t.Errorf("a saved rbp below the frame: %#x (%v), want %#x (end)", out, stop, []uint64{0x1100, 0x2004, 0x3002})
+	}
 	// Implausible frame pointers stop the chain in the JIT code: below
 	// the stack pointer, misaligned, past the copy, or a return address
 	// into no code.
