@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"fmt"
 	"log"
@@ -12,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/klauspost/compress/gzip"
 	"golang.org/x/sys/unix"
 
 	"github.com/jitprof/jitprof/internal/anon"
@@ -769,7 +769,10 @@ func (p *pusher) spool() {
 	// CPU time.
 	var z bytes.Buffer
 	// The fastest level: on 10 s of a 2-CPU machine's samples (437 KB)
-	// 3.6 times faster than the default, for a tenth more bytes.
+	// 3.6 times faster than the default, for a tenth more bytes; and
+	// klauspost/compress's, not the standard library's: on a push of
+	// BenchmarkPushChurn's 19M instructions against 32M, for 5% more
+	// bytes (174 KB against 166 KB).
 	zw, _ := gzip.NewWriterLevel(&z, gzip.BestSpeed)
 	var req []byte // the request, encoded into one buffer every push
 	for prof := range p.out {
