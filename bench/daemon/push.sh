@@ -132,7 +132,7 @@ pct() { echo "scale=2; 100 * $1 / $secs" | bc; }
 {
 	echo "## the daemon's OTLP push (bench/daemon/push.sh)"
 	echo
-	echo "$(date -u +%Y-%m-%d), $(uname -r), $(nproc) CPUs, load average $(cut -d' ' -f1 /proc/loadavg) at the end, $(perf version). Run under nice -n 19 on a machine loaded with other helpers' builds and test runs (the daemons and perf niced with it): compare the rows of one run, not runs. Every CPU sampled (cpu-clock) while bench/record/work.c runs in a loop and minijit starts every 3 s for 2 s of JIT work; the push goes over OTLP/HTTP, gzip, to the test Collector (test/otelcol, file exporter) on this machine."
+	echo "$(date -u +%Y-%m-%d), $(uname -r), $(nproc) CPUs, load average $(cut -d' ' -f1 /proc/loadavg) at the end, $(perf version). Run under nice -n 19 (the daemons and perf niced with it); the load average counts the benchmark's own work and whatever else the machine ran: compare the rows of one run, not runs. Every CPU sampled (cpu-clock) while bench/record/work.c runs in a loop and minijit starts every 3 s for 2 s of JIT work; the push goes over OTLP/HTTP, gzip, to the test Collector (test/otelcol, file exporter) on this machine."
 	echo
 	echo "CPU time over the same $secs s, all sampling at once at 1 kHz:"
 	echo

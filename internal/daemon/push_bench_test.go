@@ -22,6 +22,9 @@ import (
 	"github.com/jitprof/jitprof/internal/otlp"
 	"github.com/jitprof/jitprof/internal/otlp/otlptest"
 	"github.com/jitprof/jitprof/internal/process"
+	"github.com/jitprof/jitprof/internal/profile"
+	"github.com/jitprof/jitprof/internal/resolve"
+	"github.com/jitprof/jitprof/internal/symbolize"
 	"github.com/jitprof/jitprof/perfdata"
 )
 
@@ -134,8 +137,8 @@ type churn struct {
 	comms  []string
 	kernel []uint64
 	pid    uint32
-	tm     uint64         // CLOCK_MONOTONIC, ns
-	kind   map[uint32]int // of each process
+	tm     uint64 // CLOCK_MONOTONIC, ns
+	procs  map[uint32]benchProc
 	long   []uint32
 	short  []shortProc
 	attr   *perfdata.Attr
@@ -148,6 +151,13 @@ type churn struct {
 	added func(s *perfdata.Sample)
 }
 
+// benchProc is a process of the machine: its kind, and the mappings of
+// its images, as ingest finds a sample's (add's argument).
+type benchProc struct {
+	kind int
+	maps []*process.Mapping
+}
+
 type shortProc struct {
 	pid   uint32
 	exits int // the round it exits in
@@ -158,12 +168,19 @@ func (c *churn) start(k int) uint32 {
 	c.pid++
 	pid := c.pid
 	c.tm += 1000
-	c.kind[pid] = k
 	c.t.Fork(pid, 1, pid, 1, c.tm)
 	c.t.SetComm(pid, pid, c.tm, c.comms[k], true)
+	bp := benchProc{kind: k}
 	for _, im := range c.kinds[k] {
 		c.t.Map(process.Mapping{PID: pid, Start: im.start, End: im.end, Pgoff: im.pgoff, Path: im.path, Time: c.tm, Exec: true})
 	}
+	for _, im := range c.kinds[k] {
+		bp.maps = append(bp.maps, c.t.Lookup(pid, im.start, c.tm, false))
+	}
+	if c.procs == nil {
+		c.procs = map[uint32]benchProc{}
+	}
+	c.procs[pid] = bp
 	return pid
 }
 
@@ -175,7 +192,7 @@ func (c *churn) round(r int, push bool) {
 	for _, sp := range c.short {
 		if sp.exits <= r {
 			c.p.forgetLater(sp.pid)
-			delete(c.kind, sp.pid)
+			delete(c.procs, sp.pid)
 			continue
 		}
 		left = append(left, sp)
@@ -198,15 +215,17 @@ func (c *churn) round(r int, push bool) {
 			pid = c.short[c.rng.IntN(len(c.short))].pid
 		}
 		s.PID, s.TID, s.Time = pid, pid, c.tm
+		var m *process.Mapping
 		if len(c.kernel) > 0 && c.rng.Float64() < kernelShare {
 			s.Misc = perfdata.MiscKernel
 			s.IP = c.kernel[c.rng.IntN(len(c.kernel))]
 		} else {
 			s.Misc = perfdata.MiscUser
-			ims := c.kinds[c.kind[pid]]
-			s.IP = ims[c.rng.IntN(len(ims))].pick(c.rng)
+			bp := c.procs[pid]
+			i := c.rng.IntN(len(bp.maps))
+			s.IP, m = c.kinds[bp.kind][i].pick(c.rng), bp.maps[i]
 		}
-		c.p.add(&s)
+		c.p.add(&s, m)
 		if c.added != nil {
 			c.added(&s)
 		}
@@ -354,7 +373,7 @@ func BenchmarkPushChurn(b *testing.B) {
 		p.close()
 		close(sent)
 	}()
-	c := &churn{t: t, p: p, rng: rng, kinds: kinds, comms: comms, kind: map[uint32]int{}, kernel: kernelPlaces(300, rng), pid: 5000000, tm: 1e9, attr: attr, sent: sent}
+	c := &churn{t: t, p: p, rng: rng, kinds: kinds, comms: comms, kernel: kernelPlaces(300, rng), pid: 5000000, tm: 1e9, attr: attr, sent: sent}
 	for range longLived {
 		c.long = append(c.long, c.start(rng.IntN(len(kinds))))
 	}
@@ -392,9 +411,11 @@ func (k keeping) Export(ctx context.Context, batch []byte) delivery.Result {
 // TestPushChurn: BenchmarkPushChurn's machine, whose processes come and
 // go, pushed for 8 intervals, a Builder's renewal among them: every
 // sample given to the pusher arrives in the push of its interval, once,
-// with its thread and at its time (the push's times are wall-clock, the
-// samples' CLOCK_MONOTONIC: within a push they differ by one offset),
-// whatever the places and maps the pusher keeps from push to push.
+// with its thread, at its time (the push's times are wall-clock, the
+// samples' CLOCK_MONOTONIC: within a push they differ by one offset) and
+// with the stack a Resolver of its own gives the sample alone as it is
+// taken, whatever the places, maps and caches the pusher keeps from
+// push to push.
 func TestPushChurn(t *testing.T) {
 	t.Setenv("JITPROF_CACHE_DIR", t.TempDir())
 	rng := rand.New(rand.NewPCG(3, 4))
@@ -404,6 +425,13 @@ func TestPushChurn(t *testing.T) {
 	}
 	kinds := [][]*benchImage{{loadBenchImage(t, self, 0, 400, rng)}}
 	comms := []string{"self"}
+	// A program of several images, as the benchmark's, where this
+	// machine has them.
+	libc := firstGlob("/lib/x86_64-linux-gnu/libc.so.6", "/lib/*/libc.so.6", "/usr/lib/*/libc.so.6", "/lib64/libc.so.6", "/usr/lib/libc.so.6")
+	if sh, err := filepath.EvalSymlinks("/bin/sh"); err == nil && libc != "" {
+		kinds = append(kinds, []*benchImage{loadBenchImage(t, sh, 0x555555554000, 150, rng), loadBenchImage(t, libc, 0x7f0000000000, 200, rng)})
+		comms = append(comms, "sh")
+	}
 	attr := &perfdata.Attr{Type: perfdata.TypeSoftware, SampleType: perfdata.SampleIP | perfdata.SampleTID | perfdata.SampleTime | perfdata.SamplePeriod,
 		Flags: perfdata.FlagSampleIDAll, SamplePeriod: 1000000, Name: "cpu-clock"}
 	root, err := os.OpenRoot(t.TempDir())
@@ -421,12 +449,43 @@ func TestPushChurn(t *testing.T) {
 	}
 	type key struct{ pid, tid uint32 }
 	var want []map[key][]uint64
-	c := &churn{t: tr, p: p, rng: rng, kinds: kinds, comms: comms, kind: map[uint32]int{}, kernel: kernelPlaces(300, rng), pid: 5000000, tm: 1e9, attr: attr, sent: sent,
+	// Each sample is resolved alone as it is taken, while the Tracker
+	// has its process, into a Builder of the interval's; its stack is
+	// looked up by thread and time once the interval is pushed.
+	ref := profile.NewBuilder()
+	ref.KeepTimes()
+	ref.Event(p.event)
+	refRes := resolve.New(ref, tr, resolve.Options{Symbolizer: symbolize.New(symbolize.Options{}), LeafOnly: true})
+	type at struct {
+		key
+		time uint64
+	}
+	c := &churn{t: tr, p: p, rng: rng, kinds: kinds, comms: comms, kernel: kernelPlaces(300, rng), pid: 5000000, tm: 1e9, attr: attr, sent: sent,
 		added: func(s *perfdata.Sample) {
 			w := want[len(want)-1]
 			k := key{s.PID, s.TID}
 			w[k] = append(w[k], s.Time)
+			refRes.Add(&resolve.Sample{PID: s.PID, TID: s.TID, Time: s.Time, CPU: -1, Mode: resolve.Mode(s.Misc & perfdata.MiscCPUModeMask),
+				IP: s.IP, Count: 1, Period: s.Period})
 		}}
+	var wantStacks []map[at]string
+	refStacks := func() map[at]string {
+		es := ref.TakeEntries()
+		m := ref.Meta()
+		out := map[at]string{}
+		for _, e := range es {
+			th := m.Threads[e.Thread]
+			var names []string
+			for _, fr := range m.Stack(nil, e.Stack) {
+				f := m.Funcs[m.Frames[fr].Func]
+				names = append(names, m.Images[f.Image].Name+" "+f.Name)
+			}
+			for _, tm := range e.Times {
+				out[at{key{th.PID, th.TID}, tm}] = strings.Join(names, ";")
+			}
+		}
+		return out
+	}
 	for range longLived {
 		c.long = append(c.long, c.start(rng.IntN(len(kinds))))
 	}
@@ -438,6 +497,7 @@ func TestPushChurn(t *testing.T) {
 			p.pushes = renewBuilderEvery - 1 // the next push renews the Builder
 		}
 		c.interval(t, &r)
+		wantStacks = append(wantStacks, refStacks())
 	}
 	go func() {
 		for range sent {
@@ -473,6 +533,7 @@ func TestPushChurn(t *testing.T) {
 			t.Fatal(err)
 		}
 		have := map[key][]uint64{}
+		haveStacks := map[at]string{}
 		for _, s := range ss {
 			pid, _ := s.Resource["process.pid"].(int64)
 			tid, _ := s.Attrs["thread.id"].(int64)
@@ -481,6 +542,13 @@ func TestPushChurn(t *testing.T) {
 			}
 			k := key{uint32(pid), uint32(tid)}
 			have[k] = append(have[k], s.Times...)
+			var names []string
+			for _, fr := range s.Stack {
+				names = append(names, fr.Mapping+" "+fr.Name)
+			}
+			for _, tm := range s.Times {
+				haveStacks[at{k, tm}] = strings.Join(names, ";")
+			}
 		}
 		var off uint64
 		for k, ts := range want[i] {
@@ -496,6 +564,9 @@ func TestPushChurn(t *testing.T) {
 				}
 				if hs[j]-ts[j] != off {
 					t.Fatalf("push %d: thread %v: sample %d at %d, given at %d: not the push's offset %d", i, k, j, hs[j], ts[j], off)
+				}
+				if h, w := haveStacks[at{k, hs[j]}], wantStacks[i][at{k, ts[j]}]; h != w {
+					t.Errorf("push %d: thread %v: the sample at %d has the stack %q, resolved alone %q", i, k, ts[j], h, w)
 				}
 			}
 			delete(have, k)

@@ -6,9 +6,12 @@ import (
 	"context"
 	"encoding/binary"
 	"io"
+	"maps"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -19,6 +22,7 @@ import (
 	"github.com/jitprof/jitprof/internal/otlp"
 	"github.com/jitprof/jitprof/internal/otlp/otlptest"
 	"github.com/jitprof/jitprof/internal/process"
+	"github.com/jitprof/jitprof/internal/resolve"
 	"github.com/jitprof/jitprof/perfdata"
 )
 
@@ -173,5 +177,174 @@ func TestPushRounds(t *testing.T) {
 	}
 	if left, _ := os.ReadDir(filepath.Join(d.cfg.Dir, SpoolDir)); len(left) != 0 {
 		t.Errorf("the spool holds %d files once everything was sent", len(left))
+	}
+}
+
+// TestPushPIDSlots: samples of processes interleaved, among them the
+// idle task's (pid 0) and processes whose pids share the low bits the
+// pusher keeps recent processes by (recentPIDs), arrive each in its own
+// process, as many as were taken, push after push, also when one of
+// them exits between pushes.
+func TestPushPIDSlots(t *testing.T) {
+	t.Setenv("JITPROF_CACHE_DIR", t.TempDir())
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	attr := &perfdata.Attr{Type: perfdata.TypeSoftware, SampleType: perfdata.SampleIP | perfdata.SampleTID | perfdata.SampleTime | perfdata.SamplePeriod,
+		Flags: perfdata.FlagSampleIDAll, SamplePeriod: 1000000, Name: "cpu-clock"}
+	root, err := os.OpenRoot(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	tr := process.New()
+	var got [][]byte
+	sent := make(signalling, 1)
+	p, err := newPusher(root, Push{Every: time.Hour, Delivery: delivery.Config{Endpoint: "test", Protocol: delivery.ProtocolHTTP}, Resource: otlp.Options{ServiceName: "test"}},
+		keeping{sent, &got}, attr, false, tr, func(uint32) (linux.Identity, bool) { return linux.Identity{}, false }, tr.Forget)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	im := loadBenchImage(t, self, 0, 20, rng)
+	pids := []uint32{0, 7, 7 + uint32(len(recentPIDs{})), 7 + 2*uint32(len(recentPIDs{}))}
+	mapped := map[uint32]*process.Mapping{}
+	tm := uint64(1000)
+	for _, pid := range pids[1:] {
+		tr.Fork(pid, 1, pid, 1, tm)
+		tr.SetComm(pid, pid, tm, "p"+strconv.Itoa(int(pid)), true)
+		tr.Map(process.Mapping{PID: pid, Start: im.start, End: im.end, Pgoff: im.pgoff, Path: im.path, Time: tm, Exec: true})
+		mapped[pid] = tr.Lookup(pid, im.start, tm, false)
+	}
+	kernel := kernelPlaces(10, rng)
+	var want []map[uint32]int64
+	interval := func(exit uint32) {
+		t.Helper()
+		want = append(want, map[uint32]int64{})
+		for round := range 4 {
+			for i := range 300 {
+				pid := pids[(i+round)%len(pids)]
+				s := perfdata.Sample{Common: perfdata.Common{Attr: attr, PID: pid, TID: pid, Time: tm, Misc: perfdata.MiscUser}, IP: im.pick(rng), Period: 1000000}
+				m := mapped[pid]
+				if pid == 0 || rng.IntN(4) == 0 {
+					if len(kernel) == 0 {
+						continue
+					}
+					s.Misc, s.IP, m = perfdata.MiscKernel, kernel[rng.IntN(len(kernel))], nil
+				}
+				tm += 1000
+				p.add(&s, m)
+				want[len(want)-1][pid]++
+			}
+			if round == 1 && exit != 0 {
+				p.forgetLater(exit)
+				p.resolvedAt = time.Time{}
+				pids = slices.DeleteFunc(pids, func(pid uint32) bool { return pid == exit })
+			}
+			if round == 3 {
+				p.cutAt = time.Time{}
+			}
+			p.endRound()
+		}
+		select {
+		case <-sent:
+		case <-time.After(pushWait):
+			t.Fatalf("push %d not exported in %v", len(want), pushWait)
+		}
+	}
+	interval(0)
+	interval(pids[2])
+	interval(0)
+	go func() {
+		for range sent {
+		}
+	}()
+	if err := p.close(); err != nil {
+		t.Fatal(err)
+	}
+	close(sent)
+	if len(got) != len(want) {
+		t.Fatalf("%d batches for %d pushes", len(got), len(want))
+	}
+	for i := range want {
+		zr, err := gzip.NewReader(bytes.NewReader(got[i]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, err := io.ReadAll(zr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ss, err := otlptest.DecodeRequest(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		have := map[uint32]int64{}
+		for _, s := range ss {
+			pid, _ := s.Resource["process.pid"].(int64)
+			have[uint32(pid)] += s.Count()
+		}
+		if !maps.Equal(have, want[i]) {
+			t.Errorf("push %d: samples by pid %v, want %v", i, have, want[i])
+		}
+	}
+}
+
+// TestPlacesGroup: places.group links each sample to the next of its
+// place in the order taken, each place once, in the order first met:
+// samples of one key at other places (another address, thread, mode,
+// mapping or callchain) are places of their own, as are places whose
+// keys fall in one slot of the table.
+func TestPlacesGroup(t *testing.T) {
+	m1, m2 := &process.Mapping{ID: 1}, &process.Mapping{ID: 2}
+	w := &waiting{words: []uint64{1, 2, 1, 3}}
+	type place struct {
+		key, ip   uint64
+		tid       uint32
+		mode      resolve.Mode
+		m         *process.Mapping
+		chain     int32
+		chainSize int32
+	}
+	placesOf := []place{
+		{key: 1 << 32, ip: 10, tid: 1, mode: resolve.ModeUser, m: m1},
+		{key: 1 << 32, ip: 11, tid: 1, mode: resolve.ModeUser, m: m1},                         // another address
+		{key: 1 << 32, ip: 10, tid: 2, mode: resolve.ModeUser, m: m1},                         // thread
+		{key: 1 << 32, ip: 10, tid: 1, mode: resolve.ModeKernel},                              // mode
+		{key: 1 << 32, ip: 10, tid: 1, mode: resolve.ModeUser, m: m2},                         // mapping
+		{key: 1 << 32, ip: 10, tid: 1, mode: resolve.ModeUser, m: m1, chain: 0, chainSize: 2}, // callchain
+		{key: 1 << 32, ip: 10, tid: 1, mode: resolve.ModeUser, m: m1, chain: 2, chainSize: 2}, // another one
+		{key: 1<<32 + 1, ip: 10, tid: 1, mode: resolve.ModeUser, m: m1},                       // another key, one slot
+		{key: 2 << 32, ip: 20, tid: 1, mode: resolve.ModeUser, m: m1},
+	}
+	rng := rand.New(rand.NewPCG(7, 8))
+	want := make([][]int32, len(placesOf)) // the samples of each place, by place
+	var order []int                        // each place's place in the order first met
+	for i := range 200 {
+		k := rng.IntN(len(placesOf))
+		pl := placesOf[k]
+		if len(want[k]) == 0 {
+			order = append(order, k)
+		}
+		want[k] = append(want[k], int32(i))
+		w.samples = append(w.samples, waitingSample{key: pl.key, time: uint64(i), ip: pl.ip, tid: pl.tid, mode: pl.mode, m: pl.m,
+			chain: pl.chain, chainEnd: pl.chain + pl.chainSize})
+	}
+	var pl places
+	for range 2 { // the arrays used again
+		pl.group(w)
+		if len(pl.firsts) != len(order) {
+			t.Fatalf("%d places, want %d", len(pl.firsts), len(order))
+		}
+		for j, f := range pl.firsts {
+			var got []int32
+			for i := f; i >= 0; i = pl.next[i] {
+				got = append(got, i)
+			}
+			if !slices.Equal(got, want[order[j]]) {
+				t.Errorf("place %d met %d: samples %v, want %v", order[j], j, got, want[order[j]])
+			}
+		}
 	}
 }

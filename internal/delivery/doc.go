@@ -1,6 +1,8 @@
 // Package delivery gets OTLP profiles requests to a Collector without
 // losing them: a spool of unsent batches in a directory (Spool: bounded
-// in bytes, the oldest dropped first and counted, kept across restarts),
+// in bytes, the oldest dropped first and counted, kept across restarts;
+// the batch put last also kept in memory, which the Sender takes instead
+// of reading its file back),
 // a Sender that takes batches without ever waiting for the network and
 // sends them oldest first, retrying as the OTLP specification says
 // (exponential backoff with jitter, the server's Retry-After or

@@ -43,6 +43,14 @@ type Spool struct {
 	bytes int64
 	next  uint64
 	busy  uint64 // the batch being sent (Oldest), 0 for none
+	// last is the file of the batch put last, kept in memory until
+	// it is removed or another is put, so that Oldest need not read
+	// back what it has just written: the Sender sends each batch soon
+	// after it is put. The file stays the copy that lasts.
+	last struct {
+		seq  uint64
+		file []byte
+	}
 	// Batches and bytes dropped: the oldest, to keep the bound; batches
 	// larger than the bound; files that were not whole batches.
 	dropped, droppedBytes uint64
@@ -192,11 +200,13 @@ func (s *Spool) Put(batch []byte) error {
 	s.mu.Unlock()
 
 	// Written outside the lock: Oldest and Remove go on meanwhile.
-	if err := s.write(seq, batch); err != nil {
+	file := appendBatch(make([]byte, 0, size), batch)
+	if err := s.write(seq, file); err != nil {
 		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.last.seq, s.last.file = seq, file
 	s.files = append(s.files, spooled{seq, size})
 	slices.SortFunc(s.files, func(a, b spooled) int { return cmpSeq(a.seq, b.seq) })
 	s.bytes += size
@@ -204,15 +214,16 @@ func (s *Spool) Put(batch []byte) error {
 	return nil
 }
 
-// write writes batch seq under a temporary name, syncs it and renames it.
-func (s *Spool) write(seq uint64, batch []byte) error {
+// write writes the file of batch seq (appendBatch's) under a temporary
+// name, syncs it and renames it.
+func (s *Spool) write(seq uint64, file []byte) error {
 	tmp, name := "."+strings.TrimSuffix(spoolName(seq), spoolSuffix)+".tmp", spoolName(seq)
 	fd, err := unix.Openat(s.fd(), tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 	if err != nil {
 		return fmt.Errorf("spool: %s: %w", tmp, err)
 	}
 	f := os.NewFile(uintptr(fd), tmp)
-	_, err = f.Write(appendBatch(nil, batch))
+	_, err = f.Write(file)
 	if err == nil {
 		err = f.Sync()
 	}
@@ -250,12 +261,16 @@ func (s *Spool) evict() {
 func (s *Spool) removeAt(i int) {
 	f := s.files[i]
 	unix.Unlinkat(s.fd(), spoolName(f.seq), 0)
+	if s.last.seq == f.seq {
+		s.last.seq, s.last.file = 0, nil
+	}
 	s.files = slices.Delete(s.files, i, i+1)
 	s.bytes -= f.size
 }
 
 // Oldest returns the oldest batch and marks it busy until Remove or
-// Release: Put does not drop it meanwhile. A file that is not a whole
+// Release: Put does not drop it meanwhile. The batch is the caller's to
+// read, not to change. A file that is not a whole
 // batch is dropped, counted, and reported as the error (the next call
 // goes on with the next batch); ErrEmpty says no batch waits.
 func (s *Spool) Oldest() (uint64, []byte, error) {
@@ -266,6 +281,13 @@ func (s *Spool) Oldest() (uint64, []byte, error) {
 	}
 	f := s.files[0]
 	s.busy = f.seq
+	if s.last.seq == f.seq {
+		// Its bytes as written: the file's are read only after a
+		// restart, or once a later batch was put.
+		batch := s.last.file[spoolHeader:]
+		s.mu.Unlock()
+		return f.seq, batch, nil
+	}
 	s.mu.Unlock()
 	batch, err := s.read(f.seq)
 	if err != nil {

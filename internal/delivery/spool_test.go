@@ -76,6 +76,48 @@ func TestSpoolOrderAndRestart(t *testing.T) {
 	}
 }
 
+// TestSpoolLast: the batch put last comes out of memory, as it was put
+// (not as the caller's buffer is now), until another is put; then, and
+// after a restart, batches are read from their files, which go only when
+// removed.
+func TestSpoolLast(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "spool")
+	s := openSpool(t, dir, 1<<20)
+	b := batch(1, 100)
+	if err := s.Put(b); err != nil {
+		t.Fatal(err)
+	}
+	b[0] = 9
+	// Batch 1's file changed behind the spool's back: not read.
+	if err := os.WriteFile(filepath.Join(dir, spoolName(1)), appendBatch(nil, batch(7, 100)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	seq, got, err := s.Oldest()
+	if err != nil || got[0] != 1 || len(got) != 100 {
+		t.Fatalf("Oldest: %d bytes, %v, %v; want batch 1 as put", len(got), got[:1], err)
+	}
+	s.Release(seq) // a failed attempt: kept
+	s.Put(batch(2, 100))
+	if seq, got, err = s.Oldest(); err != nil || got[0] != 7 {
+		t.Fatalf("Oldest once another was put: %v, %v; want the file's, 7", got[:1], err)
+	}
+	s.Remove(seq)
+	if _, err := os.Stat(filepath.Join(dir, spoolName(1))); !os.IsNotExist(err) {
+		t.Errorf("batch 1's file after Remove: %v", err)
+	}
+	seq, got, err = s.Oldest()
+	if err != nil || got[0] != 2 {
+		t.Fatalf("Oldest: %v, %v; want 2", got[:1], err)
+	}
+	s.Release(seq)
+	s.Close()
+	s = openSpool(t, dir, 1<<20)
+	defer s.Close()
+	if got := drain(t, s); !slices.Equal(got, []int{2}) {
+		t.Errorf("after a restart: %v, want [2] from its file", got)
+	}
+}
+
 // TestSpoolBound: past its bound the spool drops the oldest batches, but
 // not the one being sent, and counts them; a batch over the bound is
 // dropped at once.

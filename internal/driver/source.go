@@ -45,7 +45,7 @@ type LoadOptions struct {
 	// LeafOnly keeps only the sampled address of each stack: a flat
 	// report needs no callchains.
 	LeafOnly bool
-	// Times keeps the time of every sample (Profile.Times), where the
+	// Times keeps the time of every sample (Entry.Times), where the
 	// source has them.
 	Times bool
 	// Arcs asks a source that keeps caller-callee arcs instead of stacks

@@ -138,11 +138,14 @@ type pidState struct {
 	jit    *jitProc
 	// anon are the images of its anonymous mappings by mapping ID.
 	anon map[int32]sampledb.ImageID
-	// last caches the mapping of the last sample, valid at version.
-	last    *process.Mapping
-	version uint64
-	polled  uint64 // the round its JIT data was last read
-	sampled uint64 // the round it has samples in (Sampled)
+	// last caches the mapping of the last sample, valid at version
+	// for the samples of [from, to): an epoch of the process's address
+	// space, in which every address resolves one way.
+	last     *process.Mapping
+	version  uint64
+	from, to uint64
+	polled   uint64 // the round its JIT data was last read
+	sampled  uint64 // the round it has samples in (Sampled)
 	// cred is whose rights its images are read with to unwind its
 	// stacks, once credSet (Ingest.cred).
 	cred    trust.Cred
@@ -212,8 +215,9 @@ func (in *Ingest) Add(s *perfdata.Sample) { in.add(s) }
 
 // add is Add, returning the callchain whose arcs were counted: the
 // sample's own, or with Unwind the one unwound from its user stack
-// (valid until the next add).
-func (in *Ingest) add(s *perfdata.Sample) []uint64 {
+// (valid until the next add); and the mapping its address fell in (nil
+// in the kernel or in none).
+func (in *Ingest) add(s *perfdata.Sample) ([]uint64, *process.Mapping) {
 	in.Samples++
 	st := in.pid(s.PID)
 	var smp sampledb.Sample
@@ -221,14 +225,18 @@ func (in *Ingest) add(s *perfdata.Sample) []uint64 {
 	kernel := s.CPUMode() == perfdata.MiscKernel
 	if !in.place(st, s.PID, s.IP, s.Time, kernel, true, &smp.Image, &smp.Key1, &smp.Key2) {
 		in.Unresolved++
-		return s.Callchain
+		return s.Callchain, nil
+	}
+	var m *process.Mapping
+	if !kernel {
+		m = st.last // place's, before arcs places the callers
 	}
 	smp.App = in.app(st, s.PID)
 	if in.db.Add(&smp) != nil {
 		in.Errors++
 	}
 	if !in.CallGraph {
-		return s.Callchain
+		return s.Callchain, m
 	}
 	chain := s.Callchain
 	if in.Unwind {
@@ -237,7 +245,7 @@ func (in *Ingest) add(s *perfdata.Sample) []uint64 {
 	if len(chain) > 0 {
 		in.arcs(st, s, chain, &smp)
 	}
-	return chain
+	return chain, m
 }
 
 // place finds the image and the keys of addr in process pid at time t;
@@ -257,14 +265,25 @@ func (in *Ingest) place(st *pidState, pid uint32, addr, t uint64, kernel, resync
 		return true
 	}
 	m := st.last
-	if v := in.procs.Version(); m == nil || st.version != v || addr < m.Start || addr >= m.End {
+	// The last sample's mapping is another time's, the one it held then
+	// when the process mapped something over it in the round (an exec
+	// at the same addresses): it holds at this one only in the epoch of
+	// the process's address space it was found in.
+	if in.procs.Version() != st.version || t < st.from || t >= st.to {
+		m = nil
+	}
+	if m == nil || addr < m.Start || addr >= m.End {
 		if m = in.procs.Lookup(pid, addr, t, false); m == nil && resync && in.resync(st, pid, t) {
 			m = in.procs.Lookup(pid, addr, t, false)
 		}
 		if m == nil {
 			return false
 		}
-		st.last, st.version = m, in.procs.Version()
+		if v := in.procs.Version(); v != st.version || t < st.from || t >= st.to {
+			sp := in.procs.Epoch(pid, t)
+			st.version, st.from, st.to = v, sp.From, sp.To
+		}
+		st.last = m
 	}
 	if m.Anon {
 		return in.placeAnon(st, pid, m, addr, t, image, k1, k2)

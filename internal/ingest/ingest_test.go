@@ -578,3 +578,33 @@ func TestResyncBounded(t *testing.T) {
 		t.Errorf("a process started after the sample: %d stats, %d reads of its mappings; want some, none", reads.stats, reads.maps)
 	}
 }
+
+// TestMappingByTime: a round's samples at one address, before and after
+// a file was mapped over it there, each in the mapping of its own time,
+// in whatever order they come: the mapping found for one sample is not
+// taken for another of another time. The daemon's push names them by
+// the mapping ingest hands it.
+func TestMappingByTime(t *testing.T) {
+	in, _, _ := newTestIngest(t)
+	in.procs.Map(process.Mapping{PID: testPID, Start: appStart, End: appStart + 0x100000, Path: "/usr/bin/other", Time: t0 + 500, Exec: true})
+	var want []string
+	for _, tm := range []uint64{100, 600, 200, 700, 650, 300} {
+		in.Keep(sample(appStart+0x10, tm, false))
+		if tm < 500 {
+			want = append(want, "/usr/bin/app")
+		} else {
+			want = append(want, "/usr/bin/other")
+		}
+	}
+	var got []string
+	in.Round(func(s *perfdata.Sample, m *process.Mapping) {
+		if m == nil {
+			got = append(got, "none")
+			return
+		}
+		got = append(got, m.Path)
+	})
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("the samples' mappings %q, want %q", got, want)
+	}
+}

@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"github.com/jitprof/jitprof/internal/process"
 	"github.com/jitprof/jitprof/internal/record"
 	"github.com/jitprof/jitprof/internal/unwind"
 	"github.com/jitprof/jitprof/perfdata"
@@ -99,15 +100,17 @@ func (in *Ingest) keptSamples(add func(*perfdata.Sample)) {
 // (BeginRound), then the samples, then the processes that exited let go
 // of (EndRound). then, unless nil, sees each sample after it was
 // counted, its Callchain the one whose arcs were (unwound from the user
-// stack with Unwind), valid only during the call: the daemon's OTLP push
-// takes its samples there, so its stacks are the session's.
+// stack with Unwind), valid only during the call, and the mapping its
+// address fell in (nil in the kernel or in none): the daemon's OTLP
+// push takes its samples there, so its stacks are the session's, and
+// does not look their mappings up again.
 //
 // The live daemon calls it at the end of each drain (a record.Sink's
 // EndRound), Import at each of a recording's FINISHED_ROUNDs; a
 // recording's JIT data is applied first as far as the daemon would have
 // read it by then: what was written by the round's last sample and a
 // poll after.
-func (in *Ingest) Round(then func(*perfdata.Sample)) {
+func (in *Ingest) Round(then func(*perfdata.Sample, *process.Mapping)) {
 	lastPID, lastTime := ^uint32(0), uint64(0)
 	for i := range in.kept.samples {
 		s := &in.kept.samples[i].s
@@ -122,10 +125,10 @@ func (in *Ingest) Round(then func(*perfdata.Sample)) {
 	}
 	in.BeginRound()
 	in.keptSamples(func(s *perfdata.Sample) {
-		chain := in.add(s)
+		chain, m := in.add(s)
 		if then != nil {
 			s.Callchain = chain
-			then(s)
+			then(s, m)
 		}
 	})
 	in.EndRound()

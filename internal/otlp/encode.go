@@ -91,8 +91,13 @@ type encoder struct {
 	images, funcs, frames, nodes         []int32
 	imageTab, funcTab, frameTab, nodeTab []int32
 	// jitType is the frame type of each JIT image, from the first
-	// process met with samples in it.
+	// process met with samples in it; untyped counts the JIT images
+	// without one yet: with none, no stack need be looked at for them.
 	jitType []string
+	untyped int
+	// threadAttrs are the attributes of each thread met, by thread
+	// (empty: not yet met).
+	threadAttrs []packedAttrs
 }
 
 // attr is an attribute of the dictionary: a key and a string or an int.
@@ -105,9 +110,15 @@ type attr struct {
 
 func newEncoder(p *profile.Profile, opts Options) *encoder {
 	e := &encoder{p: p, opts: opts, procs: map[uint32]profile.Process{},
-		strs: map[string]int32{}, attrs: map[attr]int32{}, jitType: make([]string, len(p.Images))}
+		strs: map[string]int32{}, attrs: map[attr]int32{}, jitType: make([]string, len(p.Images)),
+		threadAttrs: make([]packedAttrs, len(p.Threads))}
 	e.str("")
 	e.attrTab = append(e.attrTab, attr{})
+	for i := range p.Images {
+		if p.Images[i].Kind == profile.ImageAnon {
+			e.untyped++
+		}
+	}
 	for _, pr := range p.Processes {
 		e.procs[pr.PID] = pr
 	}
@@ -169,10 +180,13 @@ type resourceData struct {
 
 // profileData is the samples of one process and event.
 type profileData struct {
-	event         int32
-	samples       []*sampleData
-	index         map[[2]int32]int // (stack node, thread) -> samples' index
+	event   int32
+	samples []sampleData
+	// index finds the sample of a stack node and thread, when the
+	// profile has entries of one stack and thread on several CPUs.
+	index         map[[2]int32]int
 	count, period uint64
+	entries       int // the profile's entries: its samples, or more
 	// timed says every entry kept the time of each of its samples.
 	timed bool
 }
@@ -190,41 +204,88 @@ type sampleData struct {
 func (e *encoder) resources() []*resourceData {
 	p := e.p
 	byPID := map[uint32]*resourceData{}
+	// byThread is the resource of each thread met: a lookup by pid for
+	// every entry was a tenth of encoding the daemon's push.
+	byThread := make([]*resourceData, len(p.Threads))
+	// Entries of one CPU (or none, as the daemon's push) are of one
+	// stack and thread each, as the Builder keys them: each is a
+	// sample, without looking its stack and thread up.
+	oneCPU := true
+	for i := range p.Entries {
+		if p.Entries[i].CPU != p.Entries[0].CPU {
+			oneCPU = false
+			break
+		}
+	}
+	// First the profile of each entry, and how many each has; then
+	// their samples, in one array, each profile's part of it as long
+	// as its entries: a profile's samples appended one by one, grown
+	// again and again, were a third of grouping the push's entries.
+	of := make([]*profileData, len(p.Entries))
 	var out []*resourceData
-	for _, en := range p.Entries {
+	n := 0
+	for i := range p.Entries {
+		en := &p.Entries[i]
 		if en.Count == 0 {
 			continue
 		}
 		th := &p.Threads[en.Thread]
-		r := byPID[th.PID]
+		r := byThread[en.Thread]
 		if r == nil {
-			r = &resourceData{pid: th.PID}
-			byPID[th.PID] = r
-			out = append(out, r)
+			if r = byPID[th.PID]; r == nil {
+				r = &resourceData{pid: th.PID}
+				byPID[th.PID] = r
+				out = append(out, r)
+			}
+			byThread[en.Thread] = r
 		}
 		if th.TID == th.PID || r.comm == "" {
 			r.comm = p.Strings[th.Comm]
 		}
 		var pd *profileData
-		if i := slices.IndexFunc(r.profiles, func(x *profileData) bool { return x.event == en.Event }); i >= 0 {
-			pd = r.profiles[i]
+		if j := slices.IndexFunc(r.profiles, func(x *profileData) bool { return x.event == en.Event }); j >= 0 {
+			pd = r.profiles[j]
 		} else {
-			pd = &profileData{event: en.Event, index: map[[2]int32]int{}, timed: p.Times != nil}
+			pd = &profileData{event: en.Event, timed: true}
+			if !oneCPU {
+				pd.index = map[[2]int32]int{}
+			}
 			r.profiles = append(r.profiles, pd)
 		}
 		pd.count += en.Count
 		pd.period += en.Period
-		k := [2]int32{en.Stack, en.Thread}
-		i, ok := pd.index[k]
-		if !ok {
-			i = len(pd.samples)
-			pd.index[k] = i
-			pd.samples = append(pd.samples, &sampleData{node: en.Stack, thread: en.Thread})
+		pd.entries++
+		n++
+		of[i] = pd
+		e.typeJIT(en.Stack, th.PID, p.Strings[th.Comm])
+	}
+	all := make([]sampleData, n)
+	for _, r := range out {
+		for _, pd := range r.profiles {
+			pd.samples, all = all[:0:pd.entries], all[pd.entries:]
 		}
-		s := pd.samples[i]
+	}
+	for i := range p.Entries {
+		pd := of[i]
+		if pd == nil {
+			continue
+		}
+		en := &p.Entries[i]
+		j, ok := len(pd.samples), false
+		if !oneCPU {
+			k := [2]int32{en.Stack, en.Thread}
+			if j, ok = pd.index[k]; !ok {
+				j = len(pd.samples)
+				pd.index[k] = j
+			}
+		}
+		if !ok {
+			pd.samples = append(pd.samples, sampleData{node: en.Stack, thread: en.Thread})
+		}
+		s := &pd.samples[j]
 		s.count += en.Count
 		if pd.timed {
-			ts := p.Times[en.Key]
+			ts := en.Times
 			if uint64(len(ts)) != en.Count {
 				pd.timed = false
 			}
@@ -238,7 +299,6 @@ func (e *encoder) resources() []*resourceData {
 				s.times = append(s.times, ts...)
 			}
 		}
-		e.typeJIT(en.Stack, th.PID, p.Strings[th.Comm])
 	}
 	slices.SortFunc(out, func(a, b *resourceData) int { return cmp.Compare(a.pid, b.pid) })
 	for _, r := range out {
@@ -251,10 +311,11 @@ func (e *encoder) resources() []*resourceData {
 // frame type the type of pid's runtime.
 func (e *encoder) typeJIT(node int32, pid uint32, comm string) {
 	p := e.p
-	for ; node >= 0; node = p.Nodes[node].Parent {
+	for ; node >= 0 && e.untyped > 0; node = p.Nodes[node].Parent {
 		f := p.FuncOf(p.Nodes[node].Frame)
 		if im := &p.Images[f.Image]; im.Kind == profile.ImageAnon && e.jitType[f.Image] == "" {
 			e.jitType[f.Image] = jitFrameType(im.Handler, e.procs[pid].Exe, comm)
+			e.untyped--
 		}
 	}
 }
@@ -360,8 +421,8 @@ func (e *encoder) profile(b []byte, r *resourceData, pd *profileData) []byte {
 	ev := p.Events[pd.event]
 	b = appendMessage(b, 1, func(b []byte) []byte { return e.valueType(b, typeSamples, unitCount) })
 	at := len(b)
-	for _, s := range pd.samples {
-		b = appendMessage(b, 2, func(b []byte) []byte { return e.sample(b, s, pd.timed) })
+	for i := range pd.samples {
+		b = appendMessage(b, 2, func(b []byte) []byte { return e.sample(b, &pd.samples[i], pd.timed) })
 	}
 	// The ID is a hash of the content: of who and when, and of the
 	// samples' bytes through their CRC-32C (the processor's CRC
@@ -420,16 +481,33 @@ func (e *encoder) sample(b []byte, s *sampleData, timed bool) []byte {
 	p := e.p
 	th := &p.Threads[s.thread]
 	b = appendVarint(b, 1, uint64(e.stack(s.node)))
-	b = appendPacked(b, 2, []int32{e.intAttr("thread.id", int64(th.TID)), e.strAttr("thread.name", p.Strings[th.Comm])})
+	at := &e.threadAttrs[s.thread]
+	if at.n == 0 {
+		// Once a thread, as the field's bytes: looking its attributes
+		// up for every sample was a fifth of encoding the daemon's
+		// push, and packing them again a tenth of what was left.
+		ids := []int32{e.intAttr("thread.id", int64(th.TID)), e.strAttr("thread.name", p.Strings[th.Comm])}
+		at.n = uint8(len(appendPacked(at.b[:0], 2, ids)))
+	}
+	b = append(b, at.b[:at.n]...)
 	if !timed {
 		return appendPacked(b, 4, []int64{int64(s.count)})
 	}
 	slices.Sort(s.times)
 	b = binary.AppendUvarint(appendTag(b, 5, wireBytes), uint64(8*len(s.times)))
-	for _, t := range s.times {
-		b = binary.LittleEndian.AppendUint64(b, e.wallOf(t))
+	at0 := len(b)
+	b = slices.Grow(b, 8*len(s.times))[:at0+8*len(s.times)]
+	for i, t := range s.times {
+		binary.LittleEndian.PutUint64(b[at0+8*i:], e.wallOf(t))
 	}
 	return b
+}
+
+// packedAttrs is a sample's attribute_indices field as encoded: a tag,
+// a length and two varints of at most 5 bytes.
+type packedAttrs struct {
+	n uint8
+	b [12]byte
 }
 
 // stack returns the dictionary's stack of the stack ending at node.

@@ -144,6 +144,56 @@ func TestEncode(t *testing.T) {
 	}
 }
 
+// TestEncodeOneCPU: a profile without CPUs, as the daemon's push, its
+// entries unsorted and each of one stack and thread (the encoder does
+// not group them), gives the samples of the same profile with CPUs.
+func TestEncodeOneCPU(t *testing.T) {
+	p := jitProfile()
+	t0 := uint64(1_700_000_000_000_000_000 + 1000 - 500)
+	var want []string
+	b, err := Encode(p, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss, err := otlptest.DecodeRequest(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range ss {
+		want = append(want, describe(s, t0))
+	}
+	slices.Sort(want)
+	// The entries of one stack and thread on several CPUs made one,
+	// their times in no order, the entries backwards.
+	var entries []profile.Entry
+	for _, e := range slices.Backward(p.Entries) {
+		k := e.Key
+		k.CPU = -1
+		if i := slices.IndexFunc(entries, func(x profile.Entry) bool { return x.Key == k }); i >= 0 {
+			entries[i].Times = append(slices.Clone(e.Times), entries[i].Times...)
+			entries[i].Count += e.Count
+			entries[i].Period += e.Period
+			continue
+		}
+		entries = append(entries, profile.Entry{Key: k, Value: e.Value, Times: e.Times})
+	}
+	p.Entries = entries
+	if b, err = Encode(p, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if ss, err = otlptest.DecodeRequest(b); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, s := range ss {
+		got = append(got, describe(s, t0))
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Errorf("samples without CPUs:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
 // TestEncodeHost: a recording made on another machine gets its own
 // host.name and not this machine's host.id.
 func TestEncodeHost(t *testing.T) {
@@ -282,9 +332,9 @@ func TestJITFrameType(t *testing.T) {
 // own).
 func TestAppend(t *testing.T) {
 	p := jitProfile()
-	times := map[profile.Key][]uint64{}
-	for k, ts := range p.Times {
-		times[k] = slices.Clone(ts)
+	var times [][]uint64
+	for _, e := range p.Entries {
+		times = append(times, slices.Clone(e.Times))
 	}
 	want, err := Encode(p, Options{})
 	if err != nil {
@@ -298,9 +348,9 @@ func TestAppend(t *testing.T) {
 	if err != nil || string(got) != string(want) {
 		t.Fatalf("Append into a buffer used again: %d bytes (%v), want Encode's %d", len(got), err, len(want))
 	}
-	for k, ts := range p.Times {
-		if !slices.Equal(ts, times[k]) {
-			t.Errorf("times of %+v: %v after encoding, %v before", k, ts, times[k])
+	for i, e := range p.Entries {
+		if !slices.Equal(e.Times, times[i]) {
+			t.Errorf("times of %+v: %v after encoding, %v before", e.Key, e.Times, times[i])
 		}
 	}
 }

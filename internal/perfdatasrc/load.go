@@ -48,7 +48,7 @@ type Options struct {
 	// LeafOnly keeps only the sampled address of each stack, for flat
 	// reports: the callchains are not resolved.
 	LeafOnly bool
-	// Times keeps the time of every sample (Profile.Times).
+	// Times keeps the time of every sample (Entry.Times).
 	Times bool
 	// Timeline, when set, is the file's timeline from BuildTimeline,
 	// which Load then does not build again.

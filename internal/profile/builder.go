@@ -1,5 +1,7 @@
 package profile
 
+import "math/bits"
+
 // Builder builds a Profile, interning every table so that equal images,
 // functions, frames, stacks and threads get one id.
 type Builder struct {
@@ -10,12 +12,27 @@ type Builder struct {
 	nodes   map[uint64]int32 // parent<<32 | frame: a 64-bit key hashes fastest
 	threads map[Thread]int32
 	strings map[string]int32
-	entries map[Key]int32
+	entries entryTable
 	// last is the entry Add found last: consecutive samples of one CPU
 	// often share their key, and comparing it is cheaper than hashing it.
 	last   Key
 	lastID int32
+	// With KeepTimes, the times added since the entries' Times were
+	// last made are kept in the order added, in runs of one entry each,
+	// and put in the entries' Times when they are asked for (Meta,
+	// Profile, TakeEntries, Merge): an entry's slice of times looked
+	// up, grown and stored again for every AddTimes was a third of
+	// adding a place's samples (the daemon's push), and each entry's
+	// slice an allocation.
+	timed bool
+	added []uint64
+	runs  []timeRun
+	// at is the runs' times of each entry, while they are put in Times.
+	at []int32
 }
+
+// timeRun is n times of Builder.added, of entry id.
+type timeRun struct{ id, n int32 }
 
 type imageKey struct {
 	name, buildID string
@@ -37,7 +54,6 @@ func NewBuilder() *Builder {
 		nodes:   map[uint64]int32{},
 		threads: map[Thread]int32{},
 		strings: map[string]int32{},
-		entries: map[Key]int32{},
 	}
 	b.String("") // so that string id 0, the zero value, means none
 	return b
@@ -105,8 +121,10 @@ func (b *Builder) Add(k Key, count, period uint64) {
 	ev.Count += count
 	ev.Total += period
 	id, ok := b.lastID, k == b.last && len(b.p.Entries) > 0
+	slot := -1
 	if !ok {
-		id, ok = b.entries[k]
+		id, slot = b.entries.find(b.p.Entries, k)
+		ok = id >= 0
 	}
 	if ok {
 		e := &b.p.Entries[id]
@@ -116,64 +134,181 @@ func (b *Builder) Add(k Key, count, period uint64) {
 		return
 	}
 	b.last, b.lastID = k, int32(len(b.p.Entries))
-	b.entries[k] = int32(len(b.p.Entries))
-	b.p.Entries = append(b.p.Entries, Entry{k, Value{count, period}})
+	b.p.Entries = append(b.p.Entries, Entry{Key: k, Value: Value{count, period}})
+	b.entries.add(b.p.Entries, slot)
+}
+
+// entryTable finds an entry by its key: open addressing over the
+// entries' indices, each slot an index +1 (0: empty), the keys those of
+// the entries themselves. A Go map of the keys hashed and compared them
+// through the runtime's generic path, 16 bytes each: some 400
+// instructions to add an entry, which each place of the daemon's push
+// is.
+type entryTable struct{ slots []int32 }
+
+// hashKey mixes a key's four fields into a word.
+func hashKey(k Key) uint64 {
+	h := uint64(uint32(k.Stack)) | uint64(uint32(k.Thread))<<32
+	h ^= (uint64(uint32(k.CPU)) | uint64(uint32(k.Event))<<32) * 0x9e3779b97f4a7c15
+	h *= 0xbf58476d1ce4e5b9
+	return h ^ h>>31
+}
+
+// find returns the index in es of the entry of k, or -1 and the slot
+// for it.
+func (t *entryTable) find(es []Entry, k Key) (int32, int) {
+	if len(t.slots) == 0 {
+		return -1, -1
+	}
+	mask := uint64(len(t.slots) - 1)
+	for i := hashKey(k) & mask; ; i = (i + 1) & mask {
+		s := t.slots[i]
+		if s == 0 {
+			return -1, int(i)
+		}
+		if es[s-1].Key == k {
+			return s - 1, -1
+		}
+	}
+}
+
+// add puts the last of es in slot (-1: find one), growing the table
+// to keep it at most half full.
+func (t *entryTable) add(es []Entry, slot int) {
+	if 2*len(es) > len(t.slots) {
+		t.slots = make([]int32, max(64, 1<<bits.Len(uint(4*len(es)-1))))
+		mask := uint64(len(t.slots) - 1)
+		for id := range es {
+			i := hashKey(es[id].Key) & mask
+			for t.slots[i] != 0 {
+				i = (i + 1) & mask
+			}
+			t.slots[i] = int32(id) + 1
+		}
+		return
+	}
+	if slot < 0 {
+		_, slot = t.find(es[:len(es)-1], es[len(es)-1].Key)
+	}
+	t.slots[slot] = int32(len(es))
 }
 
 // KeepTimes makes the Builder keep the time of every sample added
-// with AddAt, in Profile.Times. Call it before the first sample.
-func (b *Builder) KeepTimes() { b.p.Times = map[Key][]uint64{} }
+// with AddAt or AddTimes, in its entry's Times. Call it before the
+// first sample.
+func (b *Builder) KeepTimes() { b.timed = true }
 
 // AddAt adds count samples taken at time tm to the entry of k, keeping
 // the time when KeepTimes was called.
 func (b *Builder) AddAt(k Key, count, period, tm uint64) {
 	b.Add(k, count, period)
-	if b.p.Times != nil {
-		ts := b.p.Times[k]
+	if b.timed {
 		for range count {
-			ts = append(ts, tm)
+			b.added = append(b.added, tm)
 		}
-		b.p.Times[k] = ts
+		b.run(count)
 	}
 }
 
 // AddTimes adds the samples taken at times to the entry of k, their
 // periods summing to period, keeping their times when KeepTimes was
-// called: AddAt of each, with one lookup of the entry and its times.
+// called: AddAt of each, with one lookup of the entry.
 func (b *Builder) AddTimes(k Key, period uint64, times []uint64) {
 	b.Add(k, uint64(len(times)), period)
-	if b.p.Times != nil {
-		b.p.Times[k] = append(b.p.Times[k], times...)
+	if b.timed {
+		b.added = append(b.added, times...)
+		b.run(uint64(len(times)))
 	}
 }
 
+// run says the last n times added are of the entry Add found last.
+func (b *Builder) run(n uint64) {
+	if n == 0 {
+		return
+	}
+	if l := len(b.runs) - 1; l >= 0 && b.runs[l].id == b.lastID {
+		b.runs[l].n += int32(n)
+		return
+	}
+	b.runs = append(b.runs, timeRun{b.lastID, int32(n)})
+}
+
+// putTimes puts the times added since it last did in the entries'
+// Times: each entry's after those it has, in the order added, all in
+// one array.
+func (b *Builder) putTimes() {
+	if len(b.runs) == 0 {
+		return
+	}
+	if cap(b.at) < len(b.p.Entries) {
+		b.at = make([]int32, len(b.p.Entries))
+	}
+	at := b.at[:len(b.p.Entries)]
+	clear(at)
+	for _, r := range b.runs {
+		at[r.id] += r.n
+	}
+	var n int32
+	for id, c := range at {
+		at[id] = n
+		n += c
+	}
+	all := make([]uint64, len(b.added))
+	from := 0
+	for _, r := range b.runs {
+		copy(all[at[r.id]:], b.added[from:from+int(r.n)])
+		at[r.id] += r.n
+		from += int(r.n)
+	}
+	// at[id] is now where entry id's times end.
+	start := int32(0)
+	for id, end := range at {
+		if end == start {
+			continue
+		}
+		e := &b.p.Entries[id]
+		if ts := all[start:end:end]; len(e.Times) == 0 { // an append copies
+			e.Times = ts
+		} else {
+			e.Times = append(e.Times, ts...)
+		}
+		start = end
+	}
+	b.at = at
+	b.added, b.runs = b.added[:0], b.runs[:0]
+}
+
 // TakeEntries hands over the entries added since the Builder began or
-// last handed them over, and their times when it keeps them, and goes
+// last handed them over, with their times when it keeps them, and goes
 // on with none, the events' counts 0: its tables, which the entries'
 // keys index, stay and keep growing. A source that cuts a stream of
 // samples into intervals (the daemon's push) thus resolves a place once
 // whatever interval it falls in, while each interval's profile has its
 // own entries, without going through the entries of those before.
-func (b *Builder) TakeEntries() ([]Entry, map[Key][]uint64) {
-	es, ts := b.p.Entries, b.p.Times
+func (b *Builder) TakeEntries() []Entry {
+	b.putTimes()
+	es := b.p.Entries
 	b.p.Entries = make([]Entry, 0, len(es))
-	if ts != nil {
-		b.p.Times = make(map[Key][]uint64, len(ts))
-	}
-	clear(b.entries)
+	clear(b.entries.slots)
 	b.last, b.lastID = Key{}, 0
 	for i := range b.p.Events {
 		b.p.Events[i].Count, b.p.Events[i].Total = 0, 0
 	}
-	return es, ts
+	return es
 }
 
-// Meta returns the profile's recording fields for the caller to fill.
-func (b *Builder) Meta() *Profile { return &b.p }
+// Meta returns the profile's recording fields for the caller to fill,
+// and its tables and entries as they are: their Times hold the times
+// added up to this call.
+func (b *Builder) Meta() *Profile {
+	b.putTimes()
+	return &b.p
+}
 
 // Profile returns the built profile, its entries sorted. The Builder must
 // not be used afterwards.
 func (b *Builder) Profile() *Profile {
+	b.putTimes()
 	p := &b.p
 	p.SortEntries()
 	return p
@@ -228,9 +363,12 @@ func (b *Builder) Merge(p *Profile) {
 			k.Stack = nodes[k.Stack]
 		}
 		k.Thread = threads[k.Thread]
-		b.Add(k, e.Count, e.Period)
-		if b.p.Times != nil {
-			b.p.Times[k] = append(b.p.Times[k], p.Times[e.Key]...)
+		if b.timed {
+			b.Add(k, e.Count, e.Period)
+			b.added = append(b.added, e.Times...)
+			b.run(uint64(len(e.Times)))
+		} else {
+			b.Add(k, e.Count, e.Period)
 		}
 	}
 }

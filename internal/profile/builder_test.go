@@ -1,6 +1,8 @@
 package profile
 
 import (
+	"maps"
+	"math/rand/v2"
 	"reflect"
 	"slices"
 	"strings"
@@ -134,8 +136,8 @@ func TestAddTimes(t *testing.T) {
 	if e := bulk.Events[0]; e.Count != 5 || e.Total != 43 {
 		t.Errorf("event counts %d samples, period %d; want 5, 43", e.Count, e.Total)
 	}
-	if ts := bulk.Times[Key{Stack: -1, Thread: -1, CPU: 1}]; !reflect.DeepEqual(ts, []uint64{5, 7, 9, 8}) {
-		t.Errorf("times %v, want [5 7 9 8]", ts)
+	if i := slices.IndexFunc(bulk.Entries, func(e Entry) bool { return e.Key == Key{Stack: -1, Thread: -1, CPU: 1} }); i < 0 || !slices.Equal(bulk.Entries[i].Times, []uint64{5, 7, 9, 8}) {
+		t.Errorf("entries %+v, want one of CPU 1 at times [5 7 9 8]", bulk.Entries)
 	}
 }
 
@@ -151,9 +153,9 @@ func TestTakeEntries(t *testing.T) {
 	th := b.Thread(Thread{PID: 1, TID: 1, Comm: b.String("app")})
 	k := Key{Stack: main, Thread: th, CPU: -1}
 	b.AddTimes(k, 20, []uint64{5, 6})
-	es, ts := b.TakeEntries()
-	if want := []Entry{{k, Value{2, 20}}}; !reflect.DeepEqual(es, want) || !slices.Equal(ts[k], []uint64{5, 6}) {
-		t.Fatalf("first interval: %v %v, want %v and times [5 6]", es, ts, want)
+	es := b.TakeEntries()
+	if want := []Entry{{k, Value{2, 20}, []uint64{5, 6}}}; !reflect.DeepEqual(es, want) {
+		t.Fatalf("first interval: %v, want %v", es, want)
 	}
 	if ev := b.Meta().Events[0]; ev.Count != 0 || ev.Total != 0 {
 		t.Errorf("the event's counts after TakeEntries: %+v, want 0", ev)
@@ -166,12 +168,82 @@ func TestTakeEntries(t *testing.T) {
 	other := b.Push(main, b.Frame(Frame{Func: b.Func(Func{Name: "work", Image: im})}))
 	k2 := Key{Stack: other, Thread: th, CPU: -1}
 	b.AddAt(k2, 1, 10, 8)
-	es, ts = b.TakeEntries()
-	if want := []Entry{{k, Value{1, 10}}, {k2, Value{1, 10}}}; !reflect.DeepEqual(es, want) ||
-		!slices.Equal(ts[k], []uint64{7}) || !slices.Equal(ts[k2], []uint64{8}) {
-		t.Errorf("second interval: %v %v, want %v with times [7] and [8]", es, ts, want)
+	es = b.TakeEntries()
+	if want := []Entry{{k, Value{1, 10}, []uint64{7}}, {k2, Value{1, 10}, []uint64{8}}}; !reflect.DeepEqual(es, want) {
+		t.Errorf("second interval: %v, want %v", es, want)
 	}
-	if es, _ := b.TakeEntries(); len(es) != 0 {
+	if es := b.TakeEntries(); len(es) != 0 {
 		t.Errorf("an empty interval: %v", es)
+	}
+}
+
+// TestTimesAsked: the times added show in the entries' Times whenever
+// they are asked for (Meta, TakeEntries, Profile), each entry's in the
+// order added, those added after an ask after the ones before it.
+func TestTimesAsked(t *testing.T) {
+	b := NewBuilder()
+	b.KeepTimes()
+	ev := b.Event(Event{Name: "cpu-clock"})
+	k1 := Key{Stack: -1, Thread: -1, CPU: 1, Event: ev}
+	k2 := Key{Stack: -1, Thread: -1, CPU: 2, Event: ev}
+	want := func(what string, es []Entry, w1, w2 []uint64) {
+		t.Helper()
+		times := func(k Key) []uint64 {
+			if i := slices.IndexFunc(es, func(e Entry) bool { return e.Key == k }); i >= 0 {
+				return es[i].Times
+			}
+			return nil
+		}
+		if !slices.Equal(times(k1), w1) || !slices.Equal(times(k2), w2) {
+			t.Errorf("%s: times %v and %v, want %v and %v", what, times(k1), times(k2), w1, w2)
+		}
+	}
+	b.AddTimes(k1, 2, []uint64{1, 2})
+	b.AddAt(k2, 2, 2, 3)
+	b.AddTimes(k1, 1, []uint64{4})
+	want("Meta", b.Meta().Entries, []uint64{1, 2, 4}, []uint64{3, 3})
+	b.AddTimes(k1, 1, []uint64{5})
+	b.AddTimes(k2, 0, nil)
+	m := b.Meta()
+	want("Meta again", m.Entries, []uint64{1, 2, 4, 5}, []uint64{3, 3})
+	es := b.TakeEntries()
+	want("TakeEntries", es, []uint64{1, 2, 4, 5}, []uint64{3, 3})
+	if len(es) != 2 || es[0].Count != 4 || es[1].Count != 2 {
+		t.Errorf("entries taken %+v, want k1's 4 samples and k2's 2", es)
+	}
+	b.AddAt(k2, 1, 1, 6)
+	want("Profile after TakeEntries", b.Profile().Entries, nil, []uint64{6})
+}
+
+// TestEntryTable: samples of keys that differ in any field, added in a
+// random order over intervals cut by TakeEntries, make one entry a key
+// each with all of its samples, as a map of keys counts them, while the
+// Builder's table of entries grows and empties.
+func TestEntryTable(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	b := NewBuilder()
+	b.Event(Event{Name: "a"})
+	b.Event(Event{Name: "b"})
+	for interval, n := range []int{10, 5000, 300, 0, 20000} {
+		want := map[Key]uint64{}
+		for range n {
+			k := Key{Stack: int32(rng.IntN(50)) - 1, Thread: int32(rng.IntN(40)), CPU: int32(rng.IntN(3)) - 1, Event: int32(rng.IntN(2))}
+			want[k]++
+			b.Add(k, 1, 2)
+		}
+		es := b.TakeEntries()
+		got := map[Key]uint64{}
+		for _, e := range es {
+			if _, dup := got[e.Key]; dup {
+				t.Fatalf("interval %d: two entries of %+v", interval, e.Key)
+			}
+			got[e.Key] = e.Count
+			if e.Period != 2*e.Count {
+				t.Errorf("interval %d: %+v: period %d of %d samples", interval, e.Key, e.Period, e.Count)
+			}
+		}
+		if !maps.Equal(got, want) {
+			t.Errorf("interval %d: %d entries, want %d", interval, len(got), len(want))
+		}
 	}
 }

@@ -105,6 +105,14 @@ type Value struct {
 type Entry struct {
 	Key
 	Value
+	// Times, when the source was asked for them (Builder.KeepTimes),
+	// are the times of the entry's samples, in the recording's clock
+	// and in the order they were added; nil otherwise. On the entry
+	// rather than in a map by key, they go where it goes (a filter
+	// that keeps it, a sort), and the daemon's push, which hands over
+	// thousands of entries every 10 s, neither builds nor looks up a
+	// map of them.
+	Times []uint64
 }
 
 // Event describes one sampled event.
@@ -130,12 +138,6 @@ type Profile struct {
 	// arcs instead of stacks (a sample database's {cg} files); the
 	// entries are then flat.
 	Arcs []Arc
-
-	// Times, when the source was asked for them (Builder.KeepTimes), are
-	// the times of each entry's samples, in the recording's clock and in
-	// the order they were added; nil otherwise. Filters drop entries and
-	// leave their times: look an entry's times up by its key.
-	Times map[Key][]uint64
 
 	// About the recording.
 	Cmdline          []string

@@ -44,8 +44,10 @@ func TestForget(t *testing.T) {
 	if r.last != nil && r.lastPID != 10 {
 		t.Fatalf("the last cache asked for is %d's, forgotten", r.lastPID)
 	}
-	if got := add(12, 20); got != "schedule" || r.pids[12] == nil || len(r.pids[12].leaves) != 1 {
-		t.Fatalf("process 12 again: %q, its cache %+v", got, r.pids[12])
+	// Its thread cached again; its leaf in the kernel is every
+	// process's (kernelLeaves).
+	if got := add(12, 20); got != "schedule" || r.pids[12] == nil || len(r.pids[12].threads) != 1 || len(r.kernelLeaves) != 1 {
+		t.Fatalf("process 12 again: %q, its cache %+v, %d kernel leaves", got, r.pids[12], len(r.kernelLeaves))
 	}
 }
 

@@ -57,6 +57,11 @@ type Sample struct {
 	Event int32 // index in the profile's events
 	// Count and Period are what the samples add up to.
 	Count, Period uint64
+	// Mapping, when set, is the mapping of a file that held IP at
+	// Time, as the caller found it (a live source, which looked it up
+	// as it took the sample): a sample in user mode is named by its
+	// file offset there, without asking Processes again.
+	Mapping *process.Mapping
 }
 
 // Processes is what the Resolver asks of processes and their mappings:
@@ -166,10 +171,18 @@ type Resolver struct {
 	mapped  []*loadedImage                // by Mapping.ID
 	sparse  map[int32]*loadedImage        // by Mapping.ID, with Options.SparseMappings
 	ksyms   map[uint64]int32              // frames of the kernel symbols met, by start
+	// kernelLeaves are the stacks of LeafOnly samples in the kernel, by
+	// address, for every process: a process's own cache of leaves
+	// (pidCache.leaves) made each new process resolve them again.
+	kernelLeaves map[uint64]int32
 	// byOffset are the frames of the file offsets of images met, of
-	// every process: a program's processes share its images, and each
-	// new one would otherwise look each of its places up again.
-	byOffset map[offsetKey]int32
+	// every process, and with LeafOnly their stacks: a program's
+	// processes share its images, and each new one would otherwise look
+	// each of its places up again.
+	byOffset map[offsetKey]offsetEntry
+	// lastMapped is the image of the last Sample.Mapping met.
+	lastMapped *process.Mapping
+	lastImage  *loadedImage
 
 	kernel       *symbolize.Kernel
 	kernelErr    error
@@ -212,7 +225,9 @@ func New(b *profile.Builder, procs Processes, opts Options) *Resolver {
 		inProc: map[procImageKey]*loadedImage{},
 		ksyms:  map[uint64]int32{},
 
-		byOffset: map[offsetKey]int32{},
+		kernelLeaves: map[uint64]int32{},
+
+		byOffset: map[offsetKey]offsetEntry{},
 	}
 	r.stamps, _ = procs.(Stamped)
 	if opts.SparseMappings {
@@ -331,19 +346,30 @@ func (r *Resolver) Add(s *Sample) {
 	r.b.AddAt(profile.Key{Stack: node, Thread: th.id, CPU: s.CPU, Event: s.Event}, s.Count, s.Period, s.Time)
 }
 
-// AddTimes adds the samples of one place and thread taken at times,
-// resolving the place once, at s.Time (s.Count is ignored, s.Period is
-// the sum of their periods): a source that keeps the samples of a place
-// together asks Span first whether their times straddle a change. JIT
-// code an AnonResolver names by time is no one place: its samples are
-// added one by one.
+// AddTimes adds the samples of one place and thread taken at times, in
+// order, resolving the place once for each span of time in which it
+// resolves one way (Span: an exec, a new name); s.Time and s.Count are
+// ignored, s.Period is the sum of their periods, all of it added with
+// the first span's. A source that keeps the samples of a place together
+// (the daemon's push) thus resolves it once, and asks about its thread
+// once a span. JIT code an AnonResolver names by time is no one place:
+// its samples are added one by one.
 func (r *Resolver) AddTimes(s *Sample, times []uint64) {
 	if r.procs.Version() != r.version {
 		r.changed()
 	}
-	th := r.thread(s.PID, s.TID, s.Time)
-	node := r.stack(s, th.epoch)
-	r.b.AddTimes(profile.Key{Stack: node, Thread: th.id, CPU: s.CPU, Event: s.Event}, s.Period, times)
+	period := s.Period
+	for len(times) > 0 {
+		th := r.thread(s.PID, s.TID, times[0])
+		n := 1
+		for n < len(times) && times[n] < th.to {
+			n++
+		}
+		s.Time = times[0]
+		node := r.stack(s, th.epoch)
+		r.b.AddTimes(profile.Key{Stack: node, Thread: th.id, CPU: s.CPU, Event: s.Event}, period, times[:n])
+		period, times = 0, times[n:]
+	}
 }
 
 // Span returns what holds of thread tid of pid at time, as Add sees it,
@@ -450,6 +476,19 @@ func (r *Resolver) stack(s *Sample, epoch uint64) int32 {
 		return r.resolve(s)
 	}
 	if r.opts.LeafOnly {
+		if m := s.Mapping; m != nil && !m.Anon && s.Mode == ModeUser {
+			// Its file's place, for every process and epoch.
+			return r.fileLeaf(m, s.IP)
+		}
+		if s.Mode == ModeKernel || s.Mode == ModeHypervisor {
+			// The kernel's addresses are every process's.
+			node, ok := r.kernelLeaves[s.IP]
+			if !ok {
+				node = r.resolve(s)
+				r.kernelLeaves[s.IP] = node
+			}
+			return node
+		}
 		// One lookup of a fixed-size key, without the hashing and
 		// comparing a chain of any length needs.
 		leaves := r.proc(s.PID).leaves
@@ -566,7 +605,12 @@ func (r *Resolver) frame(pid uint32, addr, tm uint64, mode Mode, ret bool, leaf 
 	default:
 		return r.unknownFrame(addr)
 	}
-	m := r.procs.Lookup(pid, addr, tm, false)
+	var m *process.Mapping
+	if leaf != nil && leaf.Mapping != nil {
+		m = leaf.Mapping // the caller's
+	} else {
+		m = r.procs.Lookup(pid, addr, tm, false)
+	}
 	if m == nil {
 		return r.unknownFrame(addr)
 	}
@@ -753,6 +797,10 @@ type offsetKey struct {
 	off uint64
 }
 
+// offsetEntry is the frame of a place in an image, and with LeafOnly
+// the stack of it alone (-1 until asked for).
+type offsetEntry struct{ frame, leaf int32 }
+
 func (r *Resolver) fileFrame(m *process.Mapping, addr uint64, ret bool) int32 {
 	li := r.image(m)
 	off := addr - m.Start + m.Pgoff
@@ -760,12 +808,34 @@ func (r *Resolver) fileFrame(m *process.Mapping, addr uint64, ret bool) int32 {
 	if ret && r.opts.Lines {
 		ok.off |= 1
 	}
-	if id, hit := r.byOffset[ok]; hit {
-		return id
+	if of, hit := r.byOffset[ok]; hit {
+		return of.frame
 	}
 	id := r.offsetFrame(li, off, ret)
-	r.byOffset[ok] = id
+	r.byOffset[ok] = offsetEntry{id, -1}
 	return id
+}
+
+// fileLeaf returns the stack of a LeafOnly sample at addr in m, a
+// file's mapping: one lookup of its place in the image, whatever the
+// process.
+func (r *Resolver) fileLeaf(m *process.Mapping, addr uint64) int32 {
+	li := r.lastImage
+	if m != r.lastMapped {
+		li = r.image(m)
+		r.lastMapped, r.lastImage = m, li
+	}
+	off := addr - m.Start + m.Pgoff
+	ok := offsetKey{li, off << 1}
+	of, hit := r.byOffset[ok]
+	if !hit {
+		of = offsetEntry{r.offsetFrame(li, off, false), -1}
+	}
+	if of.leaf < 0 {
+		of.leaf = r.b.Push(-1, of.frame)
+		r.byOffset[ok] = of
+	}
+	return of.leaf
 }
 
 // offsetFrame interns the frame at file offset off of image li.

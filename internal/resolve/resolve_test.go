@@ -261,12 +261,15 @@ func dump(p *profile.Profile) string {
 }
 
 // TestAddTimes: the samples of a place added once with their times,
-// split where Span says the place resolves another way (an exec, a new
-// name), give the profile of the same samples added one by one: the same
-// stacks, threads, counts, periods and times.
+// which AddTimes splits where Span says the place resolves another way
+// (an exec, a new name), give the profile of the same samples added one
+// by one: the same stacks, threads, counts, periods and times; also
+// when each sample comes with the mapping that held it (Sample.Mapping,
+// the daemon's push), its places then told apart by mapping.
 func TestAddTimes(t *testing.T) {
 	s := newStory(t)
-	for _, leafOnly := range []bool{false, true} {
+	for _, tc := range []struct{ leafOnly, mapped bool }{{false, false}, {true, false}, {false, true}, {true, true}} {
+		leafOnly := tc.leafOnly
 		opts := resolve.Options{Symbolizer: symbolizer(t), Anon: fakeJIT{}, LeafOnly: leafOnly}
 		tr := process.New()
 		var samples []resolve.Sample
@@ -314,7 +317,13 @@ func TestAddTimes(t *testing.T) {
 				r2.Add(&sm) // JIT code is named by time: one by one
 				continue
 			}
+			if tc.mapped && sm.Mode == resolve.ModeUser {
+				sm.Mapping = tr.Lookup(sm.PID, sm.IP, sm.Time, false)
+			}
 			k := fmt.Sprint(sm.PID, sm.TID, sm.Mode, sm.IP, sm.Callchain)
+			if sm.Mapping != nil {
+				k += fmt.Sprint(" mapping ", sm.Mapping.ID)
+			}
 			pl := byKey[k]
 			if pl == nil {
 				pl = &place{s: sm}
@@ -327,30 +336,20 @@ func TestAddTimes(t *testing.T) {
 		}
 		splits := 0
 		for _, pl := range places {
-			sm, ts := pl.s, pl.times
-			for len(ts) > 0 {
-				sm.Time = ts[0]
-				sp := r2.Span(sm.PID, sm.TID, sm.Time)
-				n := 1
-				for n < len(ts) && ts[n] >= sp.From && ts[n] < sp.To {
-					n++
-				}
-				if n < len(ts) {
-					splits++
-				}
-				r2.AddTimes(&sm, ts[:n])
-				sm.Period = 0
-				ts = ts[n:]
+			sm := pl.s
+			if sp := r2.Span(sm.PID, sm.TID, pl.times[0]); pl.times[len(pl.times)-1] >= sp.To {
+				splits++
 			}
+			r2.AddTimes(&sm, pl.times)
 		}
 		grouped := b2.Profile()
 		if a, g := canonical(one), canonical(grouped); !reflect.DeepEqual(a, g) {
-			t.Errorf("LeafOnly %v: one by one:\n%v\nby place:\n%v", leafOnly, a, g)
+			t.Errorf("%+v: one by one:\n%v\nby place:\n%v", tc, a, g)
 		}
 		if !slices.ContainsFunc(places, func(pl *place) bool { return len(pl.times) > 1 }) || splits == 0 {
-			t.Errorf("LeafOnly %v: the story has no place sampled twice (%d places), or none that resolves two ways (%d)", leafOnly, len(places), splits)
+			t.Errorf("%+v: the story has no place sampled twice (%d places), or none that resolves two ways (%d)", tc, len(places), splits)
 		}
-		t.Logf("LeafOnly %v: %d samples, %d places, %d split where the place resolves another way", leafOnly, len(samples), len(places), splits)
+		t.Logf("%+v: %d samples, %d places, %d split where the place resolves another way", tc, len(samples), len(places), splits)
 	}
 }
 
@@ -365,7 +364,7 @@ func canonical(p *profile.Profile) []string {
 		for _, fr := range p.Stack(nil, e.Stack) {
 			names = append(names, p.FuncOf(fr).Name)
 		}
-		ts := slices.Clone(p.Times[e.Key])
+		ts := slices.Clone(e.Times)
 		slices.Sort(ts)
 		out = append(out, fmt.Sprintf("%d/%d %s %v: %d at %v", th.PID, th.TID, p.Strings[th.Comm], names, e.Count, ts))
 		period += e.Period
