@@ -747,12 +747,16 @@ func (p *pusher) spool() {
 	// a megabyte, and the garbage collector's work shows in a daemon's
 	// CPU time.
 	var z bytes.Buffer
-	// The fastest level: on 10 s of a 2-CPU machine's samples (437 KB)
-	// 3.6 times faster than the default, for a tenth more bytes; and
 	// klauspost/compress's, not the standard library's: on a push of
-	// BenchmarkPushChurn's 19M instructions against 32M, for 5% more
-	// bytes (174 KB against 166 KB).
-	zw, _ := gzip.NewWriterLevel(&z, gzip.BestSpeed)
+	// BenchmarkPushChurn's 19M instructions against 32M at the fastest
+	// level (BestSpeed). And its level 2, not 1: on three pushes of a
+	// daemon at 1 kHz on 2 CPUs beside bench/daemon/push.sh's workload
+	// (174 KB, 174 KB and 93 KB before gzip, a third of it the samples'
+	// times, which do not compress), 0.90, 0.86 and 0.44 ms against 1.17,
+	// 1.12 and 0.58, and 97.8, 97.0 and 50.5 KB against 116.6, 115.0 and
+	// 62.7 KB; level 3 took 1.25 ms for 91 KB on the first. (The Huffman
+	// coding alone took 0.37 ms there, for 135 KB.)
+	zw, _ := gzip.NewWriterLevel(&z, 2)
 	var req []byte // the request, encoded into one buffer every push
 	for prof := range p.out {
 		var n uint64
