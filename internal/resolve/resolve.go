@@ -386,7 +386,7 @@ func (r *Resolver) AddTimes(s *Sample, times []uint64) {
 	}
 }
 
-// holdsUntil is when the stack stack last resolved for a sample at tm
+// holdsUntil is when the stack last resolved for a sample at tm
 // may resolve another way: never, unless it has JIT code named by time;
 // then the end of the span in which that code was there, or right
 // after tm.
@@ -550,10 +550,15 @@ func (r *Resolver) stack(s *Sample, epoch uint64) int32 {
 	if found && slices.Equal(r.words(e), key) {
 		return r.b.Push(e.node, leaf)
 	}
+	// The callers are cached unless they are timed themselves; the
+	// stack is timed when the leaf or they are.
+	leafTimed := r.timed
+	r.timed = false
 	callers := r.callers(s)
 	if !found && !r.timed {
 		chains[h] = r.keep(key, callers)
 	}
+	r.timed = r.timed || leafTimed
 	return r.b.Push(callers, leaf)
 }
 
