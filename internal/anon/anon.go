@@ -126,6 +126,12 @@ type Symbol struct {
 	// clock, from sources that have times; Unload is codemap.Forever
 	// while it still is. Both are 0 when the source has no times.
 	Load, Unload uint64
+	// Held says the resolver gives this answer for the address at every
+	// time in [Load, Unload), or at every time when the source has no
+	// times (the built-in handlers' data): a caller may take it for the
+	// other samples there in that span without asking. An external
+	// handler's answers say nothing of other times.
+	Held bool
 	// Ambiguous lists the names a timeless source (a perf map) gives the
 	// range when code was re-generated there; Name is then empty, and
 	// the report says the data cannot tell them apart.

@@ -100,11 +100,11 @@ func TestReuse(t *testing.T) {
 	// The dump carries each load's code bytes, which annotate shows.
 	// Each lives from its load until code replaced it (foo), moved it
 	// (bar) or the end (bar moved).
-	foo := Symbol{Name: "JS:*foo /app/foo.js:3", Start: reuseAddr, Size: 0x100, Gen: 1, File: "/app/foo.js", Line: 5, Code: make([]byte, 0x100), Load: tFoo, Unload: tBar}
-	bar := Symbol{Name: "JS:*bar /app/bar.js:9", Start: reuseAddr, Size: 0x80, Gen: 2, Code: make([]byte, 0x80), Load: tBar, Unload: tBar + 1000}
+	foo := Symbol{Name: "JS:*foo /app/foo.js:3", Start: reuseAddr, Size: 0x100, Gen: 1, File: "/app/foo.js", Line: 5, Code: make([]byte, 0x100), Load: tFoo, Unload: tBar, Held: true}
+	bar := Symbol{Name: "JS:*bar /app/bar.js:9", Start: reuseAddr, Size: 0x80, Gen: 2, Code: make([]byte, 0x80), Load: tBar, Unload: tBar + 1000, Held: true}
 	barMoved := bar
 	barMoved.Start, barMoved.Load, barMoved.Unload = 0x7f0000009000, tBar+1000, codemap.Forever
-	both := Symbol{Start: reuseAddr, Size: 0x80, Ambiguous: []string{foo.Name, bar.Name}}
+	both := Symbol{Start: reuseAddr, Size: 0x80, Ambiguous: []string{foo.Name, bar.Name}, Held: true}
 	tests := []struct {
 		name    string
 		r       Resolver
@@ -118,8 +118,8 @@ func TestReuse(t *testing.T) {
 		{"dump bar moved away", jd, reuseAddr + 0x10, tBar + 5000, Symbol{}},
 		{"dump bar at its new place", jd, 0x7f0000009010, tBar + 5000, barMoved},
 		{"map names both", pm, reuseAddr + 0x50, tFoo + 5, both},
-		{"map foo tail", pm, reuseAddr + 0xf0, 0, Symbol{Name: foo.Name, Start: reuseAddr, Size: 0x100}},
-		{"map name with spaces", pm, 0x7f0000009008, 0, Symbol{Name: "Builtin: with spaces", Start: 0x7f0000009000, Size: 0x10}},
+		{"map foo tail", pm, reuseAddr + 0xf0, 0, Symbol{Name: foo.Name, Start: reuseAddr, Size: 0x100, Held: true}},
+		{"map name with spaces", pm, 0x7f0000009008, 0, Symbol{Name: "Builtin: with spaces", Start: 0x7f0000009000, Size: 0x10, Held: true}},
 		{"map miss", pm, 0x10, 0, Symbol{}},
 	}
 	for _, tt := range tests {

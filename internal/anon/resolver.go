@@ -36,7 +36,7 @@ func (r *mapResolver) Resolve(addr, t uint64) (Symbol, bool) {
 		for i, e := range es {
 			names[i] = e.Name
 		}
-		return Symbol{Start: start, Size: end - start, Ambiguous: names}, true
+		return Symbol{Start: start, Size: end - start, Ambiguous: names, Held: true}, true
 	}
 	e, ok := r.m.Lookup(addr, t)
 	if !ok {
@@ -54,7 +54,7 @@ func (r *mapResolver) ResolveSeq(addr, seq uint64) (Symbol, bool) {
 }
 
 func symbol(e *codemap.Entry, addr uint64) Symbol {
-	s := Symbol{Name: e.Name, Start: e.Start, Size: e.End - e.Start, Gen: e.Gen, Load: e.Load, Unload: e.Unload}
+	s := Symbol{Name: e.Name, Start: e.Start, Size: e.End - e.Start, Gen: e.Gen, Load: e.Load, Unload: e.Unload, Held: true}
 	if c, ok := e.Payload.(*codeInfo); ok {
 		s.File, s.Line = c.lines.at(addr - e.Start)
 		if uint64(len(c.code)) == s.Size {

@@ -244,7 +244,7 @@ func (st *procState) frame(sym *anon.Symbol) (resolve.AnonFrame, bool) {
 		unload = 0
 	}
 	return resolve.AnonFrame{Func: st.name(sym), Image: st.image, Handler: st.claim.Handler, Start: sym.Start, File: sym.File, Line: sym.Line, Code: sym.Code,
-		Size: sym.Size, Gen: sym.Gen, Load: sym.Load, Unload: unload}, true
+		Size: sym.Size, Gen: sym.Gen, Load: sym.Load, Unload: unload, Held: sym.Held}, true
 }
 
 // prepared returns Prepare's answer for (addr, time), if it had one.

@@ -135,9 +135,8 @@ type pusher struct {
 	t   *process.Tracker
 	b   *profile.Builder
 	res *resolve.Resolver
-	// held counts the samples waiting (waiting, jitPending) and
-	// in b (inBuilder); from and to are the first and last times of
-	// those in b.
+	// held counts the samples waiting and in b (inBuilder); from and
+	// to are the first and last times of those in b.
 	held, inBuilder uint64
 	from, to        uint64
 	period          uint64 // a sample's, when it does not say (0 in frequency mode)
@@ -149,9 +148,8 @@ type pusher struct {
 	// its process's alone.
 	waiting    map[uint32]*waiting
 	spare      spares
-	times      []uint64 // the times of a place being resolved
-	places     places   // the places of a process being resolved
-	jitPending []resolve.Sample
+	times      []uint64  // the times of a place being resolved
+	places     places    // the places of a process being resolved
 	resolvedAt time.Time // when an exit last had samples resolved
 	// resolvedDue says the samples of the push due are resolved.
 	resolvedDue bool
@@ -239,6 +237,9 @@ const noPID = ^uint32(0)
 type waiting struct {
 	samples []waitingSample
 	words   []uint64 // the samples' callchains
+	// jit says some are in JIT code, or called from it: named by JIT
+	// data read once they are resolved.
+	jit bool
 }
 
 // waitingSample is a sample waiting. key is a hash of its place (thread,
@@ -262,8 +263,9 @@ type waitingSample struct {
 // add takes one of the round's samples (its callchain the daemon's
 // arena's, valid until the end of the round) and the mapping ingest
 // found its address in (nil: in the kernel or in none). It is kept with
-// its process's, to be resolved at the next resolve; a sample in JIT
-// code alone, to be named by JIT data read after it.
+// its process's, to be resolved at the next resolve; one in JIT code,
+// or called from it, says its process's are to be named by JIT data
+// read then, after it was taken.
 func (p *pusher) add(s *perfdata.Sample, m *process.Mapping) {
 	if p.held >= maxPushSamples {
 		p.mu.Lock()
@@ -286,12 +288,6 @@ func (p *pusher) add(s *perfdata.Sample, m *process.Mapping) {
 	if p.chains {
 		chain = s.Callchain
 	}
-	if mode == resolve.ModeUser && m != nil && m.Anon || inJIT(p.t, s.PID, s.Time, mode, chain) {
-		const cpu = -1 // as waitingSample's
-		p.jitPending = append(p.jitPending, resolve.Sample{PID: s.PID, TID: s.TID, Time: s.Time, CPU: cpu,
-			Mode: mode, IP: s.IP, Count: 1, Period: period, Callchain: slices.Clone(chain)})
-		return
-	}
 	w := rp.w
 	if w == nil {
 		if w = p.waiting[s.PID]; w == nil {
@@ -299,6 +295,9 @@ func (p *pusher) add(s *perfdata.Sample, m *process.Mapping) {
 			p.waiting[s.PID] = w
 		}
 		rp.w = w
+	}
+	if !w.jit && (mode == resolve.ModeUser && m != nil && m.Anon || inJIT(p.t, s.PID, s.Time, mode, chain)) {
+		w.jit = true
 	}
 	h := hashChain(chain)
 	h = (h ^ s.IP) * 1099511628211
@@ -402,15 +401,29 @@ const (
 	maxSpareWords   = 1 << 18
 )
 
+// get returns the spare with the most room: a process that came with
+// the last one gone often does what it did (a build's compiler, a test
+// run), and growing a slice of a few thousand samples from a small one,
+// copying it at each step into memory the kernel must fault in, was half
+// of keeping the samples (add) in a daemon at 1 kHz beside processes
+// that start every few seconds.
 func (sp *spares) get() *waiting {
-	if n := len(sp.ws); n > 0 {
-		w := sp.ws[n-1]
-		sp.ws = sp.ws[:n-1]
-		sp.samples -= cap(w.samples)
-		sp.words -= cap(w.words)
-		return w
+	n := len(sp.ws)
+	if n == 0 {
+		return &waiting{}
 	}
-	return &waiting{}
+	big := n - 1
+	for i, w := range sp.ws[:n-1] {
+		if cap(w.samples) > cap(sp.ws[big].samples) {
+			big = i
+		}
+	}
+	w := sp.ws[big]
+	sp.ws[big] = sp.ws[n-1]
+	sp.ws = sp.ws[:n-1]
+	sp.samples -= cap(w.samples)
+	sp.words -= cap(w.words)
+	return w
 }
 
 // put keeps w, resolved, for another process, as far as the bounds allow.
@@ -418,7 +431,7 @@ func (sp *spares) put(w *waiting) {
 	if sp.samples+cap(w.samples) > maxSpareSamples || sp.words+cap(w.words) > maxSpareWords {
 		return
 	}
-	w.samples, w.words = w.samples[:0], w.words[:0]
+	w.samples, w.words, w.jit = w.samples[:0], w.words[:0], false
 	sp.ws = append(sp.ws, w)
 	sp.samples += cap(w.samples)
 	sp.words += cap(w.words)
@@ -534,10 +547,21 @@ func (p *pusher) endRound() {
 
 // resolve resolves the samples waiting into the Builder, of every
 // process or those of only: each place once for the samples of each
-// span of time in which it resolves one way (resolve.Resolver.Span),
-// the samples in JIT code one by one with anon handlers made anew.
+// span of time in which it resolves one way (resolve.Resolver.AddTimes:
+// in JIT code, the span in which the code named was there), with anon
+// handlers made anew first when some are in JIT code.
 func (p *pusher) resolve(only map[uint32]bool) {
 	res := p.resolver()
+	jit := false
+	for pid, w := range p.waiting {
+		if w.jit && (only == nil || only[pid]) {
+			jit = true
+			break
+		}
+	}
+	if jit {
+		p.renewAnon()
+	}
 	if only == nil {
 		for pid, w := range p.waiting {
 			p.resolvePlaces(res, pid, w, true)
@@ -549,7 +573,6 @@ func (p *pusher) resolve(only map[uint32]bool) {
 			}
 		}
 	}
-	p.jitPending = p.resolveJIT(res, p.jitPending, only)
 }
 
 // resolvePlaces resolves the samples of process pid waiting, w, into
@@ -586,7 +609,7 @@ func (p *pusher) resolvePlaces(res *resolve.Resolver, pid uint32, w *waiting, ke
 	}
 	clear(ss) // their mappings, which the Tracker may let go of
 	if keep && len(ss) > 0 {
-		w.samples, w.words = ss[:0], w.words[:0]
+		w.samples, w.words, w.jit = ss[:0], w.words[:0], false
 		return
 	}
 	delete(p.waiting, pid)
@@ -594,33 +617,6 @@ func (p *pusher) resolvePlaces(res *resolve.Resolver, pid uint32, w *waiting, ke
 	if rp := p.recent.of(pid); rp.pid == pid {
 		rp.w = nil
 	}
-}
-
-// resolveJIT resolves the samples in JIT code of ss of every process or
-// those of only, with anon handlers made anew, and returns the others.
-func (p *pusher) resolveJIT(res *resolve.Resolver, ss []resolve.Sample, only map[uint32]bool) []resolve.Sample {
-	n := 0
-	for i := range ss {
-		if only == nil || only[ss[i].PID] {
-			n++
-		}
-	}
-	if n == 0 {
-		return ss
-	}
-	p.renewAnon()
-	left := ss[:0]
-	for i := range ss {
-		if only == nil || only[ss[i].PID] {
-			res.Add(&ss[i])
-			p.from, p.to = min(p.from, ss[i].Time), max(p.to, ss[i].Time)
-			continue
-		}
-		left = append(left, ss[i])
-	}
-	p.inBuilder += uint64(n)
-	clear(ss[len(left):]) // their callchains
-	return left
 }
 
 // cut hands the samples resolved since the last push to the spooling
@@ -684,9 +680,6 @@ func (p *pusher) cut(wait bool) bool {
 		if len(w.samples) > 0 {
 			p.sampled[pid] = struct{}{}
 		}
-	}
-	for i := range p.jitPending {
-		p.sampled[p.jitPending[i].PID] = struct{}{}
 	}
 	p.b.TakeEntries() // the push's now
 	p.pushes++
@@ -768,12 +761,16 @@ func (p *pusher) spool() {
 	// a megabyte, and the garbage collector's work shows in a daemon's
 	// CPU time.
 	var z bytes.Buffer
-	// The fastest level: on 10 s of a 2-CPU machine's samples (437 KB)
-	// 3.6 times faster than the default, for a tenth more bytes; and
 	// klauspost/compress's, not the standard library's: on a push of
-	// BenchmarkPushChurn's 19M instructions against 32M, for 5% more
-	// bytes (174 KB against 166 KB).
-	zw, _ := gzip.NewWriterLevel(&z, gzip.BestSpeed)
+	// BenchmarkPushChurn's 19M instructions against 32M at the fastest
+	// level (BestSpeed). And its level 2, not 1: on three pushes of a
+	// daemon at 1 kHz on 2 CPUs beside bench/daemon/push.sh's workload
+	// (174 KB, 174 KB and 93 KB before gzip, a third of it the samples'
+	// times, which do not compress), 0.90, 0.86 and 0.44 ms against 1.17,
+	// 1.12 and 0.58, and 97.8, 97.0 and 50.5 KB against 116.6, 115.0 and
+	// 62.7 KB; level 3 took 1.25 ms for 91 KB on the first. (The Huffman
+	// coding alone took 0.37 ms there, for 135 KB.)
+	zw, _ := gzip.NewWriterLevel(&z, 2)
 	var req []byte // the request, encoded into one buffer every push
 	for prof := range p.out {
 		var n uint64

@@ -408,6 +408,48 @@ func (k keeping) Export(ctx context.Context, batch []byte) delivery.Result {
 	return k.signalling.Export(ctx, batch)
 }
 
+// cpuClock is the attr of the tests' samples: cpu-clock at a period of
+// 1 ms, with their ip, thread, time and period.
+var cpuClock = &perfdata.Attr{Type: perfdata.TypeSoftware, SampleType: perfdata.SampleIP | perfdata.SampleTID | perfdata.SampleTime | perfdata.SamplePeriod,
+	Flags: perfdata.FlagSampleIDAll, SamplePeriod: 1000000, Name: "cpu-clock"}
+
+// testPusher is a pusher of tr's processes, without callchains, whose
+// every push is spooled in a directory of the test's, kept in got and
+// signalled on the channel it returns; it pushes when told to (cutAt).
+func testPusher(t *testing.T, tr *process.Tracker, got *[][]byte) (*pusher, signalling) {
+	t.Helper()
+	root, err := os.OpenRoot(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { root.Close() })
+	sent := make(signalling, 1)
+	p, err := newPusher(root, Push{Every: time.Hour, Delivery: delivery.Config{Endpoint: "test", Protocol: delivery.ProtocolHTTP}, Resource: otlp.Options{ServiceName: "test"}},
+		keeping{sent, got}, cpuClock, false, tr, func(uint32) (linux.Identity, bool) { return linux.Identity{}, false }, tr.Forget)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, sent
+}
+
+// decodeBatch decodes a batch of the spool: a gzip'd OTLP request.
+func decodeBatch(t *testing.T, batch []byte) []otlptest.Sample {
+	t.Helper()
+	zr, err := gzip.NewReader(bytes.NewReader(batch))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss, err := otlptest.DecodeRequest(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ss
+}
+
 // TestPushChurn: BenchmarkPushChurn's machine, whose processes come and
 // go, pushed for 8 intervals, a Builder's renewal among them: every
 // sample given to the pusher arrives in the push of its interval, once,
@@ -432,21 +474,10 @@ func TestPushChurn(t *testing.T) {
 		kinds = append(kinds, []*benchImage{loadBenchImage(t, sh, 0x555555554000, 150, rng), loadBenchImage(t, libc, 0x7f0000000000, 200, rng)})
 		comms = append(comms, "sh")
 	}
-	attr := &perfdata.Attr{Type: perfdata.TypeSoftware, SampleType: perfdata.SampleIP | perfdata.SampleTID | perfdata.SampleTime | perfdata.SamplePeriod,
-		Flags: perfdata.FlagSampleIDAll, SamplePeriod: 1000000, Name: "cpu-clock"}
-	root, err := os.OpenRoot(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer root.Close()
+	attr := cpuClock
 	tr := process.New()
 	var got [][]byte
-	sent := make(signalling, 1)
-	p, err := newPusher(root, Push{Every: time.Hour, Delivery: delivery.Config{Endpoint: "test", Protocol: delivery.ProtocolHTTP}, Resource: otlp.Options{ServiceName: "test"}},
-		keeping{sent, &got}, attr, false, tr, func(uint32) (linux.Identity, bool) { return linux.Identity{}, false }, tr.Forget)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, sent := testPusher(t, tr, &got)
 	type key struct{ pid, tid uint32 }
 	var want []map[key][]uint64
 	// Each sample is resolved alone as it is taken, while the Tracker
@@ -520,18 +551,7 @@ func TestPushChurn(t *testing.T) {
 		t.Fatalf("%d batches for %d intervals", len(got), intervals)
 	}
 	for i := range intervals {
-		zr, err := gzip.NewReader(bytes.NewReader(got[i]))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req, err := io.ReadAll(zr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ss, err := otlptest.DecodeRequest(req)
-		if err != nil {
-			t.Fatal(err)
-		}
+		ss := decodeBatch(t, got[i])
 		have := map[key][]uint64{}
 		haveStacks := map[at]string{}
 		for _, s := range ss {

@@ -1,11 +1,8 @@
 package daemon
 
 import (
-	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/binary"
-	"io"
 	"maps"
 	"math/rand/v2"
 	"os"
@@ -20,7 +17,6 @@ import (
 	"github.com/jitprof/jitprof/internal/ingest"
 	"github.com/jitprof/jitprof/internal/linux"
 	"github.com/jitprof/jitprof/internal/otlp"
-	"github.com/jitprof/jitprof/internal/otlp/otlptest"
 	"github.com/jitprof/jitprof/internal/process"
 	"github.com/jitprof/jitprof/internal/resolve"
 	"github.com/jitprof/jitprof/perfdata"
@@ -129,18 +125,7 @@ func TestPushRounds(t *testing.T) {
 	}
 	var times [2][]uint64
 	for i, want := range []int64{4, 1} {
-		zr, err := gzip.NewReader(bytes.NewReader(exp.got[i]))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req, err := io.ReadAll(zr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ss, err := otlptest.DecodeRequest(req)
-		if err != nil {
-			t.Fatal(err)
-		}
+		ss := decodeBatch(t, exp.got[i])
 		var n int64
 		for _, s := range ss {
 			n += s.Count()
@@ -191,21 +176,10 @@ func TestPushPIDSlots(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	attr := &perfdata.Attr{Type: perfdata.TypeSoftware, SampleType: perfdata.SampleIP | perfdata.SampleTID | perfdata.SampleTime | perfdata.SamplePeriod,
-		Flags: perfdata.FlagSampleIDAll, SamplePeriod: 1000000, Name: "cpu-clock"}
-	root, err := os.OpenRoot(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer root.Close()
+	attr := cpuClock
 	tr := process.New()
 	var got [][]byte
-	sent := make(signalling, 1)
-	p, err := newPusher(root, Push{Every: time.Hour, Delivery: delivery.Config{Endpoint: "test", Protocol: delivery.ProtocolHTTP}, Resource: otlp.Options{ServiceName: "test"}},
-		keeping{sent, &got}, attr, false, tr, func(uint32) (linux.Identity, bool) { return linux.Identity{}, false }, tr.Forget)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, sent := testPusher(t, tr, &got)
 	rng := rand.New(rand.NewPCG(5, 6))
 	im := loadBenchImage(t, self, 0, 20, rng)
 	pids := []uint32{0, 7, 7 + uint32(len(recentPIDs{})), 7 + 2*uint32(len(recentPIDs{}))}
@@ -268,18 +242,7 @@ func TestPushPIDSlots(t *testing.T) {
 		t.Fatalf("%d batches for %d pushes", len(got), len(want))
 	}
 	for i := range want {
-		zr, err := gzip.NewReader(bytes.NewReader(got[i]))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req, err := io.ReadAll(zr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ss, err := otlptest.DecodeRequest(req)
-		if err != nil {
-			t.Fatal(err)
-		}
+		ss := decodeBatch(t, got[i])
 		have := map[uint32]int64{}
 		for _, s := range ss {
 			pid, _ := s.Resource["process.pid"].(int64)

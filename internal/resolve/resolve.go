@@ -126,6 +126,11 @@ type AnonFrame struct {
 	// clock): 0 when the JIT data has no times, Unload also while the
 	// code still is.
 	Load, Unload uint64
+	// Held says the AnonResolver gives this answer at every time in
+	// [Load, Unload) (Unload 0: from Load on; both 0: at every time), as
+	// the built-in handlers' data does: AddTimes then resolves a place
+	// once for its samples in that span.
+	Held bool
 }
 
 // Options control a Resolver.
@@ -197,7 +202,13 @@ type Resolver struct {
 
 	arena [][]uint64 // key words of the chains, in blocks
 	key   []uint64   // the current sample's key words
-	timed bool       // the current stack depends on more than the epoch
+	// timed says the current stack depends on more than the epoch: on
+	// JIT code named by time. Its JIT frames' answers hold in [validFrom,
+	// validTo) of sample time (AnonFrame's Load and Unload), unless
+	// exact: an address no JIT data named (it may be named at another
+	// time), or code named by sequence number, hold at their time alone.
+	timed, exact       bool
+	validFrom, validTo uint64
 }
 
 // pidCache is what a Resolver caches of one process, valid while its
@@ -348,12 +359,14 @@ func (r *Resolver) Add(s *Sample) {
 
 // AddTimes adds the samples of one place and thread taken at times, in
 // order, resolving the place once for each span of time in which it
-// resolves one way (Span: an exec, a new name); s.Time and s.Count are
-// ignored, s.Period is the sum of their periods, all of it added with
-// the first span's. A source that keeps the samples of a place together
-// (the daemon's push) thus resolves it once, and asks about its thread
-// once a span. JIT code an AnonResolver names by time is no one place:
-// its samples are added one by one.
+// resolves one way (Span: an exec, a new name; in JIT code named by time,
+// the span in which the code named was there, AnonFrame's Load and
+// Unload); s.Time and s.Count are ignored, s.Period is the sum of their
+// periods, all of it added with the first span's. A source that keeps
+// the samples of a place together (the daemon's push) thus resolves it
+// once, and asks about its thread once a span. Code the AnonResolver
+// did not name is resolved again for each time: data read later may
+// name it.
 func (r *Resolver) AddTimes(s *Sample, times []uint64) {
 	if r.procs.Version() != r.version {
 		r.changed()
@@ -361,15 +374,30 @@ func (r *Resolver) AddTimes(s *Sample, times []uint64) {
 	period := s.Period
 	for len(times) > 0 {
 		th := r.thread(s.PID, s.TID, times[0])
-		n := 1
-		for n < len(times) && times[n] < th.to {
-			n++
-		}
 		s.Time = times[0]
 		node := r.stack(s, th.epoch)
+		to := min(th.to, r.holdsUntil(times[0]))
+		n := 1
+		for n < len(times) && times[n] < to {
+			n++
+		}
 		r.b.AddTimes(profile.Key{Stack: node, Thread: th.id, CPU: s.CPU, Event: s.Event}, period, times[:n])
 		period, times = 0, times[n:]
 	}
+}
+
+// holdsUntil is when the stack last resolved for a sample at tm
+// may resolve another way: never, unless it has JIT code named by time;
+// then the end of the span in which that code was there, or right
+// after tm.
+func (r *Resolver) holdsUntil(tm uint64) uint64 {
+	switch {
+	case !r.timed:
+		return ^uint64(0)
+	case r.exact || tm < r.validFrom || tm >= r.validTo:
+		return tm + 1
+	}
+	return r.validTo
 }
 
 // Span returns what holds of thread tid of pid at time, as Add sees it,
@@ -472,6 +500,7 @@ func (r *Resolver) words(e chainEntry) []uint64 {
 // samples, each resolving its whole chain again. JIT code named by
 // sequence number is not cached: the number is not in the key.
 func (r *Resolver) stack(s *Sample, epoch uint64) int32 {
+	r.timed, r.exact, r.validFrom, r.validTo = false, false, 0, ^uint64(0)
 	if s.BySeq {
 		return r.resolve(s)
 	}
@@ -496,7 +525,6 @@ func (r *Resolver) stack(s *Sample, epoch uint64) int32 {
 		if node, ok := leaves[k]; ok {
 			return node
 		}
-		r.timed = false
 		node := r.resolve(s)
 		if !r.timed {
 			leaves[k] = node
@@ -522,11 +550,15 @@ func (r *Resolver) stack(s *Sample, epoch uint64) int32 {
 	if found && slices.Equal(r.words(e), key) {
 		return r.b.Push(e.node, leaf)
 	}
+	// The callers are cached unless they are timed themselves; the
+	// stack is timed when the leaf or they are.
+	leafTimed := r.timed
 	r.timed = false
 	callers := r.callers(s)
 	if !found && !r.timed {
 		chains[h] = r.keep(key, callers)
 	}
+	r.timed = r.timed || leafTimed
 	return r.b.Push(callers, leaf)
 }
 
@@ -661,11 +693,21 @@ func (r *Resolver) anon(pid uint32, addr, tm uint64, leaf *Sample) (AnonFrame, b
 	}
 	r.timed = true // JIT code changes at any time, not with mappings
 	if leaf != nil && leaf.BySeq {
+		r.exact = true
 		if sr, ok := r.opts.Anon.(SeqResolver); ok {
 			return sr.ResolveSeq(pid, addr, leaf.Seq)
 		}
 	}
-	return r.opts.Anon.Resolve(pid, addr, tm)
+	af, ok := r.opts.Anon.Resolve(pid, addr, tm)
+	if !ok || !af.Held {
+		r.exact = true
+		return af, ok
+	}
+	r.validFrom = max(r.validFrom, af.Load)
+	if af.Unload != 0 {
+		r.validTo = min(r.validTo, af.Unload)
+	}
+	return af, true
 }
 
 func (r *Resolver) unknownFrame(addr uint64) int32 {

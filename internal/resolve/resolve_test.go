@@ -87,6 +87,18 @@ func (fakeJIT) ResolveSeq(pid uint32, addr, seq uint64) (resolve.AnonFrame, bool
 	return resolve.AnonFrame{Func: fmt.Sprintf("jit_%x [gen %d]", addr&^63, seq), Image: "[JIT fake]", Start: addr &^ 63}, true
 }
 
+// genJIT names JIT code by its 64-byte block and a generation of every
+// 5 ns of time, as JIT data with times does (Held: the answer holds
+// from the generation's load to its unload); asks counts its answers.
+type genJIT struct{ asks *int }
+
+func (g genJIT) Resolve(pid uint32, addr, time uint64) (resolve.AnonFrame, bool) {
+	*g.asks++
+	gen := time / 5
+	return resolve.AnonFrame{Func: fmt.Sprintf("jit_%x [gen %d]", addr&^63, gen), Image: "[JIT gen]", Start: addr &^ 63,
+		Gen: gen, Load: gen * 5, Unload: gen*5 + 5, Held: true}, true
+}
+
 // symbolizer finds the kernel in a kallsyms of three symbols.
 func symbolizer(t *testing.T) *symbolize.Symbolizer {
 	kallsyms := filepath.Join(t.TempDir(), "kallsyms")
@@ -262,15 +274,40 @@ func dump(p *profile.Profile) string {
 
 // TestAddTimes: the samples of a place added once with their times,
 // which AddTimes splits where Span says the place resolves another way
-// (an exec, a new name), give the profile of the same samples added one
-// by one: the same stacks, threads, counts, periods and times; also
-// when each sample comes with the mapping that held it (Sample.Mapping,
-// the daemon's push), its places then told apart by mapping.
+// (an exec, a new name) and where JIT code named by time changes, give
+// the profile of the same samples added one by one: the same stacks,
+// threads, counts, periods and times; also when each sample comes with
+// the mapping that held it (Sample.Mapping, the daemon's push), its
+// places then told apart by mapping. JIT data that says when its answer
+// holds (genJIT) is asked once for the samples of a place in that span;
+// answers that do not say (fakeJIT, an external handler's) are asked for
+// at each time.
 func TestAddTimes(t *testing.T) {
 	s := newStory(t)
-	for _, tc := range []struct{ leafOnly, mapped bool }{{false, false}, {true, false}, {false, true}, {true, true}} {
+	// JIT code sampled across its generations: 31 and 33 in one, 36 and
+	// 38 in the next, 38 twice.
+	for _, tm := range []uint64{31, 33, 36, 38, 38} {
+		s.events = append(s.events, storyEvent{time: tm, kind: "sample", pid: 10, tid: 12, mode: resolve.ModeUser, ip: jit + 0xc0,
+			chain: []uint64{resolve.ContextUser, jit + 0xc0, base + 0x1300}, period: 1000 + tm})
+	}
+	type jitCase struct {
+		name string
+		anon func(asks *int) resolve.AnonResolver
+	}
+	for _, tc := range []struct {
+		leafOnly, mapped bool
+		jitCase
+	}{
+		{false, false, jitCase{"fake", func(*int) resolve.AnonResolver { return fakeJIT{} }}},
+		{true, false, jitCase{"fake", func(*int) resolve.AnonResolver { return fakeJIT{} }}},
+		{false, true, jitCase{"fake", func(*int) resolve.AnonResolver { return fakeJIT{} }}},
+		{true, true, jitCase{"fake", func(*int) resolve.AnonResolver { return fakeJIT{} }}},
+		{false, true, jitCase{"gen", func(asks *int) resolve.AnonResolver { return genJIT{asks} }}},
+		{true, true, jitCase{"gen", func(asks *int) resolve.AnonResolver { return genJIT{asks} }}},
+	} {
 		leafOnly := tc.leafOnly
-		opts := resolve.Options{Symbolizer: symbolizer(t), Anon: fakeJIT{}, LeafOnly: leafOnly}
+		var asksOne, asksGrouped int
+		opts := resolve.Options{Symbolizer: symbolizer(t), Anon: tc.anon(&asksOne), LeafOnly: leafOnly}
 		tr := process.New()
 		var samples []resolve.Sample
 		for _, e := range s.events {
@@ -311,11 +348,12 @@ func TestAddTimes(t *testing.T) {
 		var places []*place
 		byKey := map[string]*place{}
 		b2 := builder()
+		opts.Anon = tc.anon(&asksGrouped)
 		r2 := resolve.New(b2, tr, opts)
+		jitSamples := 0
 		for _, sm := range samples {
 			if inAnon(tr, &sm) {
-				r2.Add(&sm) // JIT code is named by time: one by one
-				continue
+				jitSamples++
 			}
 			if tc.mapped && sm.Mode == resolve.ModeUser {
 				sm.Mapping = tr.Lookup(sm.PID, sm.IP, sm.Time, false)
@@ -349,7 +387,12 @@ func TestAddTimes(t *testing.T) {
 		if !slices.ContainsFunc(places, func(pl *place) bool { return len(pl.times) > 1 }) || splits == 0 {
 			t.Errorf("%+v: the story has no place sampled twice (%d places), or none that resolves two ways (%d)", tc, len(places), splits)
 		}
-		t.Logf("%+v: %d samples, %d places, %d split where the place resolves another way", tc, len(samples), len(places), splits)
+		if tc.name == "gen" && (asksGrouped >= asksOne || asksOne < jitSamples) {
+			t.Errorf("%+v: JIT data asked %d times by place, %d one by one for %d samples in or called from JIT code: want fewer by place",
+				tc, asksGrouped, asksOne, jitSamples)
+		}
+		t.Logf("%+v: %d samples, %d places, %d split where the place resolves another way; JIT data asked %d times one by one, %d by place",
+			tc, len(samples), len(places), splits, asksOne, asksGrouped)
 	}
 }
 
