@@ -388,7 +388,10 @@ func (pl *places) group(w *waiting) {
 // spares are the processes' slices of samples resolved, kept for the
 // samples of the next push: growing them anew every push was a third of
 // keeping the samples (add). What is kept is bounded by their room, all
-// together (maxSpareSamples, maxSpareWords).
+// together (maxSpareSamples, maxSpareWords), and by their number
+// (maxSpares): get and put look through them all, once for each process
+// that starts and each that exits, and a machine running a build starts
+// hundreds a second, most with a sample or two.
 type spares struct {
 	ws             []*waiting
 	samples, words int
@@ -399,6 +402,7 @@ type spares struct {
 const (
 	maxSpareSamples = 1 << 16
 	maxSpareWords   = 1 << 18
+	maxSpares       = 64
 )
 
 // get returns the spare with the most room: a process that came with
@@ -426,8 +430,26 @@ func (sp *spares) get() *waiting {
 	return w
 }
 
-// put keeps w, resolved, for another process, as far as the bounds allow.
+// put keeps w, resolved, for another process, as far as the bounds
+// allow; past maxSpares, in place of the spare with the least room, if w
+// has more.
 func (sp *spares) put(w *waiting) {
+	if len(sp.ws) >= maxSpares {
+		small := 0
+		for i, o := range sp.ws {
+			if cap(o.samples) < cap(sp.ws[small].samples) {
+				small = i
+			}
+		}
+		o := sp.ws[small]
+		if cap(o.samples) >= cap(w.samples) {
+			return
+		}
+		sp.ws[small] = sp.ws[len(sp.ws)-1]
+		sp.ws = sp.ws[:len(sp.ws)-1]
+		sp.samples -= cap(o.samples)
+		sp.words -= cap(o.words)
+	}
 	if sp.samples+cap(w.samples) > maxSpareSamples || sp.words+cap(w.words) > maxSpareWords {
 		return
 	}

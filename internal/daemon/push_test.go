@@ -311,3 +311,40 @@ func TestPlacesGroup(t *testing.T) {
 		}
 	}
 }
+
+// TestSpares: the spares keep at most maxSpares slices, those with the
+// most room when more are put, within their bounds on room, and give
+// the one with the most room first; what they count is what they hold.
+func TestSpares(t *testing.T) {
+	var sp spares
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, n := range rng.Perm(100) {
+		sp.put(&waiting{samples: make([]waitingSample, 0, n+1), words: make([]uint64, 0, 2*(n+1)), jit: true})
+	}
+	if len(sp.ws) != maxSpares {
+		t.Fatalf("%d spares kept of 100, want %d", len(sp.ws), maxSpares)
+	}
+	samples, words := 0, 0
+	for _, w := range sp.ws {
+		samples += cap(w.samples)
+		words += cap(w.words)
+		if w.jit {
+			t.Errorf("a spare still says its samples were in JIT code")
+		}
+	}
+	if samples != sp.samples || words != sp.words {
+		t.Errorf("spares count %d samples and %d words of room, hold %d and %d", sp.samples, sp.words, samples, words)
+	}
+	for want := 100; want > 100-maxSpares; want-- {
+		if w := sp.get(); cap(w.samples) != want {
+			t.Fatalf("get gave a spare of room %d, want %d (the most left)", cap(w.samples), want)
+		}
+	}
+	if w := sp.get(); len(sp.ws) != 0 || cap(w.samples) != 0 || sp.samples != 0 || sp.words != 0 {
+		t.Errorf("once all were given: %d left, a new one of room %d, %d samples and %d words counted", len(sp.ws), cap(w.samples), sp.samples, sp.words)
+	}
+	sp.put(&waiting{samples: make([]waitingSample, 0, maxSpareSamples+1)})
+	if len(sp.ws) != 0 {
+		t.Errorf("a spare past the bound on room was kept")
+	}
+}
