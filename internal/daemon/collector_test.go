@@ -25,8 +25,7 @@ func TestCollectorRounds(t *testing.T) {
 		t.Skip("the records are encoded little-endian, as the rings of this machine hold them")
 	}
 	const pid = 5000000 // above any pid_max: no process of the machine's
-	attr := &perfdata.Attr{Type: perfdata.TypeSoftware, SampleType: perfdata.SampleIP | perfdata.SampleTID | perfdata.SampleTime | perfdata.SamplePeriod,
-		Flags: perfdata.FlagSampleIDAll, SamplePeriod: 1000000, Name: "cpu-clock"}
+	attr := cpuClock
 	stopped := false
 	d := &daemon{cfg: Config{Dir: t.TempDir(), FlushEvery: time.Hour, MaxJITData: ingest.DefaultMaxJITData, MaxJITDataPerProcess: ingest.DefaultMaxJITDataPerProcess,
 		MaxSampleFiles: ingest.DefaultMaxSampleFiles, MaxSampleData: ingest.DefaultMaxSampleData},

@@ -351,20 +351,10 @@ func BenchmarkPushChurn(b *testing.B) {
 			loadBenchImage(b, libc, 0x7f0000000000, 200, rng), loadBenchImage(b, ld, 0x7f0000400000, 30, rng)})
 		comms = append(comms, filepath.Base(sh))
 	}
-	attr := &perfdata.Attr{Type: perfdata.TypeSoftware, SampleType: perfdata.SampleIP | perfdata.SampleTID | perfdata.SampleTime | perfdata.SamplePeriod,
-		Flags: perfdata.FlagSampleIDAll, SamplePeriod: 1000000, Name: "cpu-clock"}
-	root, err := os.OpenRoot(b.TempDir())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer root.Close()
+	attr := cpuClock
 	t := process.New()
 	sent := make(signalling, 1)
-	p, err := newPusher(root, Push{Every: time.Hour, Delivery: delivery.Config{Endpoint: "bench", Protocol: delivery.ProtocolHTTP}, Resource: otlp.Options{ServiceName: "bench"}},
-		sent, attr, false, t, func(uint32) (linux.Identity, bool) { return linux.Identity{}, false }, t.Forget)
-	if err != nil {
-		b.Fatal(err)
-	}
+	p := testPusher(b, t, sent)
 	defer func() {
 		go func() {
 			for range sent {
@@ -413,23 +403,22 @@ func (k keeping) Export(ctx context.Context, batch []byte) delivery.Result {
 var cpuClock = &perfdata.Attr{Type: perfdata.TypeSoftware, SampleType: perfdata.SampleIP | perfdata.SampleTID | perfdata.SampleTime | perfdata.SamplePeriod,
 	Flags: perfdata.FlagSampleIDAll, SamplePeriod: 1000000, Name: "cpu-clock"}
 
-// testPusher is a pusher of tr's processes, without callchains, whose
-// every push is spooled in a directory of the test's, kept in got and
-// signalled on the channel it returns; it pushes when told to (cutAt).
-func testPusher(t *testing.T, tr *process.Tracker, got *[][]byte) (*pusher, signalling) {
-	t.Helper()
-	root, err := os.OpenRoot(t.TempDir())
+// testPusher is a pusher of cpuClock's samples of tr's processes,
+// without callchains, whose every push is spooled in a directory of the
+// test's and exported to exp; it pushes when told to (cutAt).
+func testPusher(tb testing.TB, tr *process.Tracker, exp delivery.Exporter) *pusher {
+	tb.Helper()
+	root, err := os.OpenRoot(tb.TempDir())
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	t.Cleanup(func() { root.Close() })
-	sent := make(signalling, 1)
+	tb.Cleanup(func() { root.Close() })
 	p, err := newPusher(root, Push{Every: time.Hour, Delivery: delivery.Config{Endpoint: "test", Protocol: delivery.ProtocolHTTP}, Resource: otlp.Options{ServiceName: "test"}},
-		keeping{sent, got}, cpuClock, false, tr, func(uint32) (linux.Identity, bool) { return linux.Identity{}, false }, tr.Forget)
+		exp, cpuClock, false, tr, func(uint32) (linux.Identity, bool) { return linux.Identity{}, false }, tr.Forget)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	return p, sent
+	return p
 }
 
 // decodeBatch decodes a batch of the spool: a gzip'd OTLP request.
@@ -477,7 +466,8 @@ func TestPushChurn(t *testing.T) {
 	attr := cpuClock
 	tr := process.New()
 	var got [][]byte
-	p, sent := testPusher(t, tr, &got)
+	sent := make(signalling, 1)
+	p := testPusher(t, tr, keeping{sent, &got})
 	type key struct{ pid, tid uint32 }
 	var want []map[key][]uint64
 	// Each sample is resolved alone as it is taken, while the Tracker

@@ -49,8 +49,7 @@ func TestPushRounds(t *testing.T) {
 		t.Skip("the records are encoded little-endian, as the rings of this machine hold them")
 	}
 	const pid = 5000000 // above any pid_max: no process of the machine's
-	attr := &perfdata.Attr{Type: perfdata.TypeSoftware, SampleType: perfdata.SampleIP | perfdata.SampleTID | perfdata.SampleTime | perfdata.SamplePeriod,
-		Flags: perfdata.FlagSampleIDAll, SamplePeriod: 1000000, Name: "cpu-clock"}
+	attr := cpuClock
 	d := &daemon{cfg: Config{Dir: t.TempDir(), FlushEvery: time.Hour, MaxJITData: ingest.DefaultMaxJITData, MaxJITDataPerProcess: ingest.DefaultMaxJITDataPerProcess,
 		MaxSampleFiles: ingest.DefaultMaxSampleFiles, MaxSampleData: ingest.DefaultMaxSampleData,
 		Push: &Push{Every: time.Hour, Delivery: delivery.Config{Endpoint: "test", Protocol: delivery.ProtocolHTTP}, Resource: otlp.Options{ServiceName: "work"}}},
@@ -179,7 +178,8 @@ func TestPushPIDSlots(t *testing.T) {
 	attr := cpuClock
 	tr := process.New()
 	var got [][]byte
-	p, sent := testPusher(t, tr, &got)
+	sent := make(signalling, 1)
+	p := testPusher(t, tr, keeping{sent, &got})
 	rng := rand.New(rand.NewPCG(5, 6))
 	im := loadBenchImage(t, self, 0, 20, rng)
 	pids := []uint32{0, 7, 7 + uint32(len(recentPIDs{})), 7 + 2*uint32(len(recentPIDs{}))}
