@@ -96,9 +96,14 @@ func (jitlogHandler) Claim(p *Process) (Resolver, error) {
 			}
 		}
 	}
-	// A torn record is a writer that died mid-record; the rest is good.
-	if err := r.Err(); err != nil && !errors.Is(err, jitlog.ErrTorn) {
+	// A torn record is a writer that died mid-record, or one not done
+	// yet, which a later look may find whole; the rest is good.
+	if err := r.Err(); errors.Is(err, jitlog.ErrTorn) {
+		p.Reads.refused()
+	} else if err != nil {
 		return nil, fmt.Errorf("%s: %w", d.path, err)
+	} else {
+		p.Reads.until(d.path, r.Offset())
 	}
 	return &mapResolver{m: b.Build(), source: d.describe("jitlog")}, nil
 }
