@@ -7,7 +7,9 @@
 # 19 Hz, continuous profilers' rate, pushing for the same time: its CPU
 # and peak RSS, beside one at 19 Hz without push. A CPU-bound workload (bench/record/work.c) runs
 # throughout, and minijit starts every 3 s (2 s of JIT work), so that JIT
-# processes come and go, beside whatever else the machine runs. Writes
+# processes come and go, and a Node server past its warm-up, its perf map
+# some 12 MB, works a tenth of the time (bench/daemon/server.js; when
+# node is here), beside whatever else the machine runs. Writes
 # the daemon-push section of bench/RESULTS.md. Needs root.
 # The daemons run WARMUP seconds (default 60) before the minute is
 # measured: a daemon runs for weeks, and what the push resolved and
@@ -26,6 +28,7 @@ root=$(cd "$here/../.." && pwd)
 tmp=$(mktemp -d)
 pids=()
 cleanup() {
+	[ -n "${server:-}" ] && rm -f "/tmp/perf-$server.map"
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
 	for s in a b c d; do "$tmp/jitprof" daemon stop --session-dir "$tmp/$s" >/dev/null 2>&1 || true; done
 	[ -n "${col_pid:-}" ] && kill "$col_pid" 2>/dev/null
@@ -79,6 +82,22 @@ pids+=($!)
 mkdir -p "$tmp/jl"
 (while :; do JITPROF_JITLOG_DIR=$tmp/jl "$tmp/minijit" -duration 2s -quiet; sleep 3; done) &
 pids+=($!)
+# And a Node server past its warm-up, its perf map some 12 MB, working a
+# tenth of the time (bench/daemon/server.js), when node is here.
+nodeline=", and no Node server (no node here)"
+if command -v node >/dev/null; then
+	nodeline=" and a Node server ($(node --version), --perf-basic-prof, bench/daemon/server.js) past its warm-up, its perf map some 12 MB, works a tenth of the time"
+
+	(cd "$tmp" && exec node --perf-basic-prof "$here/server.js") &
+	pids+=($!)
+	server=$!
+	for _ in $(seq 300); do
+		[ "$(stat -c %s "/tmp/perf-$server.map" 2>/dev/null || echo 0)" -gt 10000000 ] && break
+		sleep 0.1
+	done
+else
+	echo "push.sh: no node here: the run has no Node server" >&2
+fi
 
 tick=$(getconf CLK_TCK)
 # cpu PID...: user+system seconds of the processes so far.
@@ -139,7 +158,7 @@ pct() { echo "scale=2; 100 * $1 / $secs" | bc; }
 {
 	echo "## the daemon's OTLP push (bench/daemon/push.sh)"
 	echo
-	echo "$(date -u +%Y-%m-%d), $(uname -r), $(nproc) CPUs, load average $(cut -d' ' -f1 /proc/loadavg) at the end, $(perf version). Run under nice -n 19 (the daemons and perf niced with it); the daemons ran $warmup s before the $secs s measured; the load average counts the benchmark's own work and whatever else the machine ran: compare the rows of one run, not runs. Every CPU sampled (cpu-clock) while bench/record/work.c runs in a loop and minijit starts every 3 s for 2 s of JIT work; the push goes over OTLP/HTTP, gzip, to the test Collector (test/otelcol, file exporter) on this machine."
+	echo "$(date -u +%Y-%m-%d), $(uname -r), $(nproc) CPUs, load average $(cut -d' ' -f1 /proc/loadavg) at the end, $(perf version). Run under nice -n 19 (the daemons and perf niced with it); the daemons ran $warmup s before the $secs s measured; the load average counts the benchmark's own work and whatever else the machine ran: compare the rows of one run, not runs. Every CPU sampled (cpu-clock) while bench/record/work.c runs in a loop, minijit starts every 3 s for 2 s of JIT work$nodeline; the push goes over OTLP/HTTP, gzip, to the test Collector (test/otelcol, file exporter) on this machine."
 	echo
 	echo "CPU time over the same $secs s, all sampling at once at 1 kHz:"
 	echo
