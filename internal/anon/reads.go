@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"slices"
 
 	"golang.org/x/sys/unix"
 )
@@ -94,6 +95,21 @@ func (r *Reads) refused() {
 	}
 }
 
+// clone copies r, to be changed.
+func (r *Reads) clone() *Reads {
+	return &Reads{files: slices.Clone(r.files), unsure: r.unsure}
+}
+
+// unchangedBut is Unchanged for every path but the skip'th.
+func (r *Reads) unchangedBut(p *Process, skip int) bool {
+	for i, rf := range r.files {
+		if i != skip && !rf.same(p) {
+			return false
+		}
+	}
+	return true
+}
+
 // Unchanged reports whether each path the claim tried, opened as the
 // claim opened it (p is the process as claimed: its root, its user),
 // holds the same file, unwritten, or still none. A claim of the same
@@ -105,20 +121,22 @@ func (r *Reads) Unchanged(p *Process) bool {
 		return false
 	}
 	for _, rf := range r.files {
-		f, err := openTrusted(p, rf.path)
-		if err != nil {
-			if rf.found || !errors.Is(err, fs.ErrNotExist) {
-				return false
-			}
-			continue
-		}
-		same := rf.found && rf.unchanged(f.File)
-		f.Close()
-		if !same {
+		if !rf.same(p) {
 			return false
 		}
 	}
 	return true
+}
+
+// same reports whether rf's path holds the file found, unwritten, or
+// still none.
+func (rf *readFile) same(p *Process) bool {
+	f, err := openTrusted(p, rf.path)
+	if err != nil {
+		return !rf.found && errors.Is(err, fs.ErrNotExist)
+	}
+	defer f.Close()
+	return rf.found && rf.unchanged(f.File)
 }
 
 // unchanged reports whether f is the file found, unwritten.

@@ -332,10 +332,19 @@ func (b *Binder) claim(pid uint32, st *procState) {
 	if sp, ok := b.procs.(stamper); ok {
 		st.stamp = sp.Stamp(pid)
 	}
-	if old := b.prev[pid]; old != nil && b.kept(pid, &p, st.key, old) {
-		st.claim, st.r, st.image, st.proc, st.reads = old.claim, old.r, old.image, old.proc, old.reads
-		st.claim.Ambiguous = nil // built again as the names are asked for
-		return
+	if old := b.prev[pid]; old != nil && b.same(pid, &p, st.key, old) {
+		r, reads := old.r, old.reads
+		ok := reads.Unchanged(&old.proc)
+		if !ok {
+			r, reads, ok = anon.Extend(r, reads, &old.proc)
+		}
+		if ok {
+			old.taken.Store(true)
+			st.claim, st.r, st.image, st.proc, st.reads = old.claim, r, old.image, old.proc, reads
+			st.claim.Source = r.Source()
+			st.claim.Ambiguous = nil // built again as the names are asked for
+			return
+		}
 	}
 	p.Force = b.opts.Force
 	live := p.FillLive(b.opts.Proc)
@@ -414,22 +423,17 @@ func (b *Binder) Close() error {
 	return errors.Join(errs...)
 }
 
-// kept reports whether the claim old, of the Binder this one renews,
-// still holds for pid, now p (key its anon.TimelineKey), and takes it
-// if so: the same process (its start time), told the same (the
-// timeline key, nothing embedded), and the files its handlers looked
-// for unchanged (anon.Reads.Unchanged). The handlers would read what
-// they read then, and claim and name as they did.
-func (b *Binder) kept(pid uint32, p *anon.Process, key string, old *procState) bool {
+// same reports whether the claim old, of the Binder this one renews,
+// was of the process pid is now, p (key its anon.TimelineKey), told the
+// same: the same process (its start time), the same timeline key,
+// nothing embedded. Its claim then stands while the files its handlers
+// looked for are unchanged (anon.Reads.Unchanged): they would read what
+// they read, and claim and name as they did; and a perf map appended to
+// is read from where the claim stopped (anon.Extend).
+func (b *Binder) same(pid uint32, p *anon.Process, key string, old *procState) bool {
 	if old.reads == nil || key != old.key || len(p.Embedded) > 0 {
 		return false
 	}
-	if id, err := b.opts.Proc.Identity(int(pid)); err != nil || id.StartTime != old.proc.StartTime {
-		return false
-	}
-	if !old.reads.Unchanged(&old.proc) {
-		return false
-	}
-	old.taken.Store(true)
-	return true
+	id, err := b.opts.Proc.Identity(int(pid))
+	return err == nil && id.StartTime == old.proc.StartTime
 }

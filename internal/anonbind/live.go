@@ -20,7 +20,9 @@ import (
 // anon.Reads) keeps its claim in the next: a long-running JIT that
 // makes no new code (a server past its warm-up) is not read again every
 // renewal, which for a perf map of hundreds of megabytes was most of a
-// renewal's cost. Only with built-in handlers, whose reads anon.Reads
+// renewal's cost. A perf map appended to since is read from where the
+// claim stopped (anon.Extend), when what was appended changes nothing
+// already named. Only with built-in handlers, whose reads anon.Reads
 // sees; only the claims the last Binder made or kept, so that what is
 // kept is of the processes looked up in the last interval.
 type Live struct {
