@@ -80,7 +80,7 @@ type Binder struct {
 	mu    sync.RWMutex
 	state map[uint32]*procState
 	// prev are the claims of the Binder this one renews (Live.Renew):
-	// each kept where the data it read is unchanged (kept).
+	// each kept where the data it read is unchanged (claim, same).
 	prev map[uint32]*procState
 }
 
@@ -105,7 +105,7 @@ type procState struct {
 
 	// proc is the process as claimed, and reads what its handlers
 	// looked for then: a later Binder keeps the claim while they are
-	// unchanged (Binder.kept). claimed says the claim is made; taken
+	// unchanged (Binder.claim). claimed says the claim is made; taken
 	// that a later Binder kept it, and closes its resolver.
 	proc           anon.Process
 	reads          *anon.Reads
