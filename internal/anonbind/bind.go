@@ -341,7 +341,9 @@ func (b *Binder) claim(pid uint32, st *procState) {
 		if ok {
 			old.taken.Store(true)
 			st.claim, st.r, st.image, st.proc, st.reads = old.claim, r, old.image, old.proc, reads
-			st.claim.Source = r.Source()
+			if r != nil { // nil: no handler claimed it, and none would
+				st.claim.Source = r.Source()
+			}
 			st.claim.Ambiguous = nil // built again as the names are asked for
 			return
 		}

@@ -107,6 +107,10 @@ func TestLiveKeepsUnchanged(t *testing.T) {
 	if n := name(now(t)); n != "" {
 		t.Fatalf("named %q before the JIT wrote anything", n)
 	}
+	renew() // still nothing: the claim of no handler kept
+	if n := name(now(t)); n != "" || l.b.state[pid].reads == nil || l.b.prev[pid] == nil || !l.b.prev[pid].taken.Load() {
+		t.Fatalf("named %q with no data still, the claim of none not kept", n)
+	}
 	jl, err := jitlog.Open(jitlog.Options{Name: "test"})
 	if err != nil {
 		t.Fatal(err)
