@@ -125,12 +125,16 @@ func (r *perfmapResolver) extend(p *Process, reads *Reads) (Resolver, *Reads, bo
 	}
 	now := reads.clone()
 	now.files[last].id = id
+	// Whole lines only. A line the JIT is still writing the whole map's
+	// reading takes as it is; its layer could not be the line's end. So
+	// is a file written to without growing (touched, or written anew at
+	// its size): read whole.
 	added := buf[len(r.tail):]
 	nl := bytes.LastIndexByte(added, '\n')
-	if nl < 0 {
-		return r, now, true // no whole line yet
+	if nl < 0 || nl != len(added)-1 {
+		return nil, nil, false
 	}
-	pm, err := perfmap.Options{Lenient: true}.Parse(bytes.NewReader(added[:nl+1]))
+	pm, err := perfmap.Options{Lenient: true}.Parse(bytes.NewReader(added))
 	if err != nil || pm.BadLines > 0 {
 		return nil, nil, false
 	}

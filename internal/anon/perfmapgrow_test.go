@@ -84,17 +84,22 @@ func TestPerfmapGrows(t *testing.T) {
 		t.Error("the reads of the layered claim are not the map as it is now")
 	}
 
-	// Half a line: nothing new named, until it is whole.
+	// Half a line: read whole (the whole map's reading takes it as it
+	// is), and once it is whole, read whole again (its range is the
+	// half's).
 	write(os.O_APPEND, "16000 80 JS:*h")
-	r3, reads3, ok := Extend(r2, reads2, p)
-	if !ok || r3 != r2 {
-		t.Fatal("half a line appended: not the same names")
+	if _, _, ok := Extend(r2, reads2, p); ok {
+		t.Fatal("half a line appended: extended")
 	}
+	r3, p3 := claim()
+	probe("half a line, read whole", r3)
 	write(os.O_APPEND, "1\n")
-	r4, reads4, ok := Extend(r3, reads3, p)
-	if !ok {
-		t.Fatal("a line completed: read whole again")
+	if _, _, ok := Extend(r3, p3.Reads, p3); ok {
+		t.Fatal("the half line ended: extended")
 	}
+	r4, p4 := claim()
+	reads4 := p4.Reads
+	p = p4
 	probe("a line completed", r4)
 
 	// What a layer alone would name otherwise: read whole.
@@ -113,8 +118,12 @@ func TestPerfmapGrows(t *testing.T) {
 		if _, _, ok := Extend(r4, reads4, p); ok {
 			t.Errorf("%s: extended", c.what)
 		}
-		write(os.O_TRUNC, string(data))
-		_, reads4, _ = Extend(r4, reads4, p) // the map as it was: the same names
+		write(os.O_TRUNC, string(data)) // the map as it was, written anew
+		if _, _, ok := Extend(r4, reads4, p); ok {
+			t.Errorf("%s: written anew at its size: extended", c.what)
+		}
+		r4, p = claim()
+		reads4 = p.Reads
 	}
 
 	// Written anew: its last line read renamed, a line after it. Read
@@ -153,4 +162,66 @@ func TestPerfmapGrows(t *testing.T) {
 			t.Fatal("more than maxLayers layers")
 		}
 	}
+}
+
+// FuzzPerfmapGrows: whatever is appended to a perf map, a layer made of
+// it names every address probed as the whole map read at once does, or
+// Extend says false.
+func FuzzPerfmapGrows(f *testing.F) {
+	f.Add("10000 80 a\n10100 80 b\n", "10200 80 c\n")
+	f.Add("10000 80 a\n", "10040 80 c\n")
+	f.Add("10000 80 a\n", "20000 80 a\n")
+	f.Add("10000 80 a\n10000 80 a\n", "10080 10 d\n10090 4 e\n1008c 8 f\n")
+	f.Add("10000 80 a\n", "ffffffffffffff00 100 w\n")
+	f.Fuzz(func(t *testing.T, base, added string) {
+		const pid = 4243
+		root := t.TempDir()
+		if err := os.MkdirAll(filepath.Join(root, "tmp"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(root, "tmp", fmt.Sprintf("perf-%d.map", pid))
+		if err := os.WriteFile(path, []byte(base), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		claim := func() (Resolver, *Process) {
+			p := &Process{PID: pid, NSPID: pid, Comm: "node", Root: root, UID: os.Getuid(), GID: os.Getgid(), Reads: &Reads{}}
+			r, _, _ := Claim([]Handler{perfmapHandler{}}, p)
+			return r, p
+		}
+		r, p := claim()
+		if r == nil {
+			return
+		}
+		fl, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fl.WriteString(added)
+		fl.Close()
+		layered, _, ok := Extend(r, p.Reads, p)
+		if !ok {
+			return
+		}
+		whole, _ := claim()
+		if whole == nil {
+			t.Fatal("extended, but the whole map names nothing")
+		}
+		// Every bound of every line, and a byte either side.
+		var addrs []uint64
+		for _, text := range []string{base, added} {
+			for _, line := range strings.Split(text, "\n") {
+				var start, size uint64
+				if n, _ := fmt.Sscanf(line, "%x %x", &start, &size); n == 2 {
+					addrs = append(addrs, start-1, start, start+size/2, start+size-1, start+size)
+				}
+			}
+		}
+		for _, a := range addrs {
+			got, gok := layered.Resolve(a, 1)
+			want, wok := whole.Resolve(a, 1)
+			if gok != wok || !reflect.DeepEqual(got, want) {
+				t.Fatalf("at %#x the layers name %+v (%v), the whole map %+v (%v)", a, got, gok, want, wok)
+			}
+		}
+	})
 }
