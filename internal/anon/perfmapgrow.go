@@ -2,6 +2,7 @@ package anon
 
 import (
 	"bytes"
+	"cmp"
 	"hash/fnv"
 	"slices"
 
@@ -167,7 +168,7 @@ func (r *perfmapResolver) extend(p *Process, reads *Reads) (Resolver, *Reads, bo
 		}
 	}
 	byStart := slices.Clone(syms)
-	slices.SortFunc(byStart, func(a, b perfmap.Symbol) int { return cmpUint(a.Start, b.Start) })
+	slices.SortFunc(byStart, func(a, b perfmap.Symbol) int { return cmp.Compare(a.Start, b.Start) })
 	for i := 1; i < len(byStart); i++ {
 		if byStart[i].Start < byStart[i-1].End() && byStart[i] != byStart[i-1] {
 			return nil, nil, false
@@ -185,16 +186,6 @@ func (r *perfmapResolver) extend(p *Process, reads *Reads) (Resolver, *Reads, bo
 	nr.layers = append(slices.Clip(r.layers), &mapResolver{m: b.Build(), source: r.source, timeless: true})
 	nr.names = append(slices.Clip(r.names), hs)
 	return nr, now, true
-}
-
-func cmpUint(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // Extend returns the Resolver of what a claim's handlers would read now
