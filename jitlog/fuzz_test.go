@@ -60,5 +60,24 @@ func FuzzReader(f *testing.F) {
 		if err := r.Err(); err != nil && !errors.Is(err, ErrFormat) && !errors.Is(err, ErrTorn) && !errors.Is(err, io.ErrUnexpectedEOF) {
 			t.Fatalf("error of no known kind: %v", err)
 		}
+		// Wanting the code's records: those alone, never more than
+		// every record.
+		w, err := NewReader(bytes.NewReader(b), int64(len(b)))
+		if err != nil {
+			t.Fatalf("the header read once and not twice: %v", err)
+		}
+		w.Want(KindCodeLoad, KindCodeUnwind, KindCodeMove, KindCodeUnload)
+		m := 0
+		for w.Next() {
+			switch w.Record().Kind() {
+			case KindHeader, KindCodeLoad, KindCodeUnwind, KindCodeMove, KindCodeUnload:
+			default:
+				t.Fatalf("a %v record from a Reader that does not want it", w.Record().Kind())
+			}
+			m++
+			if m > len(b)/frameSize+1 {
+				t.Fatalf("%d records from %d bytes", m, len(b))
+			}
+		}
 	})
 }

@@ -600,6 +600,63 @@ func TestDefaultDir(t *testing.T) {
 // without it, and that every stamp falls between clock readings taken
 // around the call, to within a microsecond of calibration error.
 func TestRegionTimes(t *testing.T) {
+	eachClock(t, func(t *testing.T, tsc bool) {
+		l := openTest(t, Options{Dir: t.TempDir()})
+		type window struct{ lo, hi uint64 }
+		var want []window
+		end := monoNow(t) + 50_000_000 // several recalibrations
+		for i := uint64(0); monoNow(t) < end; i++ {
+			lo := monoNow(t)
+			if err := l.Enter(1, i); err != nil {
+				t.Fatal(err)
+			}
+			if err := l.Exit(1); err != nil {
+				t.Fatal(err)
+			}
+			want = append(want, window{lo, monoNow(t)})
+			time.Sleep(100 * time.Microsecond)
+		}
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		recs, err := Read(l.Path(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var times []uint64
+		kinds := map[Kind]int{}
+		for _, r := range recs {
+			switch r := r.(type) {
+			case *EnterRecord:
+				times = append(times, r.Time)
+			case *ExitRecord:
+				times = append(times, r.Time)
+			}
+			kinds[r.Kind()]++
+		}
+		if len(times) != 2*len(want) {
+			t.Fatalf("%d enter and exit records, want %d", len(times), 2*len(want))
+		}
+		const slack = 1000
+		for i, w := range want {
+			for _, tm := range times[2*i : 2*i+2] {
+				if tm+slack < w.lo || tm > w.hi+slack {
+					t.Fatalf("call %d: time %d outside [%d, %d] by more than %d ns", i, tm, w.lo, w.hi, slack)
+				}
+			}
+		}
+		if tsc && kinds[KindClock] < 5 {
+			t.Errorf("%d clock records in 50 ms, want at least 5 (two at open and recalibrations)", kinds[KindClock])
+		}
+		if !tsc && kinds[KindClock] != 0 {
+			t.Errorf("%d clock records without the TSC", kinds[KindClock])
+		}
+	})
+}
+
+// eachClock runs f as the logger stamps regions by the clock, and,
+// where the kernel keeps time with the TSC, by the TSC.
+func eachClock(t *testing.T, f func(t *testing.T, tsc bool)) {
 	for _, tsc := range []bool{false, true} {
 		t.Run(fmt.Sprint("tsc=", tsc), func(t *testing.T) {
 			if tsc && !useTSC() {
@@ -607,56 +664,7 @@ func TestRegionTimes(t *testing.T) {
 			}
 			defer func(v func() bool) { useTSC = v }(useTSC)
 			useTSC = func() bool { return tsc }
-			l := openTest(t, Options{Dir: t.TempDir()})
-			type window struct{ lo, hi uint64 }
-			var want []window
-			end := monoNow(t) + 50_000_000 // several recalibrations
-			for i := uint64(0); monoNow(t) < end; i++ {
-				lo := monoNow(t)
-				if err := l.Enter(1, i); err != nil {
-					t.Fatal(err)
-				}
-				if err := l.Exit(1); err != nil {
-					t.Fatal(err)
-				}
-				want = append(want, window{lo, monoNow(t)})
-				time.Sleep(100 * time.Microsecond)
-			}
-			if err := l.Close(); err != nil {
-				t.Fatal(err)
-			}
-			recs, err := Read(l.Path(), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var times []uint64
-			kinds := map[Kind]int{}
-			for _, r := range recs {
-				switch r := r.(type) {
-				case *EnterRecord:
-					times = append(times, r.Time)
-				case *ExitRecord:
-					times = append(times, r.Time)
-				}
-				kinds[r.Kind()]++
-			}
-			if len(times) != 2*len(want) {
-				t.Fatalf("%d enter and exit records, want %d", len(times), 2*len(want))
-			}
-			const slack = 1000
-			for i, w := range want {
-				for _, tm := range times[2*i : 2*i+2] {
-					if tm+slack < w.lo || tm > w.hi+slack {
-						t.Fatalf("call %d: time %d outside [%d, %d] by more than %d ns", i, tm, w.lo, w.hi, slack)
-					}
-				}
-			}
-			if tsc && kinds[KindClock] < 5 {
-				t.Errorf("%d clock records in 50 ms, want at least 5 (two at open and recalibrations)", kinds[KindClock])
-			}
-			if !tsc && kinds[KindClock] != 0 {
-				t.Errorf("%d clock records without the TSC", kinds[KindClock])
-			}
+			f(t, tsc)
 		})
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"os"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/jitprof/jitprof/internal/trust"
 )
 
@@ -27,8 +29,18 @@ type Tail struct {
 	hdr    *Header
 	off    uint64
 	frame  Reader // buffered reads of frames for the publication scan
+	read   Reader // and of the records: its buffer kept across polls
 	clocks clocks // loggers' TSC calibration, across polls
+	want   uint64 // Want's
+	frames int    // Frames'
 }
+
+// Want is Reader.Want for the records the polls return.
+func (t *Tail) Want(kinds ...Kind) { t.want = wantOf(kinds) }
+
+// Frames is how many records the last poll went over: those it returned,
+// those Want stepped over, padding and records not yet published.
+func (t *Tail) Frames() int { return t.frames }
 
 // OpenTail opens path, after the checks in opts (nil for the defaults),
 // for following. The file may not have a header yet.
@@ -75,12 +87,13 @@ func (t *Tail) Poll() ([]Record, error) {
 // none, only whether one waits.
 func (t *Tail) PollLimit(maxBytes int64, maxRecords int) (_ []Record, more bool, _ error) {
 	var recs []Record
-	fi, err := t.f.Stat()
-	if err != nil {
+	t.frames = 0
+	var fst unix.Stat_t
+	if err := unix.Fstat(int(t.f.Fd()), &fst); err != nil {
 		return nil, false, fmt.Errorf("jitlog: tail %s: %w", t.path, err)
 	}
-	size := uint64(fi.Size())
-	if err := t.rule.CheckSize(t.path, fi.Size()); err != nil {
+	size := uint64(fst.Size)
+	if err := t.rule.CheckSize(t.path, fst.Size); err != nil {
 		return nil, false, fmt.Errorf("jitlog: %w", err)
 	}
 	var hb [HeaderSize]byte
@@ -137,7 +150,9 @@ func (t *Tail) PollLimit(maxBytes int64, maxRecords int) (_ []Record, more bool,
 		}
 		pos += size
 	}
-	rd := &Reader{r: t.f, hdr: t.hdr, off: t.off, end: pos, started: true, clocks: t.clocks}
+	t.frames = n
+	rd := &t.read
+	*rd = Reader{r: t.f, hdr: t.hdr, off: t.off, end: pos, started: true, clocks: t.clocks, buf: rd.buf[:0], want: t.want}
 	for rd.Next() {
 		recs = append(recs, rd.Record())
 	}

@@ -9,6 +9,11 @@
 # throughout, and minijit starts every 3 s (2 s of JIT work), so that JIT
 # processes come and go, beside whatever else the machine runs. Writes
 # the daemon-push section of bench/RESULTS.md. Needs root.
+# SERVER=1 adds a Node server past its warm-up, its perf map some 12 MB,
+# working a tenth of the time (bench/daemon/server.js under
+# --perf-basic-prof; the daemons start once its map has not grown for
+# 10 s), and writes the daemon-push-node section instead: a long-running
+# JIT whose data the push must not read again at every push.
 # The daemons run WARMUP seconds (default 60) before the minute is
 # measured: a daemon runs for weeks, and what the push resolved and
 # named in its first pushes it finds in its caches after (its Builder and
@@ -26,6 +31,7 @@ root=$(cd "$here/../.." && pwd)
 tmp=$(mktemp -d)
 pids=()
 cleanup() {
+	[ -n "${server:-}" ] && rm -f "/tmp/perf-$server.map"
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
 	for s in a b c d; do "$tmp/jitprof" daemon stop --session-dir "$tmp/$s" >/dev/null 2>&1 || true; done
 	[ -n "${col_pid:-}" ] && kill "$col_pid" 2>/dev/null
@@ -79,6 +85,29 @@ pids+=($!)
 mkdir -p "$tmp/jl"
 (while :; do JITPROF_JITLOG_DIR=$tmp/jl "$tmp/minijit" -duration 2s -quiet; sleep 3; done) &
 pids+=($!)
+section=daemon-push
+nodeline=""
+if [ "${SERVER:-0}" = 1 ]; then
+	section=daemon-push-node
+	(cd "$tmp" && exec node --perf-basic-prof "$here/server.js") &
+	pids+=($!)
+	server=$!
+	# Past its warm-up: its perf map unchanged for 10 s (minutes on a
+	# busy machine: V8 optimizes the hot functions as it gets CPU time).
+	last=-1 same=0
+	for _ in $(seq 600); do
+		map=$(stat -c %s "/tmp/perf-$server.map" 2>/dev/null || echo 0)
+		if [ "$map" = "$last" ] && [ "$map" -gt 10000000 ]; then
+			same=$((same + 1))
+			[ "$same" -ge 10 ] && break
+		else
+			same=0
+		fi
+		last=$map
+		sleep 1
+	done
+	nodeline=", and a Node server ($(node --version), --perf-basic-prof, bench/daemon/server.js) past its warm-up, its perf map of $map bytes unchanged for $same s before the daemons started, works a tenth of the time"
+fi
 
 tick=$(getconf CLK_TCK)
 # cpu PID...: user+system seconds of the processes so far.
@@ -137,9 +166,13 @@ ce_rss=$(awk '/VmHWM/ {printf "%.1f", $2 / 1024}' "/proc/$cexp/status")
 
 pct() { echo "scale=2; 100 * $1 / $secs" | bc; }
 {
-	echo "## the daemon's OTLP push (bench/daemon/push.sh)"
+	if [ "$section" = daemon-push ]; then
+		echo "## the daemon's OTLP push (bench/daemon/push.sh)"
+	else
+		echo "## the daemon's OTLP push beside a Node server (SERVER=1 bench/daemon/push.sh)"
+	fi
 	echo
-	echo "$(date -u +%Y-%m-%d), $(uname -r), $(nproc) CPUs, load average $(cut -d' ' -f1 /proc/loadavg) at the end, $(perf version). Run under nice -n 19 (the daemons and perf niced with it); the daemons ran $warmup s before the $secs s measured; the load average counts the benchmark's own work and whatever else the machine ran: compare the rows of one run, not runs. Every CPU sampled (cpu-clock) while bench/record/work.c runs in a loop and minijit starts every 3 s for 2 s of JIT work; the push goes over OTLP/HTTP, gzip, to the test Collector (test/otelcol, file exporter) on this machine."
+	echo "$(date -u +%Y-%m-%d), $(uname -r), $(nproc) CPUs, load average $(cut -d' ' -f1 /proc/loadavg) at the end, $(perf version). Run under nice -n 19 (the daemons and perf niced with it); the daemons ran $warmup s before the $secs s measured; the load average counts the benchmark's own work and whatever else the machine ran: compare the rows of one run, not runs. Every CPU sampled (cpu-clock) while bench/record/work.c runs in a loop, minijit starts every 3 s for 2 s of JIT work$nodeline; the push goes over OTLP/HTTP, gzip, to the test Collector (test/otelcol, file exporter) on this machine."
 	echo
 	echo "CPU time over the same $secs s, all sampling at once at 1 kHz:"
 	echo
@@ -157,4 +190,4 @@ pct() { echo "scale=2; 100 * $1 / $secs" | bc; }
 	echo
 	echo "At 19 Hz on every CPU, pushing every 10 s, for $secs s: $c_cpu + $ce_cpu (jitprof-otlp) CPU seconds, $(pct "$(echo "$c_cpu + $ce_cpu" | bc)")% of one CPU (issue 23 allows 0.5%), beside a daemon at 19 Hz without push in the same seconds: $d_cpu, $(pct "$d_cpu")%; peak RSS $c_rss MB (jitprof-otlp $ce_rss MB, the daemon without push $d_rss MB; issue 23 allows 50 MB); $c_bytes_min bytes sent a minute."
 } | tee "$tmp/section.md"
-update_section daemon-push "$tmp/section.md"
+update_section "$section" "$tmp/section.md"

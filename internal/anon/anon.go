@@ -64,6 +64,10 @@ type Process struct {
 	// Span is the recording's time range; zero when unknown. External
 	// handlers of protocol version 2 get it.
 	Span TimeRange
+	// Reads, when set, records the JIT data files the handlers look for
+	// as they claim the process (anonbind keeps a claim while they are
+	// unchanged).
+	Reads *Reads
 }
 
 // TimeRange is a span of time in the recording's clock (that of

@@ -51,6 +51,7 @@ func (d *data) describe(handler string) string {
 func findData(p *Process, paths []string) (*data, error) {
 	for _, path := range paths {
 		if b, ok := p.Embedded[path]; ok {
+			p.Reads.refused()
 			return &data{path: path, embedded: true, r: bytes.NewReader(b), size: int64(len(b))}, nil
 		}
 	}
@@ -63,6 +64,7 @@ func findData(p *Process, paths []string) (*data, error) {
 		for _, k := range keys {
 			if filepath.Base(k) == filepath.Base(path) {
 				b := p.Embedded[k]
+				p.Reads.refused()
 				return &data{path: k, embedded: true, r: bytes.NewReader(b), size: int64(len(b))}, nil
 			}
 		}
@@ -70,11 +72,14 @@ func findData(p *Process, paths []string) (*data, error) {
 	for _, path := range paths {
 		f, err := openTrusted(p, path)
 		if errors.Is(err, fs.ErrNotExist) {
+			p.Reads.absent(path)
 			continue
 		}
 		if err != nil {
+			p.Reads.refused()
 			return nil, err
 		}
+		p.Reads.found(path, f.File)
 		return &data{path: path, r: f, size: f.Size, f: f.File}, nil
 	}
 	return nil, fmt.Errorf("%w: tried %s", ErrNoData, strings.Join(paths, ", "))

@@ -43,6 +43,7 @@ func (jitlogHandler) Claim(p *Process) (Resolver, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", d.path, err)
 	}
+	r.Want(jitlog.KindCodeLoad, jitlog.KindCodeUnwind, jitlog.KindCodeMove, jitlog.KindCodeUnload)
 	if h := r.Header(); !slices.Contains(pids(p), uint64(h.PID)) {
 		return nil, fmt.Errorf("%s: written by pid %d, not %d: %w", d.path, h.PID, p.PID, ErrNoData)
 	}
@@ -96,9 +97,14 @@ func (jitlogHandler) Claim(p *Process) (Resolver, error) {
 			}
 		}
 	}
-	// A torn record is a writer that died mid-record; the rest is good.
-	if err := r.Err(); err != nil && !errors.Is(err, jitlog.ErrTorn) {
+	// A torn record is a writer that died mid-record, or one not done
+	// yet, which a later look may find whole; the rest is good.
+	if err := r.Err(); errors.Is(err, jitlog.ErrTorn) {
+		p.Reads.refused()
+	} else if err != nil {
 		return nil, fmt.Errorf("%s: %w", d.path, err)
+	} else {
+		p.Reads.until(d.path, r.Offset())
 	}
 	return &mapResolver{m: b.Build(), source: d.describe("jitlog")}, nil
 }

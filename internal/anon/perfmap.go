@@ -2,6 +2,7 @@ package anon
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -79,5 +80,11 @@ func (perfmapHandler) Claim(p *Process) (Resolver, error) {
 	if m.BadLines > 0 {
 		src += fmt.Sprintf(", %d bad lines skipped, first: %v", m.BadLines, m.Errors[0])
 	}
-	return &mapResolver{m: b.Build(), source: src, timeless: true}, nil
+	mr := &mapResolver{m: b.Build(), source: src, timeless: true}
+	// What was skipped, a layer read alone would not say; but a last
+	// line the JIT was writing is read with the lines after it.
+	if m.BadLines > 1 || m.BadLines == 1 && !errors.Is(m.Errors[0], perfmap.ErrTorn) {
+		return mr, nil
+	}
+	return growable(mr, d, m.Symbols), nil
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/jitprof/jitprof/internal/anon"
 	"github.com/jitprof/jitprof/internal/codemap"
@@ -78,6 +79,9 @@ type Binder struct {
 
 	mu    sync.RWMutex
 	state map[uint32]*procState
+	// prev are the claims of the Binder this one renews (Live.Renew):
+	// each kept where the data it read is unchanged (claim, same).
+	prev map[uint32]*procState
 }
 
 type procState struct {
@@ -98,6 +102,15 @@ type procState struct {
 	syms []anon.Symbol
 
 	asked, named atomic.Uint64
+
+	// proc is the process as claimed, and reads what its handlers
+	// looked for then: a later Binder keeps the claim while they are
+	// unchanged (Binder.claim). claimed says the claim is made; taken
+	// that a later Binder kept it, and closes its resolver.
+	proc           anon.Process
+	reads          *anon.Reads
+	claimed, taken atomic.Bool
+	claimedAt      time.Time // when it was claimed, or last kept
 
 	mu    sync.RWMutex
 	names map[symKey]string // display names, built once per symbol
@@ -312,14 +325,38 @@ func (st *procState) name(sym *anon.Symbol) string {
 }
 
 func (b *Binder) claim(pid uint32, st *procState) {
+	st.claimedAt = time.Now()
+	defer st.claimed.Store(true)
 	p := b.procs.Process(pid)
 	st.key, _ = anon.TimelineKey(b.opts.Handlers, &p)
 	if sp, ok := b.procs.(stamper); ok {
 		st.stamp = sp.Stamp(pid)
 	}
+	if old := b.prev[pid]; old != nil && b.same(pid, &p, st.key, old) {
+		r, reads := old.r, old.reads
+		ok := reads.Unchanged(&old.proc)
+		if !ok {
+			r, reads, ok = anon.Extend(r, reads, &old.proc)
+		}
+		if ok {
+			old.taken.Store(true)
+			st.claim, st.r, st.image, st.proc, st.reads = old.claim, r, old.image, old.proc, reads
+			if r != nil { // nil: no handler claimed it, and none would
+				st.claim.Source = r.Source()
+			}
+			st.claim.Ambiguous = nil // built again as the names are asked for
+			return
+		}
+	}
 	p.Force = b.opts.Force
-	p.FillLive(b.opts.Proc)
+	live := p.FillLive(b.opts.Proc)
 	st.claim = Claim{PID: pid, Comm: p.Comm}
+	// A claim is kept only of the live process it read the files of,
+	// through its root, and of nothing handed in.
+	if live && len(p.Embedded) == 0 {
+		p.Reads = &anon.Reads{}
+		st.proc, st.reads = p, p.Reads
+	}
 	r, h, errs := anon.Claim(b.opts.Handlers, &p)
 	st.claim.Errs = errs
 	if r != nil {
@@ -360,26 +397,45 @@ func (b *Binder) Close() error {
 		emu  sync.Mutex
 		errs []error
 	)
-	for pid, st := range b.state {
-		if st.r == nil {
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			err := st.r.Close()
-			st.r = nil
-			if err == nil {
-				return
+	// Its own, and those of the Binder it renewed that it did not keep.
+	for _, states := range []map[uint32]*procState{b.state, b.prev} {
+		for pid, st := range states {
+			if st.r == nil || st.taken.Load() {
+				continue
 			}
-			st.mu.Lock()
-			st.claim.ResolveErr = err
-			st.mu.Unlock()
-			emu.Lock()
-			errs = append(errs, fmt.Errorf("pid %d: %w", pid, err))
-			emu.Unlock()
-		}()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				err := st.r.Close()
+				st.r = nil
+				if err == nil {
+					return
+				}
+				st.mu.Lock()
+				st.claim.ResolveErr = err
+				st.mu.Unlock()
+				emu.Lock()
+				errs = append(errs, fmt.Errorf("pid %d: %w", pid, err))
+				emu.Unlock()
+			}()
+		}
 	}
 	wg.Wait()
+	b.prev = nil
 	return errors.Join(errs...)
+}
+
+// same reports whether the claim old, of the Binder this one renews,
+// was of the process pid is now, p (key its anon.TimelineKey), told the
+// same: the same process (its start time), the same timeline key,
+// nothing embedded. Its claim then stands while the files its handlers
+// looked for are unchanged (anon.Reads.Unchanged): they would read what
+// they read, and claim and name as they did; and a perf map appended to
+// is read from where the claim stopped (anon.Extend).
+func (b *Binder) same(pid uint32, p *anon.Process, key string, old *procState) bool {
+	if old.reads == nil || key != old.key || len(p.Embedded) > 0 {
+		return false
+	}
+	id, err := b.opts.Proc.Identity(int(pid))
+	return err == nil && id.StartTime == old.proc.StartTime
 }

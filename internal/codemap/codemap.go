@@ -379,6 +379,21 @@ func (m *Map) Ambiguous(addr uint64) (entries []*Entry, start, end uint64) {
 	return entries, m.coords[l], m.coords[l+1]
 }
 
+// Overlaps reports whether code ever covered an address of [start, end):
+// an entry covers start, or one begins or ends inside the range (every
+// entry's bounds are coordinates of the index).
+func (m *Map) Overlaps(start, end uint64) bool {
+	if l := m.leaf(start); l >= 0 {
+		for n := l + m.size; n >= 1; n >>= 1 {
+			if m.off[n+1] > m.off[n] {
+				return true
+			}
+		}
+	}
+	i, _ := slices.BinarySearch(m.coords, start+1)
+	return i < len(m.coords) && m.coords[i] < end
+}
+
 // Entries returns all entries in load order. The caller must not modify
 // them.
 func (m *Map) Entries() []Entry { return m.entries }

@@ -419,3 +419,38 @@ func (m *model) at(addr, t uint64) string {
 	}
 	return ""
 }
+
+// TestOverlaps: a range overlaps the map where code ever covered one of
+// its addresses, whenever it was loaded, and not where it only touches
+// code's bounds or falls in a gap.
+func TestOverlaps(t *testing.T) {
+	b := NewBuilder()
+	for _, l := range []struct{ t, start, size uint64 }{{0, 0x1000, 0x100}, {0, 0x2000, 0x100}, {5, 0x2080, 0x100}, {0, 0x3000, 0x10}} {
+		if err := b.Load(l.t, l.start, l.size, "f", 0, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m := b.Build()
+	for _, c := range []struct {
+		start, end uint64
+		want       bool
+	}{
+		{0x0f00, 0x1000, false}, // ends where code starts
+		{0x0f00, 0x1001, true},
+		{0x1000, 0x1001, true},
+		{0x10ff, 0x2000, true},
+		{0x1100, 0x2000, false}, // the gap between
+		{0x1100, 0x4000, true},  // over whole entries
+		{0x2100, 0x2180, true},  // the later load's tail
+		{0x2180, 0x3000, false},
+		{0x3010, 0x9000, false},
+		{0x3008, 0x3009, true},
+	} {
+		if got := m.Overlaps(c.start, c.end); got != c.want {
+			t.Errorf("Overlaps(%#x, %#x) = %v, want %v", c.start, c.end, got, c.want)
+		}
+	}
+	if NewBuilder().Build().Overlaps(0, 100) {
+		t.Error("an empty map overlaps")
+	}
+}

@@ -293,6 +293,9 @@ func (j *jitProc) open(handler, path string) error {
 		if err != nil {
 			return err
 		}
+		// The code's records (codeTable.jitlogRecord), not the regions
+		// a JIT enters and leaves.
+		t.Want(jitlog.KindCodeLoad, jitlog.KindCodeUnwind, jitlog.KindCodeMove, jitlog.KindCodeUnload)
 		j.tail = t
 		return nil
 	}
@@ -400,12 +403,7 @@ func (j *jitProc) pollJitlog(w *work, room jitRoom) error {
 	j.off = j.tail.Offset()
 	j.added += read
 	w.bytes -= read
-	w.records -= int64(len(recs))
-	if len(recs) > 0 {
-		if _, ok := recs[0].(*jitlog.Header); ok {
-			w.records++ // the header is no record of the file's
-		}
-	}
+	w.records -= int64(j.tail.Frames()) // the region records stepped over too
 	if more && room.bytes-read <= 0 {
 		return boundErr("%s: past %s of JIT data (%s)", j.path, mib(j.added), room.bytesWhy)
 	}
