@@ -8,6 +8,7 @@ import (
 
 	"github.com/jitprof/jitprof/internal/codemap"
 	"github.com/jitprof/jitprof/internal/perfmap"
+	"github.com/jitprof/jitprof/internal/unwind"
 )
 
 // A perf map is appended to as its JIT compiles: V8 under
@@ -56,6 +57,27 @@ func (r *perfmapResolver) Resolve(addr, t uint64) (Symbol, bool) {
 		}
 	}
 	return Symbol{}, false
+}
+
+// ResolveSeq and UnwindTable are mapResolver's, of the layer that names
+// addr: a session's sample files ask a perf map read from its file for
+// generation 0, and the whole map's resolver answered them.
+func (r *perfmapResolver) ResolveSeq(addr, seq uint64) (Symbol, bool) {
+	for _, l := range r.layers {
+		if s, ok := l.ResolveSeq(addr, seq); ok {
+			return s, true
+		}
+	}
+	return Symbol{}, false
+}
+
+func (r *perfmapResolver) UnwindTable(addr, t uint64) (*unwind.Table, uint64, bool) {
+	for _, l := range r.layers {
+		if tab, base, ok := l.UnwindTable(addr, t); ok {
+			return tab, base, true
+		}
+	}
+	return nil, 0, false
 }
 
 func nameHash(name string) uint64 {

@@ -48,16 +48,34 @@ func TestPerfmapGrows(t *testing.T) {
 		}
 		return r, p
 	}
-	// probe names every address of interest as r and a claim of the
-	// whole map now do.
+	// probe names every address of interest as r and the whole map's
+	// mapResolver do: by time, by generation 0 (a session's sample
+	// files ask so), and its unwinding tables (none).
 	probe := func(what string, r Resolver) {
 		t.Helper()
-		whole, _ := claim()
+		p := proc()
+		whole, err := perfmapHandler{}.Claim(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pr, ok := whole.(*perfmapResolver); ok {
+			whole = pr.layers[0] // as read at once: one layer
+		}
 		for a := uint64(0xff00); a < 0x10000+200*0x100; a += 0x40 {
 			got, gok := r.Resolve(a, 1)
 			want, wok := whole.Resolve(a, 1)
 			if gok != wok || !reflect.DeepEqual(got, want) {
 				t.Fatalf("%s: at %#x named %+v (%v), the whole map %+v (%v)", what, a, got, gok, want, wok)
+			}
+			got, gok = r.(SeqResolver).ResolveSeq(a, 0)
+			want, wok = whole.(SeqResolver).ResolveSeq(a, 0)
+			if gok != wok || !reflect.DeepEqual(got, want) {
+				t.Fatalf("%s: generation 0 at %#x named %+v (%v), the whole map %+v (%v)", what, a, got, gok, want, wok)
+			}
+			_, _, gok = r.(Unwinder).UnwindTable(a, 1)
+			_, _, wok = whole.(Unwinder).UnwindTable(a, 1)
+			if gok != wok {
+				t.Fatalf("%s: an unwinding table at %#x: %v, the whole map %v", what, a, gok, wok)
 			}
 		}
 	}
