@@ -91,6 +91,11 @@ const (
 	KindCodeUnwind Kind = 12
 )
 
+// CodeKinds are the records that say where code is: a reader that names
+// code wants these (Reader.Want, Tail.Want), not the regions a JIT
+// enters and leaves.
+var CodeKinds = []Kind{KindCodeLoad, KindCodeUnwind, KindCodeMove, KindCodeUnload}
+
 var kindNames = [...]string{"header", "code-load", "code-move", "code-unload", "region-enter", "region-exit", "logger-open", "logger-close", "pad", "clock", "region-enter-tsc", "region-exit-tsc", "code-unwind"}
 
 func (k Kind) String() string {

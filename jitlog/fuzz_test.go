@@ -66,7 +66,7 @@ func FuzzReader(f *testing.F) {
 		if err != nil {
 			t.Fatalf("the header read once and not twice: %v", err)
 		}
-		w.Want(KindCodeLoad, KindCodeUnwind, KindCodeMove, KindCodeUnload)
+		w.Want(CodeKinds...)
 		m := 0
 		for w.Next() {
 			switch w.Record().Kind() {

@@ -37,7 +37,7 @@ func TestWant(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		code := []Kind{KindCodeLoad, KindCodeUnwind, KindCodeMove, KindCodeUnload}
+		code := CodeKinds
 		only := func(kinds ...Kind) []Record {
 			var l []Record
 			for _, r := range all {

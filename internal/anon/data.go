@@ -79,7 +79,7 @@ func findData(p *Process, paths []string) (*data, error) {
 			p.Reads.refused()
 			return nil, err
 		}
-		p.Reads.found(path, f.File)
+		p.Reads.found(path, f.File, f.Size)
 		return &data{path: path, r: f, size: f.Size, f: f.File}, nil
 	}
 	return nil, fmt.Errorf("%w: tried %s", ErrNoData, strings.Join(paths, ", "))

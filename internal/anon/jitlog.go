@@ -43,7 +43,7 @@ func (jitlogHandler) Claim(p *Process) (Resolver, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", d.path, err)
 	}
-	r.Want(jitlog.KindCodeLoad, jitlog.KindCodeUnwind, jitlog.KindCodeMove, jitlog.KindCodeUnload)
+	r.Want(jitlog.CodeKinds...)
 	if h := r.Header(); !slices.Contains(pids(p), uint64(h.PID)) {
 		return nil, fmt.Errorf("%s: written by pid %d, not %d: %w", d.path, h.PID, p.PID, ErrNoData)
 	}

@@ -192,7 +192,9 @@ func (r *perfmapResolver) extend(p *Process, reads *Reads) (Resolver, *Reads, bo
 	byStart := slices.Clone(syms)
 	slices.SortFunc(byStart, func(a, b perfmap.Symbol) int { return cmp.Compare(a.Start, b.Start) })
 	for i := 1; i < len(byStart); i++ {
-		if byStart[i].Start < byStart[i-1].End() && byStart[i] != byStart[i-1] {
+		a, b := &byStart[i-1], &byStart[i]
+		// The same line twice names as once; else code over code.
+		if b.Start < a.End() && (b.Start != a.Start || b.Size != a.Size || b.Name != a.Name) {
 			return nil, nil, false
 		}
 	}

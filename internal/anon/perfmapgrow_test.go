@@ -98,6 +98,14 @@ func TestPerfmapGrows(t *testing.T) {
 		t.Errorf("%d layers, want 2", len(r2.(*perfmapResolver).layers))
 	}
 	probe("a layer appended", r2)
+	// The same line twice names as once.
+	write(os.O_APPEND, "1b000 80 JS:*twice\n1b000 80 JS:*twice\n")
+	rt, readsT, ok := Extend(r2, reads2, p)
+	if !ok {
+		t.Fatal("a line written twice: read whole again")
+	}
+	probe("a line written twice", rt)
+	r2, reads2 = rt, readsT
 	if !reads2.Unchanged(p) || reads.Unchanged(p) {
 		t.Error("the reads of the layered claim are not the map as it is now")
 	}

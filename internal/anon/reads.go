@@ -55,9 +55,10 @@ func statID(f *os.File) (fileID, error) {
 }
 
 // found records the file a path opened to, as the claim is about to
-// read it: stat'd before the reading, so that what is written while it
-// reads is a change the next look sees.
-func (r *Reads) found(path string, f *os.File) {
+// read its first size bytes (what the trust checks saw): stat'd before
+// the reading, and with the size read, so that what is written after
+// the checks, even before this stat, is a change the next look sees.
+func (r *Reads) found(path string, f *os.File, size int64) {
 	if r == nil {
 		return
 	}
@@ -66,6 +67,7 @@ func (r *Reads) found(path string, f *os.File) {
 		r.unsure = true
 		return
 	}
+	id.size = size
 	r.files = append(r.files, readFile{path: path, found: true, id: id, tail: -1})
 }
 

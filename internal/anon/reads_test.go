@@ -71,6 +71,20 @@ func TestReads(t *testing.T) {
 		t.Error("nothing claimed where the reading stopped: changed")
 	}
 
+	// Written after the trust checks, before the claim's stat: the size
+	// recorded is the one read, and the next look sees more.
+	f, err = os.Open(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, _ := f.Stat()
+	r = &Reads{}
+	r.found(data, f, fi.Size()-4)
+	f.Close()
+	if r.Unchanged(p) {
+		t.Error("a file grown between the checks and the stat: unchanged")
+	}
+
 	// A file where there was none.
 	r = look(-1)
 	if err := os.WriteFile(missing, []byte("x"), 0o600); err != nil {

@@ -295,7 +295,7 @@ func (j *jitProc) open(handler, path string) error {
 		}
 		// The code's records (codeTable.jitlogRecord), not the regions
 		// a JIT enters and leaves.
-		t.Want(jitlog.KindCodeLoad, jitlog.KindCodeUnwind, jitlog.KindCodeMove, jitlog.KindCodeUnload)
+		t.Want(jitlog.CodeKinds...)
 		j.tail = t
 		return nil
 	}
