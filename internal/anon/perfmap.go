@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
-	"github.com/jitprof/jitprof/internal/codemap"
 	"github.com/jitprof/jitprof/internal/perfmap"
 )
 
@@ -63,28 +63,21 @@ func (perfmapHandler) Claim(p *Process) (Resolver, error) {
 			several[s.Name] = true
 		}
 	}
-	b := codemap.NewBuilder()
-	for _, s := range m.Symbols {
-		if s.Size == 0 {
-			continue // names no address; V8 writes some
-		}
-		name := s.Name
-		if several[name] {
-			name = fmt.Sprintf("%s [%#x]", name, s.Start)
-		}
-		if err := b.Load(0, s.Start, s.Size, name, 0, nil); err != nil {
-			return nil, fmt.Errorf("%s:%d: %w", d.path, s.Line, err)
-		}
+	// Those that name no address (V8 writes some) are left out.
+	syms := slices.DeleteFunc(m.Symbols, func(s perfmap.Symbol) bool { return s.Size == 0 })
+	t, line, err := newPerfmapTable(syms)
+	if err != nil {
+		return nil, fmt.Errorf("%s:%d: %w", d.path, line, err)
 	}
 	src := d.describe("perfmap")
 	if m.BadLines > 0 {
 		src += fmt.Sprintf(", %d bad lines skipped, first: %v", m.BadLines, m.Errors[0])
 	}
-	mr := &mapResolver{m: b.Build(), source: src, timeless: true}
+	mr := &mapResolver{m: t, source: src, timeless: true, addrNamed: several}
 	// What was skipped, a layer read alone would not say; but a last
 	// line the JIT was writing is read with the lines after it.
 	if m.BadLines > 1 || m.BadLines == 1 && !errors.Is(m.Errors[0], perfmap.ErrTorn) {
 		return mr, nil
 	}
-	return growable(mr, d, m.Symbols), nil
+	return growable(mr, d, syms), nil
 }

@@ -81,6 +81,12 @@ func (b *Builder) check(start, size uint64) (uint64, error) {
 	if len(b.events) >= MaxEvents {
 		return 0, fmt.Errorf("codemap: %w (limit %d)", ErrTooMany, MaxEvents)
 	}
+	return CheckRange(start, size)
+}
+
+// CheckRange returns the end of [start, start+size), or the error a
+// Builder gives such a range: for indexes of code built otherwise.
+func CheckRange(start, size uint64) (uint64, error) {
 	if size == 0 || start+size < start {
 		return 0, fmt.Errorf("codemap: %w: %#x+%#x", ErrBadRange, start, size)
 	}
@@ -89,6 +95,10 @@ func (b *Builder) check(start, size uint64) (uint64, error) {
 	}
 	return start + size, nil
 }
+
+// Grow makes room for n more events: a source that knows how many it
+// has (a perf map's lines) spares the copies of growing one at a time.
+func (b *Builder) Grow(n int) { b.events = slices.Grow(b.events, n) }
 
 // Load records that code name of generation gen appeared at
 // [start, start+size) at time t.
@@ -172,9 +182,18 @@ func (b *Builder) Build() *Map {
 		m.size <<= 1
 	}
 
-	// Forward: create entries and find which entry each move ends.
+	// Forward: create entries and find which entry each move ends. Each
+	// load and move makes one: sized so, since append's growth of a large
+	// slice, a quarter at a time, allocates five times what it keeps.
+	n := 0
+	for i := range ev {
+		if ev[i].kind != evUnload {
+			n++
+		}
+	}
+	m.entries = make([]Entry, 0, n)
 	entryOf := make([]int32, len(ev)) // event -> entry it creates, or -1
-	movedBy := []int32{}              // entry -> event that moved it away, or -1
+	movedBy := make([]int32, 0, n)    // entry -> event that moved it away, or -1
 	current := map[uint64]int32{}     // gen -> latest entry of that generation
 	for i := range ev {
 		e := &ev[i]

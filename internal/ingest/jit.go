@@ -560,6 +560,7 @@ func (j *jitProc) pollPerfmap(now uint64, w *work, room jitRoom, session func() 
 	if err != nil {
 		return err
 	}
+	var out []byte
 	if rewritten {
 		if j.sweep {
 			// Written anew again before the last new map was read
@@ -572,16 +573,36 @@ func (j *jitProc) pollPerfmap(now uint64, w *work, room jitRoom, session func() 
 	if !grown && j.off == j.size && !j.sweep {
 		return nil
 	}
-	var out []byte
+	dumpBuf := dumps.Get().(*[]byte)
+	defer func() {
+		if cap(out) <= maxPooledDump {
+			*dumpBuf = out[:0]
+			dumps.Put(dumpBuf)
+		}
+	}()
+	out = (*dumpBuf)[:0]
+	var werr error
 	if rerr := j.readChunks(w, func(buf []byte, full bool) int64 {
 		var used int64
 		out, used, err = j.mapLines(out, buf, full, now, &room, w)
+		if err == nil && len(out) >= mapChunk {
+			// Written a chunk at a time: the dump of a map of
+			// hundreds of thousands of lines, read at once, is tens
+			// of megabytes, and growing it so allocated ten times that.
+			if werr = j.appendDump(out, now, session); werr != nil {
+				return -used - 1
+			}
+			out = out[:0]
+		}
 		if err != nil {
 			return -used - 1
 		}
 		return used // none: a torn last line, the rest is not written yet
 	}); rerr != nil {
 		return rerr
+	}
+	if werr != nil {
+		return werr
 	}
 	if err == nil && j.off == j.size && j.sweep {
 		// The new map is read: what it no longer has is gone.
@@ -640,6 +661,15 @@ func (j *jitProc) sweepBefore(snap, now uint64) {
 
 // chunks are the buffers perf maps are read into, a chunk at a time.
 var chunks = sync.Pool{New: func() any { b := make([]byte, mapChunk); return &b }}
+
+// dumps are the buffers a perf map's numbered dump is written from
+// (pollPerfmap): each round reads a chunk or more of a large map, and a
+// buffer grown anew for each allocated ten times the dump.
+var dumps = sync.Pool{New: func() any { b := make([]byte, 0, 2*mapChunk); return &b }}
+
+// maxPooledDump bounds the buffers dumps keeps: a chunk's records, with
+// the chunk before that did not yet fill mapChunk.
+const maxPooledDump = 8 * mapChunk
 
 // mapLines applies the whole lines of b, read at j.off, a new range
 // costing a record of w, and returns the dump's records grown and how
