@@ -4,8 +4,13 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
+	"os"
 	"strings"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/jitprof/jitprof/internal/delivery"
 )
@@ -54,5 +59,42 @@ func TestRunRefusesBadSettings(t *testing.T) {
 	err := run([]string{"--endpoint", "https://user:pw@col:4318/x"}, strings.NewReader(""), &out)
 	if err == nil || !strings.Contains(err.Error(), "credentials in the URL") {
 		t.Errorf("error %v", err)
+	}
+}
+
+// TestPollable: jitprof's pipe is read in the runtime's poller (a read
+// deadline works only there), frames read from it as from any reader;
+// a file stays as it is.
+func TestPollable(t *testing.T) {
+	// As the exporter's standard input: a blocking pipe, in no poller.
+	var fds [2]int
+	if err := unix.Pipe2(fds[:], unix.O_CLOEXEC); err != nil {
+		t.Fatal(err)
+	}
+	blocking, w := os.NewFile(uintptr(fds[0]), "stdin"), os.NewFile(uintptr(fds[1]), "jitprof")
+	defer w.Close()
+	in := pollable(blocking)
+	defer in.Close()
+	if in == blocking {
+		t.Fatal("a pipe was not made pollable")
+	}
+	if err := in.SetReadDeadline(time.Now().Add(10 * time.Millisecond)); err != nil {
+		t.Fatalf("the pipe is not in the poller: %v", err)
+	}
+	if _, err := in.Read(make([]byte, 1)); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("a read of an empty pipe past its deadline: %v", err)
+	}
+	in.SetReadDeadline(time.Time{})
+	go delivery.WriteFrame(w, []byte("batch"))
+	if b, err := delivery.ReadFrame(in); err != nil || string(b) != "batch" {
+		t.Fatalf("ReadFrame = %q, %v", b, err)
+	}
+	f, err := os.Open(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if pollable(f) != f {
+		t.Error("a regular file was taken into the poller")
 	}
 }

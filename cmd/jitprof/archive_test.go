@@ -85,6 +85,9 @@ func TestArchiveElsewhere(t *testing.T) {
 		{"jit annotate", []string{"annotate", "-i", jit, "--anon-samples"}, []string{"annotate", "--archive", archives[jit], "--anon-samples"}},
 		{"diff", []string{"diff", "--format", "csv", native, native2}, []string{"diff", "--format", "csv", "archive:" + archives[native], "archive:" + archives[native2]}},
 		{"session", []string{"report", "--session-dir", sessions, "--session=monday", "-l"}, []string{"report", "--archive", session, "-l"}},
+		// The session's sample files keep each sample's offset, as
+		// opannotate reads them; the session is the recording imported.
+		{"session annotate", []string{"annotate", "-i", native, "--dso", "split"}, []string{"annotate", "--archive", session, "--dso", "split"}},
 	}
 	var script strings.Builder
 	script.WriteString("set -e\n")

@@ -72,14 +72,18 @@ func (jitdumpHandler) Claim(p *Process) (Resolver, error) {
 		return nil, err
 	}
 	defer d.close()
-	m, timeless, err := readJitdump(d, p)
+	m, timeless, err := readJitdump(d, p, true)
 	if err != nil {
 		return nil, err
 	}
 	return &mapResolver{m: m, source: d.describe("jitdump"), timeless: timeless}, nil
 }
 
-func readJitdump(d *data, p *Process) (*codemap.Map, bool, error) {
+// readJitdump indexes the jitdump of d, keeping each load's code for
+// annotate when code: not of the dumps the daemon numbers a perf map's
+// or a PyPy log's code in (PerfmapSeq, PyPySeq), which have none, and
+// hold zeros where the format wants code bytes.
+func readJitdump(d *data, p *Process, code bool) (*codemap.Map, bool, error) {
 	r, err := jitdump.NewReader(d.reader())
 	if err != nil {
 		return nil, false, fmt.Errorf("%s: %w", d.path, err)
@@ -103,9 +107,13 @@ func readJitdump(d *data, p *Process) (*codemap.Map, bool, error) {
 			}
 			lt := debug[rec.CodeAddr]
 			delete(debug, rec.CodeAddr)
-			// The reader reuses its buffers; annotate needs the bytes later.
-			code := bytes.Clone(rec.Code)
-			pl := payload(lt, code)
+			// The reader reuses its buffers; annotate needs the bytes
+			// later.
+			var bytesOf []byte
+			if code {
+				bytesOf = bytes.Clone(rec.Code)
+			}
+			pl := payload(lt, bytesOf)
 			if unwinding != nil {
 				pl = withUnwind(pl, unwind.JITTable(unwinding.EHFrame(), rec.CodeSize))
 				unwinding = nil

@@ -31,7 +31,7 @@ func (perfmapHandler) Claim(p *Process) (Resolver, error) {
 		}
 		b := p.Embedded[path]
 		d := &data{path: path, embedded: true, r: bytes.NewReader(b), size: int64(len(b))}
-		m, _, err := readJitdump(d, p)
+		m, _, err := readJitdump(d, p, false)
 		if err != nil {
 			return nil, err
 		}

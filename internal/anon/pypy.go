@@ -161,7 +161,7 @@ func (h *pypyHandler) Claim(p *Process) (Resolver, error) {
 func pypySeqClaim(p *Process, path string) (Resolver, error) {
 	b := p.Embedded[path]
 	d := &data{path: path, embedded: true, r: bytes.NewReader(b), size: int64(len(b))}
-	m, _, err := readJitdump(d, p)
+	m, _, err := readJitdump(d, p, false)
 	if err != nil {
 		return nil, err
 	}

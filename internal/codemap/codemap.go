@@ -96,6 +96,16 @@ func CheckRange(start, size uint64) (uint64, error) {
 	return start + size, nil
 }
 
+// add appends e, the events doubled when full: append grows a large
+// slice a quarter at a time, allocating five times what it keeps, and a
+// JIT's data can be hundreds of thousands of loads.
+func (b *Builder) add(e event) {
+	if len(b.events) == cap(b.events) {
+		b.events = slices.Grow(b.events, max(len(b.events), 64))
+	}
+	b.events = append(b.events, e)
+}
+
 // Grow makes room for n more events: a source that knows how many it
 // has (a perf map's lines) spares the copies of growing one at a time.
 func (b *Builder) Grow(n int) { b.events = slices.Grow(b.events, n) }
@@ -107,7 +117,7 @@ func (b *Builder) Load(t, start, size uint64, name string, gen uint64, payload a
 	if err != nil {
 		return err
 	}
-	b.events = append(b.events, event{t: t, kind: evLoad, start: start, end: end, gen: gen, name: name, payload: payload})
+	b.add(event{t: t, kind: evLoad, start: start, end: end, gen: gen, name: name, payload: payload})
 	return nil
 }
 
@@ -118,7 +128,7 @@ func (b *Builder) Move(t, gen, oldStart, newStart, size uint64) error {
 	if err != nil {
 		return err
 	}
-	b.events = append(b.events, event{t: t, kind: evMove, start: newStart, end: end, oldAddr: oldStart, gen: gen})
+	b.add(event{t: t, kind: evMove, start: newStart, end: end, oldAddr: oldStart, gen: gen})
 	return nil
 }
 
@@ -129,7 +139,7 @@ func (b *Builder) Unload(t, start, size uint64) error {
 	if err != nil {
 		return err
 	}
-	b.events = append(b.events, event{t: t, kind: evUnload, start: start, end: end})
+	b.add(event{t: t, kind: evUnload, start: start, end: end})
 	return nil
 }
 

@@ -86,6 +86,9 @@ func TestPerfmapSnapshots(t *testing.T) {
 		}
 		if s, ok := sr.ResolveSeq(addr, seq); !ok || s.Name != want {
 			t.Errorf("ResolveSeq(%#x, %d) = %q, %v, want %q", addr, seq, s.Name, ok, want)
+		} else if s.Code != nil {
+			// The dump holds zeros where the format wants code.
+			t.Errorf("ResolveSeq(%#x, %d) gives %d bytes of code; a perf map has none", addr, seq, len(s.Code))
 		}
 	}
 }

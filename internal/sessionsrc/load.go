@@ -34,6 +34,9 @@ type Options struct {
 	Force bool
 	// Lines resolves source lines.
 	Lines bool
+	// Addresses keeps each frame's image-relative address: a sample
+	// file's offsets (annotate, as opannotate reads a session).
+	Addresses bool
 	// Bind, when set instead of Anon, makes the Binder that names JIT
 	// code from the sessions' processes (driver.Source's bind).
 	Bind func(anonbind.Processes) *anonbind.Binder
@@ -174,7 +177,7 @@ func Load(opts Options) (*profile.Profile, *anonbind.Binder, Info, error) {
 	if sym == nil {
 		sym = symbolize.New(symbolize.Options{SymbolCache: true})
 	}
-	ropts := resolve.Options{Symbolizer: sym, Lines: opts.Lines, LeafOnly: true}
+	ropts := resolve.Options{Symbolizer: sym, Lines: opts.Lines, Addresses: opts.Addresses, LeafOnly: true}
 	switch {
 	case opts.Bind != nil:
 		binder = opts.Bind(src)

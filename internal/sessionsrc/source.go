@@ -44,7 +44,7 @@ func (s *Session) Name() string {
 // them; otherwise it says it leaves them out where a report would want
 // stacks.
 func (s *Session) Load(_ context.Context, lo driver.LoadOptions, bind func(anonbind.Processes) *anonbind.Binder) (*profile.Profile, error) {
-	p, _, info, err := Load(Options{Dir: s.dir, Spec: s.spec, Force: s.force, Lines: lo.Lines, Bind: bind, Arcs: lo.Arcs, Symbolizer: lo.Symbolizer})
+	p, _, info, err := Load(Options{Dir: s.dir, Spec: s.spec, Force: s.force, Lines: lo.Lines, Addresses: lo.Addresses, Bind: bind, Arcs: lo.Arcs, Symbolizer: lo.Symbolizer})
 	s.info = info
 	if err != nil {
 		return nil, err
