@@ -47,25 +47,9 @@ func (perfmapHandler) Claim(p *Process) (Resolver, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", d.path, err)
 	}
-	// A name the map gives code at several addresses (a JVM's tiers of
-	// one method, a function V8 optimized again) would make report rows
-	// that read the same: each copy is named with its address, as the map
-	// tells them apart. Not with a generation number: a perf map has no
-	// times, and its order need not be the order of compiles (the JVM's
-	// exit dump lists its code cache).
-	first, several := map[string]uint64{}, map[string]bool{}
-	for _, s := range m.Symbols {
-		if start, ok := first[s.Name]; s.Size == 0 {
-			continue
-		} else if !ok {
-			first[s.Name] = s.Start
-		} else if start != s.Start {
-			several[s.Name] = true
-		}
-	}
 	// Those that name no address (V8 writes some) are left out.
 	syms := slices.DeleteFunc(m.Symbols, func(s perfmap.Symbol) bool { return s.Size == 0 })
-	t, line, err := newPerfmapTable(syms)
+	t, line, err := newPerfmapTable(syms, addrNamed(syms))
 	if err != nil {
 		return nil, fmt.Errorf("%s:%d: %w", d.path, line, err)
 	}
@@ -73,11 +57,30 @@ func (perfmapHandler) Claim(p *Process) (Resolver, error) {
 	if m.BadLines > 0 {
 		src += fmt.Sprintf(", %d bad lines skipped, first: %v", m.BadLines, m.Errors[0])
 	}
-	mr := &mapResolver{m: t, source: src, timeless: true, addrNamed: several}
+	mr := &mapResolver{m: t, source: src, timeless: true}
 	// What was skipped, a layer read alone would not say; but a last
 	// line the JIT was writing is read with the lines after it.
 	if m.BadLines > 1 || m.BadLines == 1 && !errors.Is(m.Errors[0], perfmap.ErrTorn) {
 		return mr, nil
 	}
 	return growable(mr, d, syms), nil
+}
+
+// addrNamed returns the names a perf map's lines (none of size 0) give
+// code at several addresses. Each such copy would make report rows that
+// read the same (a JVM's tiers of one method, a function V8 optimized
+// again), so each is named with its address, as the map tells them
+// apart. Not with a generation number: a perf map has no times, and its
+// order need not be the order of compiles (the JVM's exit dump lists
+// its code cache).
+func addrNamed(syms []perfmap.Symbol) map[string]bool {
+	first, several := map[string]uint64{}, map[string]bool{}
+	for _, s := range syms {
+		if start, ok := first[s.Name]; !ok {
+			first[s.Name] = s.Start
+		} else if start != s.Start {
+			several[s.Name] = true
+		}
+	}
+	return several
 }

@@ -25,18 +25,26 @@ type codeIndex interface {
 // ranges are kept sorted, 20 bytes each with their names' index; the
 // few that overlap another (an address the JIT used again) in a
 // codemap.Map of their own, which answers for every address they cover,
-// as no other range covers it.
+// as no other range covers it. A name the map gives several addresses
+// (addrNamed) gets its address when a range is asked for, not for each
+// range as it is indexed: a JIT's warm-up can give hundreds of thousands
+// of functions one name.
 type perfmapTable struct {
 	starts, ends []uint64 // the ranges no other overlaps, by start
 	names        []uint32 // their names, in text
 	text         []string // each name once
+	addrNamed    []bool   // of each name in text: named with its address
 	over         *codemap.Map
 }
 
+// withAddr is name as a range at start is named when the map gives the
+// name several addresses.
+func withAddr(name string, start uint64) string { return fmt.Sprintf("%s [%#x]", name, start) }
+
 // newPerfmapTable indexes syms (a perf map's lines, in the map's order,
-// none of size 0); an error is the range's codemap.Builder would give,
-// with its line.
-func newPerfmapTable(syms []perfmap.Symbol) (*perfmapTable, int, error) {
+// none of size 0), the names in several named with their addresses; an
+// error is the range's codemap.Builder would give, with its line.
+func newPerfmapTable(syms []perfmap.Symbol, several map[string]bool) (*perfmapTable, int, error) {
 	if len(syms) > codemap.MaxEvents {
 		return nil, syms[codemap.MaxEvents].Line, fmt.Errorf("codemap: %w (limit %d)", codemap.ErrTooMany, codemap.MaxEvents)
 	}
@@ -83,18 +91,24 @@ func newPerfmapTable(syms []perfmap.Symbol) (*perfmapTable, int, error) {
 			x = uint32(len(t.text))
 			index[s.Name] = x
 			t.text = append(t.text, s.Name)
+			t.addrNamed = append(t.addrNamed, several[s.Name])
 		}
 		t.starts, t.ends, t.names = append(t.starts, s.Start), append(t.ends, s.End()), append(t.names, x)
 	}
-	t.text = slices.Clip(t.text)
+	t.text, t.addrNamed = slices.Clip(t.text), slices.Clip(t.addrNamed)
 	if len(over) > 0 {
-		// In the map's order: a codemap.Map of all the ranges answers
-		// in it.
+		// In the map's order, named as a codemap.Map of all the
+		// ranges names them: it answers in that order, and tells
+		// names apart (Ambiguous) by their names with addresses.
 		slices.Sort(over)
 		b := codemap.NewBuilder()
 		b.Grow(len(over))
 		for _, i := range over {
-			if err := b.Load(0, syms[i].Start, syms[i].Size, syms[i].Name, 0, nil); err != nil {
+			name := syms[i].Name
+			if several[name] {
+				name = withAddr(name, syms[i].Start)
+			}
+			if err := b.Load(0, syms[i].Start, syms[i].Size, name, 0, nil); err != nil {
 				return nil, syms[i].Line, err
 			}
 		}
@@ -127,7 +141,11 @@ func (t *perfmapTable) at(addr uint64) int {
 
 // entry is range i as a codemap.Map of the whole map has it.
 func (t *perfmapTable) entry(i int) *codemap.Entry {
-	return &codemap.Entry{Start: t.starts[i], End: t.ends[i], Name: t.text[t.names[i]], Unload: codemap.Forever}
+	name := t.text[t.names[i]]
+	if t.addrNamed[t.names[i]] {
+		name = withAddr(name, t.starts[i])
+	}
+	return &codemap.Entry{Start: t.starts[i], End: t.ends[i], Name: name, Unload: codemap.Forever}
 }
 
 func (t *perfmapTable) Lookup(addr, tm uint64) (*codemap.Entry, bool) {

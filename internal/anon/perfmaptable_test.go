@@ -13,27 +13,13 @@ import (
 )
 
 // sameAsCodemap checks that a perfmapTable of syms names every address
-// about their ranges as a codemap.Map of them does, through a
-// mapResolver as the perf map's claim makes it, and says of every such
-// range what Overlaps says.
+// about their ranges as the claim named them with a codemap.Map of them
+// (each name the map gives several addresses made with its address as
+// the range was loaded), through a mapResolver as the perf map's claim
+// makes it, and says of every such range what Overlaps says.
 func sameAsCodemap(t *testing.T, syms []perfmap.Symbol) {
 	t.Helper()
 	syms = slices.DeleteFunc(slices.Clone(syms), func(s perfmap.Symbol) bool { return s.Size == 0 })
-	b := codemap.NewBuilder()
-	var wantErr error
-	for _, s := range syms {
-		if err := b.Load(0, s.Start, s.Size, s.Name, 0, nil); err != nil {
-			wantErr = err
-			break
-		}
-	}
-	tab, _, err := newPerfmapTable(syms)
-	if (err != nil) != (wantErr != nil) {
-		t.Fatalf("newPerfmapTable: %v; a codemap.Builder: %v", err, wantErr)
-	}
-	if err != nil {
-		return
-	}
 	several := map[string]bool{}
 	first := map[string]uint64{}
 	for _, s := range syms {
@@ -43,8 +29,27 @@ func sameAsCodemap(t *testing.T, syms []perfmap.Symbol) {
 			several[s.Name] = true
 		}
 	}
-	got := &mapResolver{m: tab, timeless: true, addrNamed: several}
-	want := &mapResolver{m: b.Build(), timeless: true, addrNamed: several}
+	b := codemap.NewBuilder()
+	var wantErr error
+	for _, s := range syms {
+		name := s.Name
+		if several[name] {
+			name = fmt.Sprintf("%s [%#x]", name, s.Start)
+		}
+		if err := b.Load(0, s.Start, s.Size, name, 0, nil); err != nil {
+			wantErr = err
+			break
+		}
+	}
+	tab, _, err := newPerfmapTable(syms, addrNamed(syms))
+	if (err != nil) != (wantErr != nil) {
+		t.Fatalf("newPerfmapTable: %v; a codemap.Builder: %v", err, wantErr)
+	}
+	if err != nil {
+		return
+	}
+	got := &mapResolver{m: tab, timeless: true}
+	want := &mapResolver{m: b.Build(), timeless: true}
 	var probes []uint64
 	for _, s := range syms {
 		probes = append(probes, s.Start-1, s.Start, s.Start+s.Size/2, s.End()-1, s.End())
@@ -115,6 +120,9 @@ func TestPerfmapTable(t *testing.T) {
 		}
 		t.Run(fmt.Sprint(round), func(t *testing.T) { sameAsCodemap(t, syms) })
 	}
+	// One name at two addresses over each other: both names, each with
+	// its address, where they overlap.
+	sameAsCodemap(t, []perfmap.Symbol{{Start: 0x1000, Size: 0x100, Name: "f"}, {Start: 0x1080, Size: 0x100, Name: "f"}, {Start: 0x2000, Size: 0x10, Name: "f"}})
 	// A range past the end of the address space, or too large, is the
 	// codemap's error.
 	sameAsCodemap(t, []perfmap.Symbol{{Start: 0x1000, Size: 0x10, Name: "a"}, {Start: ^uint64(0) - 4, Size: 0x10, Name: "b"}})

@@ -1,7 +1,6 @@
 package anon
 
 import (
-	"fmt"
 	"sort"
 
 	"github.com/jitprof/jitprof/internal/codemap"
@@ -17,19 +16,6 @@ type mapResolver struct {
 	// clock) cannot say which of several names at an address was live when
 	// a sample hit, so resolve reports every name instead of guessing.
 	timeless bool
-	// addrNamed are the names a perf map gives code at several
-	// addresses, each then named with its address (perfmapHandler):
-	// added as asked for, not to each entry, as a JIT's warm-up can give
-	// hundreds of thousands of functions one name.
-	addrNamed map[string]bool
-}
-
-// name is e's name as reported.
-func (r *mapResolver) name(e *codemap.Entry) string {
-	if r.addrNamed[e.Name] {
-		return fmt.Sprintf("%s [%#x]", e.Name, e.Start)
-	}
-	return e.Name
 }
 
 func (r *mapResolver) Source() string { return r.source }
@@ -42,13 +28,13 @@ func (r *mapResolver) Resolve(addr, t uint64) (Symbol, bool) {
 		case 0:
 			return Symbol{}, false
 		case 1:
-			s := r.symbol(es[0], addr)
+			s := symbol(es[0], addr)
 			s.Load, s.Unload = 0, 0 // a timeless source's entries have none
 			return s, true
 		}
 		names := make([]string, len(es))
 		for i, e := range es {
-			names[i] = r.name(e)
+			names[i] = e.Name
 		}
 		return Symbol{Start: start, Size: end - start, Ambiguous: names, Held: true}, true
 	}
@@ -56,7 +42,7 @@ func (r *mapResolver) Resolve(addr, t uint64) (Symbol, bool) {
 	if !ok {
 		return Symbol{}, false
 	}
-	return r.symbol(e, addr), true
+	return symbol(e, addr), true
 }
 
 func (r *mapResolver) ResolveSeq(addr, seq uint64) (Symbol, bool) {
@@ -64,11 +50,11 @@ func (r *mapResolver) ResolveSeq(addr, seq uint64) (Symbol, bool) {
 	if !ok {
 		return Symbol{}, false
 	}
-	return r.symbol(e, addr), true
+	return symbol(e, addr), true
 }
 
-func (r *mapResolver) symbol(e *codemap.Entry, addr uint64) Symbol {
-	s := Symbol{Name: r.name(e), Start: e.Start, Size: e.End - e.Start, Gen: e.Gen, Load: e.Load, Unload: e.Unload, Held: true}
+func symbol(e *codemap.Entry, addr uint64) Symbol {
+	s := Symbol{Name: e.Name, Start: e.Start, Size: e.End - e.Start, Gen: e.Gen, Load: e.Load, Unload: e.Unload, Held: true}
 	if c, ok := e.Payload.(*codeInfo); ok {
 		s.File, s.Line = c.lines.at(addr - e.Start)
 		if uint64(len(c.code)) == s.Size {
