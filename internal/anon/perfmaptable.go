@@ -102,7 +102,6 @@ func newPerfmapTable(syms []perfmap.Symbol, several map[string]bool) (*perfmapTa
 		// names apart (Ambiguous) by their names with addresses.
 		slices.Sort(over)
 		b := codemap.NewBuilder()
-		b.Grow(len(over))
 		for _, i := range over {
 			name := syms[i].Name
 			if several[name] {

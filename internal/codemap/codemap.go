@@ -106,10 +106,6 @@ func (b *Builder) add(e event) {
 	b.events = append(b.events, e)
 }
 
-// Grow makes room for n more events: a source that knows how many it
-// has (a perf map's lines) spares the copies of growing one at a time.
-func (b *Builder) Grow(n int) { b.events = slices.Grow(b.events, n) }
-
 // Load records that code name of generation gen appeared at
 // [start, start+size) at time t.
 func (b *Builder) Load(t, start, size uint64, name string, gen uint64, payload any) error {
