@@ -1,6 +1,7 @@
 package resolve
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -176,10 +177,17 @@ type Resolver struct {
 	mapped  []*loadedImage                // by Mapping.ID
 	sparse  map[int32]*loadedImage        // by Mapping.ID, with Options.SparseMappings
 	ksyms   map[uint64]int32              // frames of the kernel symbols met, by start
+	// kspans are the spans of kernel addresses that resolve to one
+	// frame, each its symbol's (symbolize.Kernel.LookupSpan), in
+	// order: a kernel's samples fall on a new address nearly every
+	// time, and a daemon looked each up in the kernel's table, a binary
+	// search through 120,000 entries, and kept it in two maps by
+	// address (a tenth of the push's resolving, at 1 kHz).
+	kspans []kspan
 	// kernelLeaves are the stacks of LeafOnly samples in the kernel, by
-	// address, for every process: a process's own cache of leaves
+	// frame, for every process: a process's own cache of leaves
 	// (pidCache.leaves) made each new process resolve them again.
-	kernelLeaves map[uint64]int32
+	kernelLeaves map[int32]int32
 	// byOffset are the frames of the file offsets of images met, of
 	// every process, and with LeafOnly their stacks: a program's
 	// processes share its images, and each new one would otherwise look
@@ -236,7 +244,7 @@ func New(b *profile.Builder, procs Processes, opts Options) *Resolver {
 		inProc: map[procImageKey]*loadedImage{},
 		ksyms:  map[uint64]int32{},
 
-		kernelLeaves: map[uint64]int32{},
+		kernelLeaves: map[int32]int32{},
 
 		byOffset: map[offsetKey]offsetEntry{},
 	}
@@ -511,10 +519,11 @@ func (r *Resolver) stack(s *Sample, epoch uint64) int32 {
 		}
 		if s.Mode == ModeKernel || s.Mode == ModeHypervisor {
 			// The kernel's addresses are every process's.
-			node, ok := r.kernelLeaves[s.IP]
+			leaf := r.frame(s.PID, s.IP, s.Time, s.Mode, false, s)
+			node, ok := r.kernelLeaves[leaf]
 			if !ok {
-				node = r.resolve(s)
-				r.kernelLeaves[s.IP] = node
+				node = r.b.Push(-1, leaf)
+				r.kernelLeaves[leaf] = node
 			}
 			return node
 		}
@@ -624,14 +633,19 @@ func (r *Resolver) callers(s *Sample) int32 {
 func (r *Resolver) frame(pid uint32, addr, tm uint64, mode Mode, ret bool, leaf *Sample) int32 {
 	switch mode {
 	case ModeKernel, ModeHypervisor:
-		// Cached by address for every process: stack's cache of
-		// leaves is a process's own.
+		// Cached for every process, by span or address: stack's cache
+		// of leaves is a process's own.
+		if id, ok := r.kernelSpan(addr); ok {
+			return id
+		}
 		k := cacheKey{cacheKernel, addr}
 		if id, ok := r.cache[k]; ok {
 			return id
 		}
-		id := r.kernelFrame(addr)
-		r.cache[k] = id
+		id, spanned := r.kernelFrame(addr)
+		if !spanned {
+			r.cache[k] = id
+		}
 		return id
 	case ModeUser:
 	default:
@@ -726,25 +740,59 @@ func (r *Resolver) unknownFrame(addr uint64) int32 {
 	return id
 }
 
-func (r *Resolver) kernelFrame(addr uint64) int32 {
+func (r *Resolver) kernelFrame(addr uint64) (id int32, spanned bool) {
 	if !r.kernelLoaded {
 		r.kernelLoaded = true
 		r.kernel, r.kernelErr = r.opts.Symbolizer.Kernel()
 	}
 	var sym symbolize.Symbol
+	var lo, hi uint64
 	ok := false
 	if r.kernel != nil {
-		sym, ok = r.kernel.Lookup(addr)
+		sym, lo, hi, ok = r.kernel.LookupSpan(addr)
 	}
 	if !ok || r.opts.Addresses {
-		return r.newKernelFrame(addr, sym, ok)
+		return r.newKernelFrame(addr, sym, ok), false
 	}
 	id, hit := r.ksyms[sym.Start]
 	if !hit {
 		id = r.newKernelFrame(addr, sym, ok)
 		r.ksyms[sym.Start] = id
 	}
-	return id
+	r.addKernelSpan(kspan{lo, hi, id})
+	return id, true
+}
+
+// kspan is a span of kernel addresses, [lo, hi), and their frame.
+type kspan struct {
+	lo, hi uint64
+	id     int32
+}
+
+// maxKernelSpans bounds the spans kept: a kernel's functions sampled,
+// hundreds on a busy machine, of its 120,000.
+const maxKernelSpans = 1 << 14
+
+// kernelSpan returns the frame of a span met that holds addr.
+func (r *Resolver) kernelSpan(addr uint64) (int32, bool) {
+	i, _ := slices.BinarySearchFunc(r.kspans, addr, func(s kspan, a uint64) int { return cmp.Compare(s.lo, a) })
+	if i < len(r.kspans) && r.kspans[i].lo == addr {
+		return r.kspans[i].id, true
+	}
+	if i > 0 && addr < r.kspans[i-1].hi {
+		return r.kspans[i-1].id, true
+	}
+	return 0, false
+}
+
+// addKernelSpan keeps s, which no span kept holds any address of (the
+// spans of one table do not overlap, and s's address was in none).
+func (r *Resolver) addKernelSpan(s kspan) {
+	if len(r.kspans) >= maxKernelSpans {
+		r.kspans = r.kspans[:0]
+	}
+	i, _ := slices.BinarySearchFunc(r.kspans, s.lo, func(s kspan, a uint64) int { return cmp.Compare(s.lo, a) })
+	r.kspans = slices.Insert(r.kspans, i, s)
 }
 
 func (r *Resolver) newKernelFrame(addr uint64, sym symbolize.Symbol, ok bool) int32 {
