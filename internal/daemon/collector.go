@@ -48,20 +48,23 @@ type Config struct {
 }
 
 // roundEvery is how long the daemon's rounds last, at most, sampling as
-// sc says: record.PollInterval (100 ms) at 1 kHz and more, longer at
-// lower rates, up to maxRound, so that a round has some 100 samples of
-// each CPU's. A round's fixed costs do not shrink with the rate: the
-// drain of every ring, a wakeup of the Go runtime's sysmon thread that
-// polls every 20 µs for the next millisecond and more (a third of the
-// CPU time of a daemon at 19 Hz, `perf record -g` of it), ingest's
-// round. A ring half full ends a round sooner whatever its length; what
-// waits longer is a client's answer (status, stop), up to maxRound, and
-// a dump's or save's, up to two of them (daemon.held).
+// sc says: maxRound (500 ms) at 1 kHz and less, shorter at higher
+// rates, down to record.PollInterval (100 ms), so that a round has some
+// 500 samples of each CPU's. A round's fixed costs do not shrink with
+// the rate: the drain of every ring, a wakeup of the Go runtime's
+// sysmon thread that polls every 20 µs for the next millisecond and
+// more (a third of the CPU time of a daemon at 19 Hz, `perf record -g`
+// of it), ingest's round. At 1 kHz, rounds of 500 ms rather than
+// 100 ms halved the daemon's CPU time (two daemons of each beside
+// bench/daemon/push.sh's workload, 120 s: 0.35 and 0.38 CPU seconds
+// against 0.18 and 0.18). A ring half full ends a round sooner whatever
+// its length; what waits longer is a client's answer (status, stop), up
+// to maxRound, and a dump's or save's, up to two of them (daemon.held).
 func roundEvery(sc *record.Config) time.Duration {
 	if sc.Freq == 0 || sc.MaxFreq {
 		return record.PollInterval
 	}
-	const perRound = 100 // samples of each CPU
+	const perRound = 500 // samples of each CPU
 	d := time.Duration(perRound * uint64(time.Second) / sc.Freq)
 	return min(max(d, record.PollInterval), maxRound)
 }
