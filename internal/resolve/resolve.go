@@ -183,7 +183,7 @@ type Resolver struct {
 	// time, and a daemon looked each up in the kernel's table, a binary
 	// search through 120,000 entries, and kept it in two maps by
 	// address (a tenth of the push's resolving, at 1 kHz).
-	kspans []kspan
+	kspans []span
 	// kernelLeaves are the stacks of LeafOnly samples in the kernel, by
 	// frame, for every process: a process's own cache of leaves
 	// (pidCache.leaves) made each new process resolve them again.
@@ -345,6 +345,9 @@ type loadedImage struct {
 	// syms are the frames of the image's symbols met, by symbol start:
 	// interning a frame hashes its names, a symbol lookup does not.
 	syms map[uint64]int32
+	// leaves are the file offsets of the functions met, each with its
+	// stack as a leaf (spans, fileLeaf).
+	leaves []span
 }
 
 type threadState struct {
@@ -635,7 +638,7 @@ func (r *Resolver) frame(pid uint32, addr, tm uint64, mode Mode, ret bool, leaf 
 	case ModeKernel, ModeHypervisor:
 		// Cached for every process, by span or address: stack's cache
 		// of leaves is a process's own.
-		if id, ok := r.kernelSpan(addr); ok {
+		if id, ok := spanAt(r.kspans, addr); ok {
 			return id
 		}
 		k := cacheKey{cacheKernel, addr}
@@ -759,40 +762,42 @@ func (r *Resolver) kernelFrame(addr uint64) (id int32, spanned bool) {
 		id = r.newKernelFrame(addr, sym, ok)
 		r.ksyms[sym.Start] = id
 	}
-	r.addKernelSpan(kspan{lo, hi, id})
+	r.kspans = addSpan(r.kspans, span{lo, hi, id})
 	return id, true
 }
 
-// kspan is a span of kernel addresses, [lo, hi), and their frame.
-type kspan struct {
+// span is a span of addresses or file offsets, [lo, hi), and what they
+// resolve to: a frame (kspans), or a stack (loadedImage.leaves).
+type span struct {
 	lo, hi uint64
 	id     int32
 }
 
-// maxKernelSpans bounds the spans kept: a kernel's functions sampled,
-// hundreds on a busy machine, of its 120,000.
-const maxKernelSpans = 1 << 14
+// maxSpans bounds a list of spans: the functions sampled, hundreds on
+// a busy machine, of a kernel's 120,000 or a library's thousands.
+const maxSpans = 1 << 14
 
-// kernelSpan returns the frame of a span met that holds addr.
-func (r *Resolver) kernelSpan(addr uint64) (int32, bool) {
-	i, _ := slices.BinarySearchFunc(r.kspans, addr, func(s kspan, a uint64) int { return cmp.Compare(s.lo, a) })
-	if i < len(r.kspans) && r.kspans[i].lo == addr {
-		return r.kspans[i].id, true
+// spanAt returns the id of the span of spans, in order, that holds a.
+func spanAt(spans []span, a uint64) (int32, bool) {
+	i, _ := slices.BinarySearchFunc(spans, a, func(s span, a uint64) int { return cmp.Compare(s.lo, a) })
+	if i < len(spans) && spans[i].lo == a {
+		return spans[i].id, true
 	}
-	if i > 0 && addr < r.kspans[i-1].hi {
-		return r.kspans[i-1].id, true
+	if i > 0 && a < spans[i-1].hi {
+		return spans[i-1].id, true
 	}
 	return 0, false
 }
 
-// addKernelSpan keeps s, which no span kept holds any address of (the
-// spans of one table do not overlap, and s's address was in none).
-func (r *Resolver) addKernelSpan(s kspan) {
-	if len(r.kspans) >= maxKernelSpans {
-		r.kspans = r.kspans[:0]
+// addSpan adds s, which no span of spans holds any address of (the
+// spans of one table do not overlap, and s's address was in none),
+// emptying spans first when they are many.
+func addSpan(spans []span, s span) []span {
+	if len(spans) >= maxSpans {
+		spans = spans[:0]
 	}
-	i, _ := slices.BinarySearchFunc(r.kspans, s.lo, func(s kspan, a uint64) int { return cmp.Compare(s.lo, a) })
-	r.kspans = slices.Insert(r.kspans, i, s)
+	i, _ := slices.BinarySearchFunc(spans, s.lo, func(s span, a uint64) int { return cmp.Compare(s.lo, a) })
+	return slices.Insert(spans, i, s)
 }
 
 func (r *Resolver) newKernelFrame(addr uint64, sym symbolize.Symbol, ok bool) int32 {
@@ -916,6 +921,20 @@ func (r *Resolver) fileLeaf(m *process.Mapping, addr uint64) int32 {
 		r.lastMapped, r.lastImage = m, li
 	}
 	off := addr - m.Start + m.Pgoff
+	// Without lines or addresses a leaf is its function's: found by the
+	// spans of the functions met, as the kernel's are (kspans), rather
+	// than by file offset, a new one for nearly every sample.
+	bySpan := li.err == nil && !r.opts.Lines && !r.opts.Addresses
+	if bySpan {
+		if leaf, ok := spanAt(li.leaves, off); ok {
+			return leaf
+		}
+		if _, lo, hi, ok := li.im.LookupFileOffsetSpan(off); ok {
+			leaf := r.b.Push(-1, r.offsetFrame(li, off, false))
+			li.leaves = addSpan(li.leaves, span{lo, hi, leaf})
+			return leaf
+		}
+	}
 	ok := offsetKey{li, off << 1}
 	of, hit := r.byOffset[ok]
 	if !hit {

@@ -143,6 +143,9 @@ func betterAlias(b, a candidate) bool {
 // files (table) or mapped from jitprof's cache of it (mappedTable).
 type symtab interface {
 	lookup(addr uint64) (Symbol, bool)
+	// lookupSpan is lookup and the span of addresses it answers alike
+	// (Kernel.LookupSpan).
+	lookupSpan(addr uint64) (Symbol, uint64, uint64, bool)
 	count() int
 	rawNames() bool
 	// hasName reports whether a function is named name, raw or shown.

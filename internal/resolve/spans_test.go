@@ -82,3 +82,67 @@ func TestKernelSpans(t *testing.T) {
 		}
 	}
 }
+
+// TestFileLeafSpans: samples in files, leaves alone, are named through
+// the spans of the functions a Resolver met (loadedImage.leaves) as a
+// Resolver that has met none names each: 4,000 random offsets in the C
+// library, mapped by two processes at different addresses, and past
+// its end (most of the file is not code: those are kept by offset, as
+// before, and those in functions are not); with addresses all are
+// resolved by offset.
+func TestFileLeafSpans(t *testing.T) {
+	const libc = "/lib/x86_64-linux-gnu/libc.so.6"
+	st, err := os.Stat(libc)
+	if err != nil {
+		t.Skipf("no system C library at %s: %v", libc, err)
+	}
+	size := uint64(st.Size())
+	tr := process.New()
+	maps := map[uint32]*process.Mapping{}
+	for i, pid := range []uint32{10, 11} {
+		start := uint64(0x7f0000000000 + i*0x10000000)
+		tr.Map(process.Mapping{PID: pid, Start: start, End: start + size + 0x1000, Path: libc, Exec: true})
+		maps[pid] = tr.Lookup(pid, start, 1, false)
+	}
+	sym := symbolize.New(symbolize.Options{DebugDirs: []string{}, BuildIDCaches: []string{}})
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, opts := range []Options{{LeafOnly: true}, {LeafOnly: true, SparseMappings: true}, {LeafOnly: true, Addresses: true}} {
+		opts.Symbolizer = sym
+		name := func(r *Resolver, b *profile.Builder, s Sample) string {
+			node := r.stack(&s, 0)
+			p := b.Meta()
+			fr := p.Frames[p.Nodes[node].Frame]
+			f := p.FuncOf(p.Nodes[node].Frame)
+			return fmt.Sprintf("%s+%#x@%#x", f.Name, f.Addr, fr.Addr)
+		}
+		b := profile.NewBuilder()
+		b.Event(profile.Event{Name: "cpu-clock"})
+		r := New(b, tr, opts)
+		for i := range 4000 {
+			pid := uint32(10 + i%2)
+			m := maps[pid]
+			s := Sample{PID: pid, TID: pid, Time: 2, CPU: -1, Mode: ModeUser, IP: m.Start + rng.Uint64N(size+0x800), Count: 1, Period: 1, Mapping: m}
+			fb := profile.NewBuilder()
+			fb.Event(profile.Event{Name: "cpu-clock"})
+			want := name(New(fb, tr, opts), fb, s)
+			if got := name(r, b, s); got != want {
+				t.Fatalf("%+v: offset %#x named %s, want %s (a Resolver of its own)", opts, s.IP-m.Start, got, want)
+			}
+		}
+		var leaves int
+		for _, li := range r.images {
+			leaves += len(li.leaves)
+		}
+		if opts.Addresses != (leaves == 0) {
+			t.Errorf("%+v: %d spans of leaves kept", opts, leaves)
+		}
+		if opts.Addresses {
+			continue
+		}
+		for k := range r.byOffset {
+			if s, ok := k.li.im.LookupFileOffset(k.off >> 1); ok {
+				t.Fatalf("%+v: offset %#x of %s cached by offset; it is in a function's span", opts, k.off>>1, s.Name)
+			}
+		}
+	}
+}
