@@ -48,23 +48,36 @@ type Config struct {
 }
 
 // roundEvery is how long the daemon's rounds last, at most, sampling as
-// sc says: record.PollInterval (100 ms) at 1 kHz and more, longer at
-// lower rates, up to maxRound, so that a round has some 100 samples of
-// each CPU's. A round's fixed costs do not shrink with the rate: the
-// drain of every ring, a wakeup of the Go runtime's sysmon thread that
-// polls every 20 µs for the next millisecond and more (a third of the
-// CPU time of a daemon at 19 Hz, `perf record -g` of it), ingest's
-// round. A ring half full ends a round sooner whatever its length; what
-// waits longer is a client's answer (status, stop), up to maxRound, and
-// a dump's or save's, up to two of them (daemon.held).
-func roundEvery(sc *record.Config) time.Duration {
+// sc says, so that a round has some n samples of each CPU's: at least
+// record.PollInterval (100 ms), at most maxRound (500 ms). A round's
+// fixed costs do not shrink with the rate: the drain of every ring, a
+// wakeup of the Go runtime's sysmon thread that polls every 20 µs for
+// the next millisecond and more (a third of the CPU time of a daemon at
+// 19 Hz, `perf record -g` of it), ingest's round. A ring half full ends
+// a round sooner whatever its length; what waits longer is a client's
+// answer (status, stop), up to maxRound, and a dump's or save's, up to
+// two of them (daemon.held).
+func roundEvery(sc *record.Config, n uint64) time.Duration {
 	if sc.Freq == 0 || sc.MaxFreq {
 		return record.PollInterval
 	}
-	const perRound = 100 // samples of each CPU
-	d := time.Duration(perRound * uint64(time.Second) / sc.Freq)
+	d := time.Duration(n * uint64(time.Second) / sc.Freq)
 	return min(max(d, record.PollInterval), maxRound)
 }
+
+// perRound is the samples of each CPU a round holds: 500 ms at 1 kHz.
+// Rounds of 100 ms at 1 kHz took twice the CPU time: two daemons of
+// each beside bench/daemon/push.sh's workload, 120 s, 0.35 and 0.38 CPU
+// seconds against 0.18 and 0.18. perTimelessRound holds while the
+// daemon follows a perf map (ingest.Ingest.Timeless), whose lines are
+// stamped when a round reads them: code a JIT put in place of other
+// code at one address is named as the code before it in the samples of
+// the round it was written in, so those rounds stay as short as they
+// were, 100 ms at 1 kHz.
+const (
+	perRound         = 500
+	perTimelessRound = 100
+)
 
 // maxRound bounds the daemon's rounds: how long a client waits for an
 // answer.
@@ -173,7 +186,15 @@ func Run(ctx context.Context, cfg Config, ready func()) (err error) {
 	}
 	sc.Command, sc.Duration, sc.Progress = nil, 0, nil
 	sc.NoBuildIDs = true
-	sc.PollEvery = roundEvery(sc)
+	sc.PollEvery = roundEvery(sc, perRound)
+	timeless := roundEvery(sc, perTimelessRound)
+	d := &daemon{cfg: cfg, start: time.Now(), reqs: make(chan request), ready: ready}
+	sc.RoundEvery = func() time.Duration {
+		if d.in != nil && d.in.Timeless() {
+			return timeless
+		}
+		return sc.PollEvery
+	}
 	sc.Notice = func(msg string) { log.Print(msg) }
 	cfg.MaxJITData = cmp.Or(cfg.MaxJITData, ingest.DefaultMaxJITData)
 	cfg.MaxJITDataPerProcess = cmp.Or(cfg.MaxJITDataPerProcess, ingest.DefaultMaxJITDataPerProcess)
@@ -181,7 +202,7 @@ func Run(ctx context.Context, cfg Config, ready func()) (err error) {
 	cfg.MaxSampleData = cmp.Or(cfg.MaxSampleData, ingest.DefaultMaxSampleData)
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
-	d := &daemon{cfg: cfg, start: time.Now(), reqs: make(chan request), stop: stop, ready: ready}
+	d.stop = stop
 	pidFile := false
 	var pidRoot *os.Root
 	var inflight sync.WaitGroup

@@ -125,24 +125,31 @@ func TestCollectorRounds(t *testing.T) {
 	}
 }
 
-// TestRoundEvery: the daemon's rounds are record's 100 ms at 1 kHz and
-// more, and with a period; at lower rates they hold some 100 samples of
-// each CPU's, up to 500 ms.
+// TestRoundEvery: the daemon's rounds hold some 500 samples of each
+// CPU's, from record's 100 ms at 5 kHz and more up to 500 ms at 1 kHz
+// and less, and some 100 while it follows a perf map: 100 ms at 1 kHz
+// and more; record's 100 ms with a period.
 func TestRoundEvery(t *testing.T) {
 	for _, c := range []struct {
-		sc   record.Config
-		want time.Duration
+		sc             record.Config
+		want, timeless time.Duration
 	}{
-		{record.Config{Freq: 4000}, record.PollInterval},
-		{record.Config{Freq: 1000}, record.PollInterval},
-		{record.Config{Freq: 400}, 250 * time.Millisecond},
-		{record.Config{Freq: 200}, 500 * time.Millisecond},
-		{record.Config{Freq: 19}, 500 * time.Millisecond},
-		{record.Config{Period: 100000}, record.PollInterval},
-		{record.Config{Freq: 19, MaxFreq: true}, record.PollInterval},
+		{record.Config{Freq: 10000}, record.PollInterval, record.PollInterval},
+		{record.Config{Freq: 5000}, record.PollInterval, record.PollInterval},
+		{record.Config{Freq: 4000}, 125 * time.Millisecond, record.PollInterval},
+		{record.Config{Freq: 2000}, 250 * time.Millisecond, record.PollInterval},
+		{record.Config{Freq: 1000}, 500 * time.Millisecond, record.PollInterval},
+		{record.Config{Freq: 400}, 500 * time.Millisecond, 250 * time.Millisecond},
+		{record.Config{Freq: 200}, 500 * time.Millisecond, 500 * time.Millisecond},
+		{record.Config{Freq: 19}, 500 * time.Millisecond, 500 * time.Millisecond},
+		{record.Config{Period: 100000}, record.PollInterval, record.PollInterval},
+		{record.Config{Freq: 19, MaxFreq: true}, record.PollInterval, record.PollInterval},
 	} {
-		if got := roundEvery(&c.sc); got != c.want {
+		if got := roundEvery(&c.sc, perRound); got != c.want {
 			t.Errorf("%+v: rounds of %v, want %v", c.sc, got, c.want)
+		}
+		if got := roundEvery(&c.sc, perTimelessRound); got != c.timeless {
+			t.Errorf("%+v: rounds of %v beside a perf map, want %v", c.sc, got, c.timeless)
 		}
 	}
 }

@@ -320,3 +320,39 @@ func TestPerfmapRewrittenFasterThanRead(t *testing.T) {
 		}
 	}
 }
+
+// TestTimeless: Timeless says a process followed has a perf map (JIT
+// data without times, which the daemon keeps its rounds short for), from
+// the round after it is found until the round after it is let go of; a
+// jitdump's process is not.
+func TestTimeless(t *testing.T) {
+	in, _, _ := newTestIngest(t)
+	tmp := t.TempDir()
+	dump := filepath.Join(tmp, "jit-604.dump")
+	writeLoads(t, dump, 604, 0x1000, 0, 10)
+	followDump(t, in, 604, dump)
+	in.BeginRound()
+	if in.Timeless() {
+		t.Fatal("a jitdump's process alone is timeless")
+	}
+	mp := filepath.Join(tmp, "perf-603.map")
+	if err := os.WriteFile(mp, []byte("1000 40 fib\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(mp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := in.pid(603).jit
+	j.handler, j.path, j.f, j.snap = "perfmap", mp, f, 1
+	j.p = anon.Process{PID: 603, NSPID: 603, UID: trust.UnknownOwner}
+	in.BeginRound()
+	if !in.Timeless() {
+		t.Fatal("a perf map followed, and not timeless")
+	}
+	in.reset(603)
+	in.BeginRound()
+	if in.Timeless() {
+		t.Fatal("timeless after the perf map's process was let go of")
+	}
+}

@@ -119,6 +119,9 @@ type Ingest struct {
 	clock   *pypylog.Clock
 	clockAt uint64      // the round of clock
 	order   []*pidState // BeginRound's, kept to not allocate it each round
+	// timeless counts the processes followed, at the last BeginRound,
+	// whose JIT data has no times (Timeless).
+	timeless int
 }
 
 // maxPastErrors bounds the errors kept of processes let go.
@@ -525,9 +528,13 @@ func (in *Ingest) BeginRound() {
 	in.round++
 	in.budget.refill(in.now())
 	in.order = in.order[:0]
+	in.timeless = 0
 	for _, st := range in.pids {
 		if st.jit.handler != "" {
 			in.order = append(in.order, st)
+		}
+		if st.jit.handler == "perfmap" {
+			in.timeless++
 		}
 	}
 	rank := func(st *pidState) int {
@@ -546,6 +553,14 @@ func (in *Ingest) BeginRound() {
 	}
 	clear(in.order)
 }
+
+// Timeless reports whether a process followed, at the start of the last
+// round, names its JIT code without times: a perf map, whose lines are
+// stamped when a round reads them, after the round's samples. A piece
+// of code a JIT put in place of another at one address is named as the
+// one before it in the samples of the round it was written in: the
+// shorter the rounds, the fewer (the daemon's are 100 ms then).
+func (in *Ingest) Timeless() bool { return in.timeless > 0 }
 
 // pollJIT reads what the process's JIT added, with a share of the
 // round's work and within the room the bounds leave it.

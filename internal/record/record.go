@@ -69,6 +69,10 @@ type Config struct {
 	// collector sampling at a low rate (jitprof daemon) takes longer
 	// rounds. A ring half full ends a round sooner whatever it is.
 	PollEvery time.Duration
+	// RoundEvery, when set, is asked before each round for its
+	// longest, in place of PollEvery: the daemon's rounds are shorter
+	// while it follows JIT data without times.
+	RoundEvery func() time.Duration
 }
 
 // Progress is the state of a recording so far.
@@ -345,7 +349,11 @@ func (r *Recorder) loop(ctx context.Context, set *perfevent.EventSet, cfg Config
 			return false
 		default:
 		}
-		wait, over := pollWait(time.Now(), end, cfg.PollEvery)
+		every := cfg.PollEvery
+		if cfg.RoundEvery != nil {
+			every = cfg.RoundEvery()
+		}
+		wait, over := pollWait(time.Now(), end, every)
 		if over {
 			return false
 		}

@@ -1,6 +1,7 @@
 package resolve
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -176,10 +177,17 @@ type Resolver struct {
 	mapped  []*loadedImage                // by Mapping.ID
 	sparse  map[int32]*loadedImage        // by Mapping.ID, with Options.SparseMappings
 	ksyms   map[uint64]int32              // frames of the kernel symbols met, by start
+	// kspans are the spans of kernel addresses that resolve to one
+	// frame, each its symbol's (symbolize.Kernel.LookupSpan), in
+	// order: a kernel's samples fall on a new address nearly every
+	// time, and a daemon looked each up in the kernel's table, a binary
+	// search through 120,000 entries, and kept it in two maps by
+	// address (a tenth of the push's resolving, at 1 kHz).
+	kspans []span
 	// kernelLeaves are the stacks of LeafOnly samples in the kernel, by
-	// address, for every process: a process's own cache of leaves
+	// frame, for every process: a process's own cache of leaves
 	// (pidCache.leaves) made each new process resolve them again.
-	kernelLeaves map[uint64]int32
+	kernelLeaves map[int32]int32
 	// byOffset are the frames of the file offsets of images met, of
 	// every process, and with LeafOnly their stacks: a program's
 	// processes share its images, and each new one would otherwise look
@@ -236,7 +244,7 @@ func New(b *profile.Builder, procs Processes, opts Options) *Resolver {
 		inProc: map[procImageKey]*loadedImage{},
 		ksyms:  map[uint64]int32{},
 
-		kernelLeaves: map[uint64]int32{},
+		kernelLeaves: map[int32]int32{},
 
 		byOffset: map[offsetKey]offsetEntry{},
 	}
@@ -337,6 +345,9 @@ type loadedImage struct {
 	// syms are the frames of the image's symbols met, by symbol start:
 	// interning a frame hashes its names, a symbol lookup does not.
 	syms map[uint64]int32
+	// leaves are the file offsets of the functions met, each with its
+	// stack as a leaf (spans, fileLeaf).
+	leaves []span
 }
 
 type threadState struct {
@@ -511,10 +522,11 @@ func (r *Resolver) stack(s *Sample, epoch uint64) int32 {
 		}
 		if s.Mode == ModeKernel || s.Mode == ModeHypervisor {
 			// The kernel's addresses are every process's.
-			node, ok := r.kernelLeaves[s.IP]
+			leaf := r.frame(s.PID, s.IP, s.Time, s.Mode, false, s)
+			node, ok := r.kernelLeaves[leaf]
 			if !ok {
-				node = r.resolve(s)
-				r.kernelLeaves[s.IP] = node
+				node = r.b.Push(-1, leaf)
+				r.kernelLeaves[leaf] = node
 			}
 			return node
 		}
@@ -624,14 +636,19 @@ func (r *Resolver) callers(s *Sample) int32 {
 func (r *Resolver) frame(pid uint32, addr, tm uint64, mode Mode, ret bool, leaf *Sample) int32 {
 	switch mode {
 	case ModeKernel, ModeHypervisor:
-		// Cached by address for every process: stack's cache of
-		// leaves is a process's own.
+		// Cached for every process, by span or address: stack's cache
+		// of leaves is a process's own.
+		if id, ok := spanAt(r.kspans, addr); ok {
+			return id
+		}
 		k := cacheKey{cacheKernel, addr}
 		if id, ok := r.cache[k]; ok {
 			return id
 		}
-		id := r.kernelFrame(addr)
-		r.cache[k] = id
+		id, spanned := r.kernelFrame(addr)
+		if !spanned {
+			r.cache[k] = id
+		}
 		return id
 	case ModeUser:
 	default:
@@ -726,25 +743,61 @@ func (r *Resolver) unknownFrame(addr uint64) int32 {
 	return id
 }
 
-func (r *Resolver) kernelFrame(addr uint64) int32 {
+func (r *Resolver) kernelFrame(addr uint64) (id int32, spanned bool) {
 	if !r.kernelLoaded {
 		r.kernelLoaded = true
 		r.kernel, r.kernelErr = r.opts.Symbolizer.Kernel()
 	}
 	var sym symbolize.Symbol
+	var lo, hi uint64
 	ok := false
 	if r.kernel != nil {
-		sym, ok = r.kernel.Lookup(addr)
+		sym, lo, hi, ok = r.kernel.LookupSpan(addr)
 	}
 	if !ok || r.opts.Addresses {
-		return r.newKernelFrame(addr, sym, ok)
+		return r.newKernelFrame(addr, sym, ok), false
 	}
 	id, hit := r.ksyms[sym.Start]
 	if !hit {
 		id = r.newKernelFrame(addr, sym, ok)
 		r.ksyms[sym.Start] = id
 	}
-	return id
+	r.kspans = addSpan(r.kspans, span{lo, hi, id})
+	return id, true
+}
+
+// span is a span of addresses or file offsets, [lo, hi), and what they
+// resolve to: a frame (kspans), or a stack (loadedImage.leaves).
+type span struct {
+	lo, hi uint64
+	id     int32
+}
+
+// maxSpans bounds a list of spans: the functions sampled, hundreds on
+// a busy machine, of a kernel's 120,000 or a library's thousands.
+const maxSpans = 1 << 14
+
+// spanAt returns the id of the span of spans, in order, that holds a.
+func spanAt(spans []span, a uint64) (int32, bool) {
+	i, _ := slices.BinarySearchFunc(spans, a, func(s span, a uint64) int { return cmp.Compare(s.lo, a) })
+	if i < len(spans) && spans[i].lo == a {
+		return spans[i].id, true
+	}
+	if i > 0 && a < spans[i-1].hi {
+		return spans[i-1].id, true
+	}
+	return 0, false
+}
+
+// addSpan adds s, which no span of spans holds any address of (the
+// spans of one table do not overlap, and s's address was in none),
+// emptying spans first when they are many.
+func addSpan(spans []span, s span) []span {
+	if len(spans) >= maxSpans {
+		spans = spans[:0]
+	}
+	i, _ := slices.BinarySearchFunc(spans, s.lo, func(s span, a uint64) int { return cmp.Compare(s.lo, a) })
+	return slices.Insert(spans, i, s)
 }
 
 func (r *Resolver) newKernelFrame(addr uint64, sym symbolize.Symbol, ok bool) int32 {
@@ -868,6 +921,20 @@ func (r *Resolver) fileLeaf(m *process.Mapping, addr uint64) int32 {
 		r.lastMapped, r.lastImage = m, li
 	}
 	off := addr - m.Start + m.Pgoff
+	// Without lines or addresses a leaf is its function's: found by the
+	// spans of the functions met, as the kernel's are (kspans), rather
+	// than by file offset, a new one for nearly every sample.
+	bySpan := li.err == nil && !r.opts.Lines && !r.opts.Addresses
+	if bySpan {
+		if leaf, ok := spanAt(li.leaves, off); ok {
+			return leaf
+		}
+		if _, lo, hi, ok := li.im.LookupFileOffsetSpan(off); ok {
+			leaf := r.b.Push(-1, r.offsetFrame(li, off, false))
+			li.leaves = addSpan(li.leaves, span{lo, hi, leaf})
+			return leaf
+		}
+	}
 	ok := offsetKey{li, off << 1}
 	of, hit := r.byOffset[ok]
 	if !hit {

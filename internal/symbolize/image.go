@@ -108,6 +108,34 @@ func (im *Image) LookupFileOffset(off uint64) (Symbol, bool) {
 	return im.syms.lookup(addr)
 }
 
+// LookupFileOffsetSpan is LookupFileOffset, and the span of file offsets
+// [lo, hi), off's among them, that LookupFileOffset answers alike: the
+// function's, within the segment that maps off (Kernel.LookupSpan).
+func (im *Image) LookupFileOffsetSpan(off uint64) (sym Symbol, lo, hi uint64, ok bool) {
+	for i, s := range im.loads {
+		if off < s.off || off-s.off >= s.filesz {
+			continue
+		}
+		sym, vlo, vhi, ok := im.syms.lookupSpan(off - s.off + s.vaddr)
+		if !ok {
+			return Symbol{}, 0, 0, false
+		}
+		vlo, vhi = max(vlo, s.vaddr), min(vhi, s.vaddr+s.filesz)
+		lo, hi = vlo-s.vaddr+s.off, vhi-s.vaddr+s.off
+		// FileOffsetToAddr takes the first segment that maps an
+		// offset: those before this one keep theirs.
+		for _, e := range im.loads[:i] {
+			if e.off+e.filesz <= off {
+				lo = max(lo, e.off+e.filesz)
+			} else if e.off > off {
+				hi = min(hi, e.off)
+			}
+		}
+		return sym, lo, hi, true
+	}
+	return Symbol{}, 0, 0, false
+}
+
 // FileOffsetToAddr translates a file offset into an ELF virtual address
 // through the PT_LOAD segment that maps it.
 func (im *Image) FileOffsetToAddr(off uint64) (uint64, bool) {

@@ -118,3 +118,84 @@ func TestNotELFQuotesNothing(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 }
+
+// TestLookupFileOffsetSpan: the spans LookupFileOffsetSpan gives are
+// answered alike by LookupFileOffset, at their first and last offset
+// and between, for offsets all over the C library and a PIE and a
+// non-PIE program, and span no more than their function.
+func TestLookupFileOffsetSpan(t *testing.T) {
+	dir := t.TempDir()
+	paths := []string{gcc(t, dir, "pie", "-fPIE", "-pie", "testdata/prog.c"), gcc(t, dir, "nopie", "-fno-PIE", "-no-pie", "testdata/prog.c")}
+	if _, err := os.Stat(libc); err == nil {
+		paths = append(paths, libc)
+	}
+	for _, path := range paths {
+		img, err := Load(path, LoadOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		end := uint64(0)
+		for _, s := range img.loads {
+			end = max(end, s.off+s.filesz)
+		}
+		spans := 0
+		for off := uint64(0); off < end+0x100; off += 1 + off%31 {
+			want, wok := img.LookupFileOffset(off)
+			got, lo, hi, ok := img.LookupFileOffsetSpan(off)
+			if got != want || ok != wok {
+				t.Fatalf("%s: LookupFileOffsetSpan(%#x) = %+v, %v; LookupFileOffset %+v, %v", path, off, got, ok, want, wok)
+			}
+			if !ok {
+				continue
+			}
+			spans++
+			if off < lo || off >= hi || hi-lo > got.Size {
+				t.Fatalf("%s: LookupFileOffsetSpan(%#x): [%#x, %#x) for %+v", path, off, lo, hi, got)
+			}
+			for _, o := range []uint64{lo, lo + (hi-lo)/2, hi - 1} {
+				if s, sok := img.LookupFileOffset(o); s != want || !sok {
+					t.Fatalf("%s: LookupFileOffsetSpan(%#x) = %+v for [%#x, %#x), but LookupFileOffset(%#x) = %+v, %v", path, off, want, lo, hi, o, s, sok)
+				}
+			}
+		}
+		if spans < 10 {
+			t.Errorf("%s: %d offsets in functions checked", path, spans)
+		}
+	}
+}
+
+// TestLookupFileOffsetSpanSegments: an offset two segments map is the
+// first's (FileOffsetToAddr), and a function that starts before its
+// segment or ends past it is cut to it: every offset of an image whose
+// segments overlap in the file is answered by its span as
+// LookupFileOffset answers it.
+func TestLookupFileOffsetSpanSegments(t *testing.T) {
+	img := &Image{
+		loads: []segment{{off: 0x1000, filesz: 0x1000, vaddr: 0x401000}, {off: 0x800, filesz: 0x1000, vaddr: 0x600800}, {off: 0x3000, filesz: 0x800, vaddr: 0x803000}, {off: 0x1800, filesz: 0x1000, vaddr: 0xa01800}},
+		syms: &table{raw: true, names: []string{"", "a", "b", "c", "d", "e"}, entries: []entry{
+			{start: 0x401800, end: 0x402400, name: 1}, // past its segment's end
+			{start: 0x600000, end: 0x600c00, name: 2}, // from before its segment
+			{start: 0x600c00, end: 0x601800, name: 3}, // over the first segment's offsets
+			{start: 0x803100, end: 0x803200, name: 4},
+			{start: 0xa01800, end: 0xa02400, name: 5}, // under the first segment's offsets
+		}},
+	}
+	for off := uint64(0); off < 0x4000; off++ {
+		want, wok := img.LookupFileOffset(off)
+		got, lo, hi, ok := img.LookupFileOffsetSpan(off)
+		if got != want || ok != wok {
+			t.Fatalf("LookupFileOffsetSpan(%#x) = %+v, %v; LookupFileOffset %+v, %v", off, got, ok, want, wok)
+		}
+		if !ok {
+			continue
+		}
+		if off < lo || off >= hi {
+			t.Fatalf("LookupFileOffsetSpan(%#x): [%#x, %#x)", off, lo, hi)
+		}
+		for o := lo; o < hi; o++ {
+			if s, sok := img.LookupFileOffset(o); s != want || !sok {
+				t.Fatalf("LookupFileOffsetSpan(%#x) = %+v for [%#x, %#x), but LookupFileOffset(%#x) = %+v, %v", off, want, lo, hi, o, s, sok)
+			}
+		}
+	}
+}

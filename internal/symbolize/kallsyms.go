@@ -152,6 +152,21 @@ func (k *Kernel) Lookup(addr uint64) (Symbol, bool) {
 	return k.syms.lookup(addr)
 }
 
+// LookupSpan is Lookup, and the span of addresses [lo, hi), addr's
+// among them, that Lookup answers with the same symbol: from the
+// symbol's start to its end or the next symbol's start, whichever is
+// first. A caller that keeps the spans it met answers the addresses of
+// a function it has seen without the table (internal/resolve: the
+// kernel addresses of a daemon's samples, a new one for nearly every
+// sample, each a binary search through the 120,000 entries of a
+// kernel's table).
+func (k *Kernel) LookupSpan(addr uint64) (sym Symbol, lo, hi uint64, ok bool) {
+	if k.mapped != nil {
+		return k.mapped.lookupSpan(addr)
+	}
+	return k.syms.lookupSpan(addr)
+}
+
 // NumSymbols is the number of distinct text addresses known.
 func (k *Kernel) NumSymbols() int {
 	if k.mapped != nil {

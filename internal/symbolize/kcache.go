@@ -218,6 +218,21 @@ func (m *mappedTable) lookup(addr uint64) (Symbol, bool) {
 	return Symbol{Name: m.name(name), Start: start, Size: end - start, Module: m.rawName(mod)}, true
 }
 
+// lookupSpan is lookup and the span of addresses it answers alike
+// (Kernel.LookupSpan).
+func (m *mappedTable) lookupSpan(addr uint64) (Symbol, uint64, uint64, bool) {
+	i := sort.Search(m.n, func(i int) bool { return m.start(i) > addr }) - 1
+	if i < 0 {
+		return Symbol{}, 0, 0, false
+	}
+	start, end, name, mod, ok := m.entry(i)
+	if !ok || addr >= end {
+		return Symbol{}, 0, 0, false
+	}
+	lo, hi := spanOf(m.n, i, addr, m.start, end)
+	return Symbol{Name: m.name(name), Start: start, Size: end - start, Module: m.rawName(mod)}, lo, hi, true
+}
+
 func (m *mappedTable) count() int     { return m.n }
 func (m *mappedTable) rawNames() bool { return m.raw }
 func (m *mappedTable) hasName(name string) bool {

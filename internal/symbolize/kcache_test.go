@@ -256,10 +256,71 @@ func FuzzKcache(f *testing.F) {
 				if !whole {
 					continue
 				}
+				checkSpan(t, "mapped", m.lookup, m.lookupSpan, a)
 				if want, wok := tab.lookup(a); got != want || gok != wok {
 					t.Fatalf("lookup(%#x) = %+v, %v mapped; %+v, %v from the entries", a, got, gok, want, wok)
 				}
 			}
 		}
 	})
+}
+
+// checkSpan checks lookupSpan(a) against lookup: the same answer, a
+// span that holds a, and lookup's answer the same at its first and last
+// address and at one between.
+func checkSpan(t *testing.T, what string, lookup func(uint64) (Symbol, bool), lookupSpan func(uint64) (Symbol, uint64, uint64, bool), a uint64) {
+	t.Helper()
+	want, wok := lookup(a)
+	got, lo, hi, gok := lookupSpan(a)
+	if got != want || gok != wok {
+		t.Fatalf("%s: lookupSpan(%#x) = %+v, %v; lookup %+v, %v", what, a, got, gok, want, wok)
+	}
+	if !gok {
+		return
+	}
+	if a < lo || a >= hi {
+		t.Fatalf("%s: lookupSpan(%#x): span [%#x, %#x) does not hold it", what, a, lo, hi)
+	}
+	for _, b := range []uint64{lo, lo + (hi-lo)/2, hi - 1} {
+		if s, ok := lookup(b); s != want || !ok {
+			t.Fatalf("%s: lookupSpan(%#x) = %+v for [%#x, %#x), but lookup(%#x) = %+v, %v", what, a, want, lo, hi, b, s, ok)
+		}
+	}
+}
+
+// TestLookupSpan: Kernel.LookupSpan's spans are answered alike by
+// Lookup, for the parsed table and its cache, of a kernel's symbols and
+// of a table with a function over the next one's start, an empty entry
+// and two entries at one address; a span reaches the next symbol's
+// start or its own end.
+func TestLookupSpan(t *testing.T) {
+	k, err := LoadKallsyms("testdata/kallsyms.txt", LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	odd := &table{raw: true, names: []string{"", "outer", "inner", "label", "twin1", "twin2"}, entries: []entry{
+		{start: 0x100, end: 0x200, name: 1}, {start: 0x150, end: 0x160, name: 2}, {start: 0x300, end: 0x300, name: 3},
+		{start: 0x400, end: 0x410, name: 4}, {start: 0x400, end: 0x420, name: 5},
+	}}
+	for _, tab := range []*table{k.syms, odd} {
+		m := mappedOf(t, tab)
+		for _, e := range tab.entries {
+			for _, a := range []uint64{e.start - 1, e.start, e.start + 1, (e.start + e.end) / 2, e.end - 1, e.end, e.end + 1} {
+				checkSpan(t, "parsed", tab.lookup, tab.lookupSpan, a)
+				if tab != odd { // a cache's entries are in strictly increasing order
+					checkSpan(t, "mapped", m.lookup, m.lookupSpan, a)
+				}
+			}
+		}
+	}
+	kk := &Kernel{syms: odd}
+	for _, c := range []struct{ a, lo, hi uint64 }{
+		{0x120, 0x100, 0x150}, // outer, up to inner's start
+		{0x155, 0x150, 0x160}, // inner
+		{0x405, 0x405, 0x406}, // past two entries at one address: its own
+	} {
+		if _, lo, hi, ok := kk.LookupSpan(c.a); !ok || lo != c.lo || hi != c.hi {
+			t.Errorf("LookupSpan(%#x) = [%#x, %#x), %v; want [%#x, %#x)", c.a, lo, hi, ok, c.lo, c.hi)
+		}
+	}
 }

@@ -143,6 +143,9 @@ func betterAlias(b, a candidate) bool {
 // files (table) or mapped from jitprof's cache of it (mappedTable).
 type symtab interface {
 	lookup(addr uint64) (Symbol, bool)
+	// lookupSpan is lookup and the span of addresses it answers alike
+	// (Kernel.LookupSpan).
+	lookupSpan(addr uint64) (Symbol, uint64, uint64, bool)
 	count() int
 	rawNames() bool
 	// hasName reports whether a function is named name, raw or shown.
@@ -170,6 +173,35 @@ func (t *table) lookup(addr uint64) (Symbol, bool) {
 	}
 	e := t.entries[i]
 	return Symbol{Name: t.name(e.name), Start: e.start, Size: e.end - e.start, Module: t.names[e.mod]}, true
+}
+
+// lookupSpan is lookup and the span of addresses it answers alike
+// (Kernel.LookupSpan).
+func (t *table) lookupSpan(addr uint64) (Symbol, uint64, uint64, bool) {
+	sym, ok := t.lookup(addr)
+	if !ok {
+		return sym, 0, 0, false
+	}
+	i, _ := slices.BinarySearchFunc(t.entries, sym.Start, func(e entry, a uint64) int { return cmp.Compare(e.start, a) })
+	lo, hi := spanOf(len(t.entries), i, addr, func(j int) uint64 { return t.entries[j].start }, sym.Start+sym.Size)
+	return sym, lo, hi, true
+}
+
+// spanOf is the span of addresses that a table of n entries in order of
+// start answers as it answers addr, with entry i ending at end: from
+// the entry's start to its end or the next entry's start. Where a
+// neighbour starts at the same address (lookup answers the first of
+// them at that address and the last past it), or out of order (a
+// damaged cache), the span is addr's alone.
+func spanOf(n, i int, addr uint64, start func(int) uint64, end uint64) (uint64, uint64) {
+	lo, hi := start(i), end
+	if i > 0 && start(i-1) >= lo || i+1 < n && start(i+1) <= lo {
+		return addr, addr + 1
+	}
+	if i+1 < n {
+		hi = min(hi, start(i+1))
+	}
+	return lo, hi
 }
 
 // name demangles lazily: most symbols of a large library are never sampled.
