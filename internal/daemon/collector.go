@@ -186,14 +186,13 @@ func Run(ctx context.Context, cfg Config, ready func()) (err error) {
 	}
 	sc.Command, sc.Duration, sc.Progress = nil, 0, nil
 	sc.NoBuildIDs = true
-	sc.PollEvery = roundEvery(sc, perRound)
-	timeless := roundEvery(sc, perTimelessRound)
+	long, short := roundEvery(sc, perRound), roundEvery(sc, perTimelessRound)
 	d := &daemon{cfg: cfg, start: time.Now(), reqs: make(chan request), ready: ready}
 	sc.RoundEvery = func() time.Duration {
 		if d.in != nil && d.in.Timeless() {
-			return timeless
+			return short
 		}
-		return sc.PollEvery
+		return long
 	}
 	sc.Notice = func(msg string) { log.Print(msg) }
 	cfg.MaxJITData = cmp.Or(cfg.MaxJITData, ingest.DefaultMaxJITData)

@@ -98,7 +98,7 @@ const minRound = 1e8
 // refill adds the work earned since the last refill, up to a round's:
 // that of the time since (at most a second), at least a tenth of a
 // second's. A daemon sampling at a low rate has longer rounds
-// (record.Config.PollEvery), which get their length's work, so that
+// (record.Config.RoundEvery), which get their length's work, so that
 // the rate at which JIT data is followed does not fall with them.
 func (b *budget) refill(now uint64) {
 	dt := min(now-min(now, b.at), 1e9)

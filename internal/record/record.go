@@ -65,13 +65,11 @@ type Config struct {
 	// NoBuildIDs says the Sink keeps no build-ids (a collector's, not a
 	// perf.data file): the images samples hit are not noted.
 	NoBuildIDs bool
-	// PollEvery is the longest a round lasts, 0 for PollInterval: a
-	// collector sampling at a low rate (jitprof daemon) takes longer
-	// rounds. A ring half full ends a round sooner whatever it is.
-	PollEvery time.Duration
-	// RoundEvery, when set, is asked before each round for its
-	// longest, in place of PollEvery: the daemon's rounds are shorter
-	// while it follows JIT data without times.
+	// RoundEvery, when set, is asked before each round how long it may
+	// last at most (0: PollInterval): the daemon's rounds are longer at
+	// the rates it samples at, and shorter while it follows JIT data
+	// without times. A ring half full ends a round sooner whatever it
+	// is.
 	RoundEvery func() time.Duration
 }
 
@@ -349,7 +347,7 @@ func (r *Recorder) loop(ctx context.Context, set *perfevent.EventSet, cfg Config
 			return false
 		default:
 		}
-		every := cfg.PollEvery
+		var every time.Duration
 		if cfg.RoundEvery != nil {
 			every = cfg.RoundEvery()
 		}

@@ -629,7 +629,7 @@ func TestSamplesBeforeBegin(t *testing.T) {
 }
 
 // TestPollWait: the drain loop waits at most PollInterval (or
-// Config.PollEvery), less when the recording's end is nearer, so that a
+// Config.RoundEvery), less when the recording's end is nearer, so that a
 // recording of a duration ends at it; and not at all once it has come.
 func TestPollWait(t *testing.T) {
 	now := time.Unix(1000, 0)
@@ -649,7 +649,7 @@ func TestPollWait(t *testing.T) {
 			t.Errorf("end %v after now: wait %v, over %v; want %v, %v", c.end.Sub(now), wait, over, c.wait, c.over)
 		}
 	}
-	// Longer rounds (Config.PollEvery), still ending at the end.
+	// Longer rounds (Config.RoundEvery), still ending at the end.
 	if wait, over := pollWait(now, time.Time{}, time.Second); wait != time.Second || over {
 		t.Errorf("rounds of 1 s without an end: wait %v, over %v", wait, over)
 	}

@@ -929,15 +929,19 @@ func (r *Resolver) fileLeaf(m *process.Mapping, addr uint64) int32 {
 		if leaf, ok := spanAt(li.leaves, off); ok {
 			return leaf
 		}
-		if _, lo, hi, ok := li.im.LookupFileOffsetSpan(off); ok {
-			leaf := r.b.Push(-1, r.offsetFrame(li, off, false))
-			li.leaves = addSpan(li.leaves, span{lo, hi, leaf})
-			return leaf
-		}
 	}
+	// Offsets in no function, and every offset with lines or
+	// addresses, by offset: looked up in the table once each.
 	ok := offsetKey{li, off << 1}
 	of, hit := r.byOffset[ok]
 	if !hit {
+		if bySpan {
+			if _, lo, hi, ok := li.im.LookupFileOffsetSpan(off); ok {
+				leaf := r.b.Push(-1, r.offsetFrame(li, off, false))
+				li.leaves = addSpan(li.leaves, span{lo, hi, leaf})
+				return leaf
+			}
+		}
 		of = offsetEntry{r.offsetFrame(li, off, false), -1}
 	}
 	if of.leaf < 0 {

@@ -207,15 +207,8 @@ func (m *mappedTable) entry(i int) (start, end uint64, name, mod uint32, ok bool
 }
 
 func (m *mappedTable) lookup(addr uint64) (Symbol, bool) {
-	i := sort.Search(m.n, func(i int) bool { return m.start(i) > addr }) - 1
-	if i < 0 {
-		return Symbol{}, false
-	}
-	start, end, name, mod, ok := m.entry(i)
-	if !ok || addr >= end {
-		return Symbol{}, false
-	}
-	return Symbol{Name: m.name(name), Start: start, Size: end - start, Module: m.rawName(mod)}, true
+	s, _, _, ok := m.lookupSpan(addr)
+	return s, ok
 }
 
 // lookupSpan is lookup and the span of addresses it answers alike

@@ -164,27 +164,23 @@ func (t *table) hasName(name string) bool {
 }
 
 func (t *table) lookup(addr uint64) (Symbol, bool) {
-	i, found := slices.BinarySearchFunc(t.entries, addr, func(e entry, a uint64) int { return cmp.Compare(e.start, a) })
-	if !found {
-		i--
-	}
-	if i < 0 || addr >= t.entries[i].end {
-		return Symbol{}, false
-	}
-	e := t.entries[i]
-	return Symbol{Name: t.name(e.name), Start: e.start, Size: e.end - e.start, Module: t.names[e.mod]}, true
+	s, _, _, ok := t.lookupSpan(addr)
+	return s, ok
 }
 
 // lookupSpan is lookup and the span of addresses it answers alike
 // (Kernel.LookupSpan).
 func (t *table) lookupSpan(addr uint64) (Symbol, uint64, uint64, bool) {
-	sym, ok := t.lookup(addr)
-	if !ok {
-		return sym, 0, 0, false
+	i, found := slices.BinarySearchFunc(t.entries, addr, func(e entry, a uint64) int { return cmp.Compare(e.start, a) })
+	if !found {
+		i--
 	}
-	i, _ := slices.BinarySearchFunc(t.entries, sym.Start, func(e entry, a uint64) int { return cmp.Compare(e.start, a) })
-	lo, hi := spanOf(len(t.entries), i, addr, func(j int) uint64 { return t.entries[j].start }, sym.Start+sym.Size)
-	return sym, lo, hi, true
+	if i < 0 || addr >= t.entries[i].end {
+		return Symbol{}, 0, 0, false
+	}
+	e := t.entries[i]
+	lo, hi := spanOf(len(t.entries), i, addr, func(j int) uint64 { return t.entries[j].start }, e.end)
+	return Symbol{Name: t.name(e.name), Start: e.start, Size: e.end - e.start, Module: t.names[e.mod]}, lo, hi, true
 }
 
 // spanOf is the span of addresses that a table of n entries in order of
